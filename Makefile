@@ -1,0 +1,39 @@
+# The two commands of the README:
+#   make run   - set up, then `kedro run` (all eight pipelines on the embedded sample, offline)
+#   make test  - set up, then the tests and the linter
+SHELL := /bin/bash
+VENV ?= .venv
+PY := $(VENV)/bin/python
+export KEDRO_DISABLE_TELEMETRY := 1
+
+.PHONY: setup system-packages run test lint clean
+
+system-packages:
+	@if ! command -v dot >/dev/null || ! command -v tesseract >/dev/null; then \
+	  if command -v apt-get >/dev/null; then \
+	    SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
+	    $$SUDO apt-get update -qq && $$SUDO apt-get install -y -qq graphviz tesseract-ocr; \
+	  else \
+	    echo "Install Graphviz and Tesseract (see README, 'System packages'), then rerun." >&2; exit 1; \
+	  fi; \
+	fi
+
+$(VENV)/.installed: pyproject.toml
+	test -x $(PY) || python3 -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	# torch first, pinned: an unpinned resolve pulls a multi-GB CUDA build.
+	$(PY) -m pip install -q "torch==2.13.0"
+	$(PY) -m pip install -q -e ".[test]"
+	touch $@
+
+setup: system-packages $(VENV)/.installed
+
+run: setup
+	$(VENV)/bin/kedro run
+
+test: setup
+	$(VENV)/bin/ruff check src tests benchmarks
+	$(VENV)/bin/pytest -q
+
+clean:
+	find data -mindepth 2 -not -name .gitkeep -delete 2>/dev/null; rm -rf data/cache mlruns

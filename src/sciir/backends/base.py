@@ -1,0 +1,122 @@
+"""The model seam: two small interfaces every model call goes through.
+
+A backend returns one result per request, in order. A result is either parsed
+output or an explicit failure with its reason; a failure is never turned into
+a verdict, a score or a default answer by anything downstream.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from abc import ABC, abstractmethod
+from collections.abc import Sequence
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+
+def sha256_hex(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+class VLMRequest(BaseModel):
+    """One call to a vision-language model.
+
+    ``prompt`` is what a real model reads; ``context`` carries the same facts as
+    structured fields (caption, checklist ...) for backends that do not read prose.
+    ``images`` are PNG-encoded bytes.
+    """
+
+    task: str
+    prompt: str
+    images: list[bytes] = Field(default_factory=list, repr=False)
+    json_schema: dict[str, Any] | None = None
+    context: dict[str, Any] = Field(default_factory=dict)
+    template_version: str = "1"
+    seed: int | None = None
+
+    def content_key(self) -> dict[str, Any]:
+        """What identifies this request's content (images by hash)."""
+        return {
+            "task": self.task,
+            "template_version": self.template_version,
+            "prompt": self.prompt,
+            "images": [sha256_hex(img) for img in self.images],
+            "json_schema": self.json_schema,
+            "context": self.context,
+            "seed": self.seed,
+        }
+
+
+class VLMResult(BaseModel):
+    """Parsed output, or a failure with its reason (and the raw text when there was one)."""
+
+    output: dict[str, Any] | None = None
+    failure: str | None = None
+    raw: str | None = None
+    usage: dict[str, float] = Field(default_factory=dict)
+    cached: bool = False
+
+    @property
+    def ok(self) -> bool:
+        return self.failure is None and self.output is not None
+
+    @classmethod
+    def failed(cls, reason: str, raw: str | None = None) -> VLMResult:
+        return cls(failure=reason, raw=raw)
+
+
+class GenerationRequest(BaseModel):
+    """One image to generate. ``plan`` is the structured plan (labels, edges) when there is one."""
+
+    sample_id: str
+    prompt: str
+    seed: int = 0
+    width: int = 1024
+    height: int = 1024
+    plan: dict[str, Any] | None = None
+
+    def content_key(self) -> dict[str, Any]:
+        return self.model_dump()
+
+
+class GenerationResult(BaseModel):
+    """PNG bytes, or a failure with its reason. ``meta`` records what the generator did."""
+
+    sample_id: str
+    image: bytes | None = Field(default=None, repr=False)
+    failure: str | None = None
+    meta: dict[str, Any] = Field(default_factory=dict)
+    cached: bool = False
+
+    @property
+    def ok(self) -> bool:
+        return self.failure is None and self.image is not None
+
+
+class Backend(ABC):
+    """Common identity of every backend: what goes into the cache key besides the request."""
+
+    def __init__(self, **config: Any) -> None:
+        self.config = config
+
+    def identity(self) -> dict[str, Any]:
+        """Backend name, model and decoding settings; never secrets."""
+        public = {k: v for k, v in self.config.items() if "key" not in k.lower() and "secret" not in k.lower()}
+        return {"backend": type(self).__name__, "config": public}
+
+    def identity_hash(self) -> str:
+        return sha256_hex(json.dumps(self.identity(), sort_keys=True, default=str).encode())
+
+
+class VisionLanguageModel(Backend):
+    @abstractmethod
+    def generate(self, requests: Sequence[VLMRequest]) -> list[VLMResult]:
+        """One result per request, in order; never raises for a single bad request."""
+
+
+class ImageGenerator(Backend):
+    @abstractmethod
+    def generate(self, requests: Sequence[GenerationRequest]) -> list[GenerationResult]:
+        """One result per request, in order; never raises for a single bad request."""

@@ -1,0 +1,108 @@
+"""Backends as Kedro catalog entries (conf/base/backends.yml), so a judge is changed by config.
+
+Secrets come from Kedro credentials (conf/local/credentials.yml) or from an environment
+variable named in the config (``api_key_env``); they are passed to the backend only and
+never appear in the dataset's description, logs or MLflow.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from kedro.io import AbstractDataset, DatasetError
+
+from sciir.backends.base import Backend
+from sciir.backends.cache import CachedGenerator, CachedVLM, ResponseCache
+from sciir.backends.registry import Kind, build_backend
+
+_WRAPPERS = {"vlm": CachedVLM, "generator": CachedGenerator}
+
+
+def _secret_config(name: str, config: dict[str, Any], credentials: dict[str, Any] | None) -> dict[str, Any]:
+    """The backend's secrets: credentials first, then the environment variable the config names."""
+    secrets = dict(credentials or {})
+    env_name = config.get("api_key_env")
+    if "api_key" not in secrets and env_name:
+        if env_name not in os.environ:
+            raise DatasetError(f"backend {name!r}: environment variable {env_name} (api_key_env) is not set")
+        secrets["api_key"] = os.environ[env_name]
+    return secrets
+
+
+def make_backend(
+    name: str, kind: Kind, spec: dict[str, Any], cache: ResponseCache | None, credentials: dict[str, Any] | None
+) -> Backend:
+    """Build one configured backend, wrapped in the response cache when there is one."""
+    config = dict(spec)
+    backend_name = config.pop("backend", None)
+    if not backend_name:
+        raise DatasetError(f"backend entry {name!r} has no 'backend' key (which registered backend to use)")
+    secrets = _secret_config(name, config, credentials)
+    config.pop("api_key_env", None)
+    backend = build_backend(kind, backend_name, **config, **secrets)
+    return _WRAPPERS[kind](backend, cache) if cache is not None else backend
+
+
+class BackendDataset(AbstractDataset[None, Backend]):
+    """Loads one configured backend (e.g. the judge). Read-only."""
+
+    def __init__(
+        self,
+        *,
+        kind: Kind,
+        backend: str,
+        config: dict[str, Any] | None = None,
+        cache_path: str | None = None,
+        credentials: dict[str, Any] | None = None,
+        metadata: dict[str, Any] | None = None,
+    ) -> None:
+        self._kind = kind
+        self._spec = {"backend": backend, **(config or {})}
+        self._cache_path = cache_path
+        self._credentials = credentials
+        self.metadata = metadata
+
+    def load(self) -> Backend:
+        cache = ResponseCache(self._cache_path) if self._cache_path else None
+        return make_backend(self._spec["backend"], self._kind, self._spec, cache, self._credentials)
+
+    def save(self, data: None) -> None:
+        raise DatasetError("a backend is configuration: it is loaded, never saved")
+
+    def _describe(self) -> dict[str, Any]:
+        return {"kind": self._kind, "backend": self._spec["backend"], "cache_path": self._cache_path}
+
+
+class BackendSetDataset(AbstractDataset[None, dict[str, Backend]]):
+    """Loads several named backends of one kind (e.g. the generators to compare)."""
+
+    def __init__(
+        self,
+        *,
+        kind: Kind,
+        members: dict[str, dict[str, Any]],
+        cache_path: str | None = None,
+        credentials: dict[str, dict[str, Any]] | None = None,
+        metadata: dict[str, Any] | None = None,
+    ) -> None:
+        if not members:
+            raise DatasetError("a backend set needs at least one member")
+        self._kind = kind
+        self._members = members
+        self._cache_path = cache_path
+        self._credentials = credentials or {}
+        self.metadata = metadata
+
+    def load(self) -> dict[str, Backend]:
+        cache = ResponseCache(self._cache_path) if self._cache_path else None
+        return {
+            name: make_backend(name, self._kind, spec, cache, self._credentials.get(name))
+            for name, spec in self._members.items()
+        }
+
+    def save(self, data: None) -> None:
+        raise DatasetError("a backend set is configuration: it is loaded, never saved")
+
+    def _describe(self) -> dict[str, Any]:
+        return {"kind": self._kind, "members": sorted(self._members), "cache_path": self._cache_path}

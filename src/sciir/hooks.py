@@ -1,0 +1,54 @@
+"""Project hooks: start-up checks, run provenance, and the closing summary."""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+from typing import Any
+
+from kedro.framework.hooks import hook_impl
+
+from sciir.system import SYSTEM_PROGRAMS, missing_programs
+from sciir.tracking import provenance_tags
+
+logger = logging.getLogger(__name__)
+
+
+class ProjectHooks:
+    """Checks system programs at start-up, tags the MLflow run, and prints the leaderboard at the end."""
+
+    def __init__(self) -> None:
+        self._tagged = False
+        self._project_path = Path.cwd()
+
+    @hook_impl
+    def after_context_created(self, context: Any) -> None:
+        self._project_path = Path(context.project_path)
+        for program in missing_programs():
+            package, needed_by = SYSTEM_PROGRAMS[program]
+            logger.warning(
+                "System program '%s' is missing (needed by %s); install the Debian package '%s' "
+                "(see README, 'System packages'). Stages that need it will fail with this message.",
+                program,
+                needed_by,
+                package,
+            )
+
+    @hook_impl
+    def before_node_run(self) -> None:
+        # kedro-mlflow opens the run in its before_pipeline_run; tag it once it exists.
+        if self._tagged:
+            return
+        import mlflow
+
+        if mlflow.active_run():
+            mlflow.set_tags(provenance_tags(self._project_path))
+            self._tagged = True
+
+    @hook_impl
+    def after_pipeline_run(self, run_params: dict[str, Any], pipeline: Any, catalog: Any) -> None:
+        if "leaderboard" not in pipeline.all_outputs():
+            return
+        from sciir.summary import print_run_summary
+
+        print_run_summary(catalog, self._project_path)

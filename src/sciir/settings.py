@@ -1,0 +1,35 @@
+"""Kedro project settings."""
+
+import os
+from pathlib import Path
+
+from sciir.hooks import ProjectHooks
+
+HOOKS = (ProjectHooks(),)
+
+
+def _tracking_uri() -> str:
+    """MLflow store: the environment's, else a SQLite file in ./mlruns (MLflow 3 refuses a bare file store).
+
+    Absolute on purpose: `dvc exp run --queue` runs in a temporary copy of the project.
+    """
+    return os.environ.get("SCIIR_MLFLOW_TRACKING_URI") or f"sqlite:///{Path.cwd() / 'mlruns' / 'mlflow.db'}"
+
+
+def _artifact_uri() -> str:
+    return os.environ.get("SCIIR_MLFLOW_ARTIFACT_URI") or (Path.cwd() / "mlruns" / "artifacts").as_uri()
+
+
+CONFIG_LOADER_ARGS = {
+    "base_env": "base",
+    "default_run_env": "local",
+    "config_patterns": {
+        # Backends are catalog entries kept in their own file.
+        "catalog": ["catalog*", "catalog*/**", "**/catalog*", "backends*", "**/backends*"],
+        "mlflow": ["mlflow*", "mlflow*/**", "**/mlflow*"],
+    },
+    "custom_resolvers": {
+        "sciir.tracking_uri": _tracking_uri,
+        "sciir.artifact_uri": _artifact_uri,
+    },
+}

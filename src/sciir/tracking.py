@@ -1,0 +1,114 @@
+"""MLflow and DVC bookkeeping shared by the pipelines.
+
+Each stage's metrics are written to a JSON file (so DVC can track and diff them) and logged
+to the active MLflow run under the stage's prefix.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+import subprocess
+from pathlib import Path
+from typing import Any
+
+from kedro.io import AbstractDataset, DatasetError
+
+logger = logging.getLogger(__name__)
+
+MetricValue = float | int | list[dict[str, float]]
+
+
+def _active_mlflow():
+    """The mlflow module when a run is active, else None (mlflow imported only when used)."""
+    import mlflow
+
+    return mlflow if mlflow.active_run() else None
+
+
+def _finite(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def log_metrics(metrics: dict[str, MetricValue], prefix: str) -> int:
+    """Log scalars and per-step series to the active MLflow run; returns how many points were logged.
+
+    NaN values (e.g. a pass rate with nothing judged) are skipped: MLflow cannot chart them and
+    the JSON file keeps them as null.
+    """
+    mlflow = _active_mlflow()
+    if mlflow is None:
+        return 0
+    logged = 0
+    for name, value in metrics.items():
+        key = f"{prefix}.{name}" if prefix else name
+        points = value if isinstance(value, list) else [{"value": value, "step": 0}]
+        for point in points:
+            if _finite(point["value"]):
+                mlflow.log_metric(key, float(point["value"]), step=int(point.get("step", 0)))
+                logged += 1
+    return logged
+
+
+def log_artifacts(local_dir: str | Path, artifact_path: str) -> bool:
+    """Copy a folder into the active MLflow run's artifacts; False when no run is active."""
+    mlflow = _active_mlflow()
+    if mlflow is None:
+        return False
+    mlflow.log_artifacts(str(local_dir), artifact_path=artifact_path)
+    return True
+
+
+class MetricsDataset(AbstractDataset[dict[str, MetricValue], dict[str, MetricValue]]):
+    """A stage's metrics: saved as JSON for DVC and logged to MLflow under ``prefix``."""
+
+    def __init__(self, *, filepath: str, prefix: str = "", metadata: dict[str, Any] | None = None) -> None:
+        self._filepath = Path(filepath)
+        self._prefix = prefix
+        self.metadata = metadata
+
+    def load(self) -> dict[str, MetricValue]:
+        try:
+            return json.loads(self._filepath.read_text())
+        except FileNotFoundError as exc:
+            raise DatasetError(f"no metrics at {self._filepath}: run the stage that writes them first") from exc
+
+    def save(self, data: dict[str, MetricValue]) -> None:
+        self._filepath.parent.mkdir(parents=True, exist_ok=True)
+        clean = {k: (v if isinstance(v, list) or _finite(v) else None) for k, v in sorted(data.items())}
+        self._filepath.write_text(json.dumps(clean, indent=2) + "\n")
+        log_metrics(data, self._prefix)
+
+    def _exists(self) -> bool:
+        return self._filepath.exists()
+
+    def _describe(self) -> dict[str, Any]:
+        return {"filepath": str(self._filepath), "prefix": self._prefix}
+
+
+def _command_output(args: list[str], cwd: Path) -> str | None:
+    try:
+        result = subprocess.run(args, cwd=cwd, capture_output=True, text=True, timeout=30, check=True)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return result.stdout.strip() or None
+
+
+def provenance_tags(project_path: Path) -> dict[str, str]:
+    """Git commit (and whether the tree is dirty) and the DVC data revision, as run tags."""
+    tags: dict[str, str] = {}
+    commit = _command_output(["git", "rev-parse", "HEAD"], project_path)
+    if commit:
+        tags["git.commit"] = commit
+        dirty = _command_output(["git", "status", "--porcelain", "--untracked-files=no"], project_path)
+        tags["git.dirty"] = str(bool(dirty)).lower()
+    lock = project_path / "dvc.lock"
+    if lock.exists():
+        import hashlib
+
+        tags["dvc.lock_sha256"] = hashlib.sha256(lock.read_bytes()).hexdigest()
+        lock_commit = _command_output(["git", "log", "-1", "--format=%H", "--", "dvc.lock"], project_path)
+        if lock_commit:
+            tags["dvc.data_revision"] = lock_commit
+    return tags
