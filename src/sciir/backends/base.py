@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from abc import ABC, abstractmethod
+from abc import abstractmethod
 from collections.abc import Sequence
 from typing import Any
 
@@ -95,7 +95,7 @@ class GenerationResult(BaseModel):
         return self.failure is None and self.image is not None
 
 
-class Backend(ABC):
+class Backend:
     """Common identity of every backend: what goes into the cache key besides the request."""
 
     def __init__(self, **config: Any) -> None:

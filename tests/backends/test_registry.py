@@ -1,0 +1,47 @@
+import sys
+
+import pytest
+
+from sciir.backends.base import GenerationRequest
+from sciir.backends.registry import (
+    UnknownBackendError,
+    build_backend,
+    register_backend,
+    registered_backends,
+    resolve_backend,
+)
+
+
+def test_unknown_name_suggests_close_matches():
+    with pytest.raises(UnknownBackendError, match="did you mean openai"):
+        resolve_backend("vlm", "opena")
+
+
+def test_registry_lists_the_documented_backends():
+    assert {"offline", "ocr", "openai"} <= set(registered_backends("vlm"))
+    assert {"programmatic", "diffusers"} <= set(registered_backends("generator"))
+
+
+def test_registered_class_must_implement_the_kind_interface():
+    register_backend("vlm", "wrong_kind", "sciir.testing.scripted:SeedBytesGenerator")
+    with pytest.raises(TypeError, match="is not a VisionLanguageModel"):
+        resolve_backend("vlm", "wrong_kind")
+
+
+def test_build_passes_config_and_returns_a_working_backend():
+    register_backend("generator", "echo", "sciir.testing.scripted:SeedBytesGenerator")
+    backend = build_backend("generator", "echo", colour="blue")
+    assert backend.config == {"colour": "blue"}
+    [result] = backend.generate([GenerationRequest(sample_id="s1", prompt="hi")])
+    assert result.ok and result.image == b"\x00\x00\x00"
+
+
+def test_importing_the_seam_does_not_import_model_libraries():
+    for name in list(sys.modules):
+        if name.startswith("sciir.backends"):
+            del sys.modules[name]
+    import sciir.backends  # noqa: F401
+
+    assert "torch" not in sys.modules or "sciir.backends.diffusers_gen" in sys.modules
+    assert "sciir.backends.diffusers_gen" not in sys.modules
+    assert "sciir.backends.openai_compat" not in sys.modules

@@ -1,0 +1,57 @@
+import json
+import math
+import subprocess
+
+import mlflow
+import pytest
+
+from sciir.tracking import MetricsDataset, provenance_tags
+
+
+@pytest.fixture
+def mlflow_store(tmp_path):
+    """A real MLflow store in tmp_path; MLflow's globals restored afterwards."""
+    previous = mlflow.get_tracking_uri()
+    mlflow.set_tracking_uri(f"sqlite:///{tmp_path / 'mlflow.db'}")
+    yield mlflow.tracking.MlflowClient()
+    if mlflow.active_run():
+        mlflow.end_run()
+    mlflow.set_tracking_uri(previous)
+
+
+def test_metrics_go_to_json_and_to_the_active_run(tmp_path, mlflow_store):
+    dataset = MetricsDataset(filepath=str(tmp_path / "m" / "evaluate.json"), prefix="evaluate")
+    metrics = {"prog.final": 0.75, "noise.final": math.nan, "loss": [{"value": 2.0, "step": 0}, {"value": 1.0, "step": 1}]}
+    with mlflow.start_run() as run:
+        dataset.save(metrics)
+    saved = json.loads((tmp_path / "m" / "evaluate.json").read_text())
+    assert saved["prog.final"] == 0.75 and saved["noise.final"] is None
+    logged = mlflow_store.get_run(run.info.run_id).data.metrics
+    assert logged == {"evaluate.prog.final": 0.75, "evaluate.loss": 1.0}
+    history = mlflow_store.get_metric_history(run.info.run_id, "evaluate.loss")
+    assert [(m.step, m.value) for m in history] == [(0, 2.0), (1, 1.0)]
+    assert dataset.load()["prog.final"] == 0.75
+
+
+def test_metrics_without_a_run_are_still_written(tmp_path, mlflow_store):
+    dataset = MetricsDataset(filepath=str(tmp_path / "ingest.json"), prefix="ingest")
+    dataset.save({"figures_kept": 3})
+    assert json.loads((tmp_path / "ingest.json").read_text()) == {"figures_kept": 3}
+
+
+def test_provenance_names_the_commit_and_dirtiness(tmp_path):
+    def git(*args):
+        subprocess.run(["git", *args], cwd=tmp_path, check=True, capture_output=True)
+
+    git("init", "-q")
+    (tmp_path / "f.txt").write_text("x")
+    git("add", "f.txt")
+    git("-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "init")
+    tags = provenance_tags(tmp_path)
+    assert len(tags["git.commit"]) == 40 and tags["git.dirty"] == "false"
+    (tmp_path / "f.txt").write_text("y")
+    assert provenance_tags(tmp_path)["git.dirty"] == "true"
+
+
+def test_provenance_outside_git_is_empty(tmp_path):
+    assert provenance_tags(tmp_path) == {}
