@@ -1,0 +1,134 @@
+"""Faults planted in a structured plan, for a known-bad baseline.
+
+A judge that cannot tell a correct diagram from one with a misspelled label, a
+reversed arrow or a missing node is not measuring correctness. The faulty
+``programmatic`` generator draws a plan after these small, deterministic edits
+and records each one, so evaluate can check the judge catches them.
+"""
+
+from __future__ import annotations
+
+import random
+import re
+from dataclasses import dataclass, replace
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+Edge = tuple[str, str]
+Fault = dict[str, Any]
+
+# Only letters inside a word of at least three are edited, so the first and last stay and
+# the label is still recognisably "the same label, spelled wrong".
+_WORD = re.compile(r"[A-Za-z]{3,}")
+
+
+@dataclass(frozen=True)
+class Plan:
+    """What a figure shows: labelled nodes in reading order and directed edges between labels."""
+
+    labels: tuple[str, ...]
+    edges: tuple[Edge, ...] = ()
+
+
+class FaultConfig(BaseModel):
+    """How many faults of each kind to plant per sample; ``seed`` makes the choice repeatable."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    misspell_labels: int = Field(default=0, ge=0)
+    reverse_edges: int = Field(default=0, ge=0)
+    drop_nodes: int = Field(default=0, ge=0)
+    seed: int = 0
+
+
+def fault_rng(seed: int, sample_id: str) -> random.Random:
+    """A generator seeded from the config seed and the sample, so each sample gets its own faults."""
+    return random.Random(f"{seed}:{sample_id}")
+
+
+def misspellings(label: str) -> list[str]:
+    """Every visibly wrong spelling of ``label``: two adjacent inner letters swapped, or one dropped.
+
+    Only the longest word is edited. Swaps of equal letters are skipped because they change nothing.
+    Returns an empty list when the label has no word of three letters or more.
+    """
+    words = list(_WORD.finditer(label))
+    if not words:
+        return []
+    word = max(words, key=lambda match: len(match.group()))
+    start, end = word.start(), word.end()
+    inner = range(start + 1, end - 1)
+    swaps = [
+        label[:i] + label[i + 1] + label[i] + label[i + 2 :]
+        for i in inner
+        if i + 1 < end - 1 and label[i] != label[i + 1]
+    ]
+    drops = [label[:i] + label[i + 1 :] for i in inner]
+    return list(dict.fromkeys(swaps + drops))
+
+
+def drop_nodes(plan: Plan, count: int, rng: random.Random) -> tuple[Plan, list[Fault]]:
+    """Remove ``count`` labels and every edge touching them; at least one label always stays."""
+    count = min(count, len(plan.labels) - 1)
+    if count <= 0:
+        return plan, []
+    dropped = set(rng.sample(plan.labels, count))
+    labels = tuple(label for label in plan.labels if label not in dropped)
+    edges = tuple(edge for edge in plan.edges if not dropped.intersection(edge))
+    faults = [{"kind": "drop_node", "label": label} for label in plan.labels if label in dropped]
+    return Plan(labels, edges), faults
+
+
+def reverse_edges(plan: Plan, count: int, rng: random.Random) -> tuple[Plan, list[Fault]]:
+    """Reverse ``count`` edges, chosen among those whose reversal is a new, visible change.
+
+    A self-loop, or an edge whose reverse is already drawn, would look the same reversed.
+    """
+    candidates = [
+        index for index, (src, dst) in enumerate(plan.edges) if src != dst and (dst, src) not in plan.edges
+    ]
+    chosen = sorted(rng.sample(candidates, min(count, len(candidates))))
+    edges = list(plan.edges)
+    for index in chosen:
+        src, dst = edges[index]
+        edges[index] = (dst, src)
+    faults = [{"kind": "reverse_edge", "edge": list(plan.edges[index])} for index in chosen]
+    return replace(plan, edges=tuple(edges)), faults
+
+
+def misspell_labels(plan: Plan, count: int, rng: random.Random) -> tuple[Plan, list[Fault]]:
+    """Misspell ``count`` labels (renaming them in the edges too).
+
+    A misspelling that would equal another label is never used, so no two nodes merge;
+    labels are tried in a seeded random order until ``count`` are misspelled or none is left.
+    """
+    renamed: dict[str, str] = {}
+    for label in rng.sample(plan.labels, len(plan.labels)):
+        if len(renamed) == count:
+            break
+        taken = set(plan.labels) | set(renamed.values())
+        usable = [spelling for spelling in misspellings(label) if spelling not in taken]
+        if usable:
+            renamed[label] = rng.choice(usable)
+    labels = tuple(renamed.get(label, label) for label in plan.labels)
+    edges = tuple((renamed.get(src, src), renamed.get(dst, dst)) for src, dst in plan.edges)
+    faults = [
+        {"kind": "misspell", "label": label, "drawn": renamed[label]}
+        for label in plan.labels
+        if label in renamed
+    ]
+    return Plan(labels, edges), faults
+
+
+def plant_faults(plan: Plan, config: FaultConfig, sample_id: str) -> tuple[Plan, list[Fault]]:
+    """Apply the configured faults to one sample's plan; returns the plan to draw and what was planted.
+
+    Nodes are dropped first so that the other faults land on what is actually drawn.
+    Fewer faults than configured are planted when the plan is too small to hold them.
+    """
+    rng = fault_rng(config.seed, sample_id)
+    plan, dropped = drop_nodes(plan, config.drop_nodes, rng)
+    plan, reversed_ = reverse_edges(plan, config.reverse_edges, rng)
+    plan, misspelled = misspell_labels(plan, config.misspell_labels, rng)
+    return plan, misspelled + reversed_ + dropped

@@ -1,0 +1,295 @@
+"""Generate nodes: every selected generator draws every benchmark sample, with one manifest row each."""
+
+from __future__ import annotations
+
+import io
+import json
+import logging
+import time
+from collections.abc import Callable, Sequence
+from functools import partial
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+from PIL import Image
+from pydantic import BaseModel, ConfigDict, Field
+
+from sciir.backends.base import GenerationRequest, GenerationResult, ImageGenerator
+
+logger = logging.getLogger(__name__)
+
+ImageLoader = Callable[[], Image.Image]
+
+MANIFEST_COLUMNS = ["model", "sample_id", "backend", "seed", "status", "reason", "seconds", "meta"]
+# What the manifest keeps of the finetune summary for a generator that loads its adapter.
+ADAPTER_FIELDS = ("adapter_path", "base_model_path", "steps", "final_loss", "lora_rank", "seed")
+
+
+class GenerateParams(BaseModel):
+    """``params:generate``. One seed for every sample and model, so model comparisons are paired."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    seed: int = 0
+    width: int = Field(default=1024, gt=0)
+    height: int = Field(default=1024, gt=0)
+    models: list[str] | None = None
+    batch_size: int = Field(default=8, gt=0)
+
+
+def select_generators(
+    generators: dict[str, ImageGenerator], models: list[str] | None
+) -> dict[str, ImageGenerator]:
+    """The generators named in ``models`` (all of them when ``None``), in the order given.
+
+    Raises:
+        ValueError: a name that is not among the configured generators.
+    """
+    if models is None:
+        return dict(generators)
+    unknown = [name for name in models if name not in generators]
+    if unknown:
+        raise ValueError(
+            f"params:generate.models names unknown generator(s) {unknown}; available: {sorted(generators)}"
+        )
+    return {name: generators[name] for name in models}
+
+
+def decode_plan(sample_id: str, plan_json: Any) -> dict[str, Any] | None:
+    """The benchmark row's plan as a dict, or ``None`` when the row has none.
+
+    Raises:
+        ValueError: the plan is not a JSON object; the message names the sample.
+    """
+    if not isinstance(plan_json, str) and pd.isna(plan_json):
+        return None
+    try:
+        plan = json.loads(plan_json)
+    except (TypeError, json.JSONDecodeError) as error:
+        raise ValueError(f"benchmark plan for sample {sample_id} is not valid JSON: {error}") from None
+    if not isinstance(plan, dict):
+        raise ValueError(
+            f"benchmark plan for sample {sample_id} is a JSON {type(plan).__name__}, not an object"
+        )
+    return plan
+
+
+def build_requests(
+    benchmark: pd.DataFrame, params: GenerateParams
+) -> tuple[list[GenerationRequest], dict[str, str]]:
+    """One request per benchmark row, and the reason for each row whose plan could not be read.
+
+    Raises:
+        ValueError: the benchmark repeats a sample_id (images are stored by sample_id).
+    """
+    repeated = sorted(set(benchmark["sample_id"][benchmark["sample_id"].duplicated()]))
+    if repeated:
+        raise ValueError(f"benchmark repeats sample_id(s) {repeated}; each sample must appear once")
+    requests: list[GenerationRequest] = []
+    unreadable: dict[str, str] = {}
+    for row in benchmark.itertuples(index=False):
+        try:
+            plan = decode_plan(row.sample_id, row.plan)
+        except ValueError as error:
+            unreadable[row.sample_id] = str(error)
+            continue
+        requests.append(
+            GenerationRequest(
+                sample_id=row.sample_id,
+                prompt=row.prompt,
+                seed=params.seed,
+                width=params.width,
+                height=params.height,
+                plan=plan,
+            )
+        )
+    return requests, unreadable
+
+
+def generate_batch(
+    model: str, generator: ImageGenerator, batch: Sequence[GenerationRequest]
+) -> list[GenerationResult]:
+    """The generator's results for one batch; a batch the generator crashed on fails each of its samples.
+
+    Raises:
+        RuntimeError: the generator broke its contract (results missing or out of order).
+    """
+    try:
+        results = generator.generate(batch)
+    except Exception as error:  # a model library can raise anything (out of memory, bad weights ...)
+        logger.warning("generate %s: batch of %d failed: %r", model, len(batch), error)
+        return [
+            GenerationResult(
+                sample_id=request.sample_id,
+                failure=f"generator {model} raised on the batch with sample {request.sample_id}: {error!r}",
+            )
+            for request in batch
+        ]
+    returned = [result.sample_id for result in results]
+    expected = [request.sample_id for request in batch]
+    if returned != expected:
+        raise RuntimeError(f"generator {model} returned results for {returned}, expected {expected} in order")
+    return results
+
+
+def run_generator(
+    model: str, generator: ImageGenerator, requests: Sequence[GenerationRequest], batch_size: int
+) -> list[tuple[GenerationResult, float]]:
+    """Each request's result with its seconds (its batch's wall time shared evenly), logging progress."""
+    timed: list[tuple[GenerationResult, float]] = []
+    for start in range(0, len(requests), batch_size):
+        batch = list(requests[start : start + batch_size])
+        began = time.perf_counter()
+        results = generate_batch(model, generator, batch)
+        per_request = (time.perf_counter() - began) / len(batch)
+        timed.extend((result, per_request) for result in results)
+        failed = sum(not result.ok for result, _ in timed)
+        logger.info("generate %s: %d/%d samples (%d failed)", model, len(timed), len(requests), failed)
+    return timed
+
+
+def _open_png(png: bytes) -> Image.Image:
+    return Image.open(io.BytesIO(png))
+
+
+def png_loader(result: GenerationResult) -> ImageLoader:
+    """A loader of the result's image, checked now to be a readable image file.
+
+    Kedro's PartitionedDataset saves a callable partition lazily, so only compressed bytes
+    stay in memory until each image is written; evaluate reads the same loader shape back.
+
+    Raises:
+        ValueError: the bytes are not an image; the message names the sample.
+    """
+    png = result.image or b""
+    try:
+        _open_png(png).verify()
+    except Exception as error:  # PIL raises many types for corrupt data
+        raise ValueError(
+            f"image bytes for sample {result.sample_id} are not a readable image: {error}"
+        ) from None
+    return partial(_open_png, png)
+
+
+def adapter_record(generator: ImageGenerator, finetune_summary: dict[str, Any]) -> dict[str, Any] | None:
+    """For a generator that loads a LoRA: its path, plus the finetune run's facts when it is that run's adapter."""
+    lora_path = generator.identity().get("config", {}).get("lora_path")
+    if lora_path is None:
+        return None
+    record: dict[str, Any] = {"lora_path": str(lora_path)}
+    trained_path = finetune_summary.get("adapter_path")
+    if trained_path is not None and Path(trained_path).resolve() == Path(lora_path).resolve():
+        record.update({key: finetune_summary[key] for key in ADAPTER_FIELDS if key in finetune_summary})
+    return record
+
+
+def manifest_row(
+    model: str, backend: str, seed: int, result: GenerationResult, seconds: float, reason: str | None
+) -> dict[str, Any]:
+    """One manifest row; ``reason`` set means the generation failed."""
+    return {
+        "model": model,
+        "sample_id": result.sample_id,
+        "backend": backend,
+        "seed": seed,
+        "status": "failed" if reason else "ok",
+        "reason": reason,
+        "seconds": seconds,
+        "meta": json.dumps({**result.meta, "cached": result.cached}, sort_keys=True, default=str),
+    }
+
+
+def image_or_reason(model: str, result: GenerationResult) -> tuple[ImageLoader | None, str | None]:
+    """The result's image loader, or the reason there is none (the generator's failure or unusable bytes)."""
+    if result.failure is not None:
+        return None, result.failure
+    if result.image is None:
+        return (
+            None,
+            f"generator {model} returned neither an image nor a failure for sample {result.sample_id}",
+        )
+    try:
+        return png_loader(result), None
+    except ValueError as error:
+        return None, str(error)
+
+
+def collect_model(
+    model: str,
+    generator: ImageGenerator,
+    requests: Sequence[GenerationRequest],
+    params: GenerateParams,
+    adapter: dict[str, Any] | None,
+) -> tuple[dict[str, ImageLoader], list[dict[str, Any]]]:
+    """Run one generator over the requests: its images by ``<model>/<sample_id>`` and its manifest rows."""
+    images: dict[str, ImageLoader] = {}
+    rows: list[dict[str, Any]] = []
+    for result, seconds in run_generator(model, generator, requests, params.batch_size):
+        if adapter is not None:
+            result = result.model_copy(update={"meta": {**result.meta, "adapter": adapter}})
+        loader, reason = image_or_reason(model, result)
+        if loader is not None:
+            images[f"{model}/{result.sample_id}"] = loader
+        backend = result.meta.get("backend") or generator.identity()["backend"]
+        rows.append(manifest_row(model, backend, params.seed, result, seconds, reason))
+    return images, rows
+
+
+def unreadable_plan_rows(
+    model: str, generator: ImageGenerator, unreadable: dict[str, str], seed: int
+) -> list[dict[str, Any]]:
+    """Failed rows for the samples whose plan could not be read: they were never sent to the generator."""
+    backend = generator.identity()["backend"]
+    return [
+        manifest_row(model, backend, seed, GenerationResult(sample_id=sample_id), 0.0, reason)
+        for sample_id, reason in unreadable.items()
+    ]
+
+
+def generation_metrics(manifest: pd.DataFrame, generators: dict[str, ImageGenerator]) -> dict[str, float]:
+    """Per model: ok and failed counts, seconds spent, and response-cache hits/misses when it is cached."""
+    metrics: dict[str, float] = {}
+    for model, generator in generators.items():
+        rows = manifest[manifest["model"] == model]
+        metrics[f"{model}.ok"] = float((rows["status"] == "ok").sum())
+        metrics[f"{model}.failed"] = float((rows["status"] == "failed").sum())
+        metrics[f"{model}.seconds"] = float(rows["seconds"].sum())
+        cache_stats = getattr(generator, "stats", None)
+        if isinstance(cache_stats, dict):
+            metrics[f"{model}.cache_hits"] = float(cache_stats.get("hits", 0))
+            metrics[f"{model}.cache_misses"] = float(cache_stats.get("misses", 0))
+    return metrics
+
+
+def generate_images(
+    benchmark: pd.DataFrame,
+    finetune_summary: dict[str, Any],
+    generators: dict[str, ImageGenerator],
+    params: dict[str, Any],
+) -> tuple[dict[str, ImageLoader], pd.DataFrame, dict[str, float]]:
+    """Every selected generator on every benchmark sample, with the same seed for all.
+
+    ``finetune_summary`` orders this pipeline after finetune and is recorded in the manifest
+    meta (``adapter``) of generators that load that LoRA adapter. A failed sample gets a
+    ``failed`` manifest row with its reason and no image; the run goes on.
+
+    Returns:
+        Image loaders keyed ``<model>/<sample_id>`` (saved lazily by the PartitionedDataset),
+        the generation manifest, and generate_metrics.
+    """
+    config = GenerateParams.model_validate(params)
+    selected = select_generators(generators, config.models)
+    requests, unreadable = build_requests(benchmark, config)
+    position = {sample_id: index for index, sample_id in enumerate(benchmark["sample_id"])}
+    images: dict[str, ImageLoader] = {}
+    rows: list[dict[str, Any]] = []
+    for model, generator in selected.items():
+        logger.info("generate %s: %d samples", model, len(requests))
+        adapter = adapter_record(generator, finetune_summary)
+        model_images, model_rows = collect_model(model, generator, requests, config, adapter)
+        images.update(model_images)
+        model_rows += unreadable_plan_rows(model, generator, unreadable, config.seed)
+        rows.extend(sorted(model_rows, key=lambda row: position[row["sample_id"]]))
+    manifest = pd.DataFrame(rows, columns=MANIFEST_COLUMNS)
+    return images, manifest, generation_metrics(manifest, selected)

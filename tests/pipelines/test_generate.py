@@ -1,0 +1,187 @@
+"""The generate pipeline: every generator on every sample, failures recorded, images keyed by model."""
+
+from __future__ import annotations
+
+import io
+import json
+from collections.abc import Sequence
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from kedro.io import DataCatalog, MemoryDataset
+from kedro.runner import SequentialRunner
+from kedro_datasets.partitions import PartitionedDataset
+from PIL import Image
+
+from sciir.backends.base import GenerationRequest, GenerationResult, ImageGenerator
+from sciir.backends.programmatic import ProgrammaticGenerator
+from sciir.pipelines.generate import create_pipeline
+from sciir.pipelines.generate.nodes import generate_images
+
+PARAMS = {"seed": 7, "width": 256, "height": 256, "models": None}
+FINETUNE_SUMMARY = {"adapter_path": "data/06_models/lora", "steps": 8, "final_loss": 0.5, "skipped": []}
+
+
+class GreySquares(ImageGenerator):
+    """A real generator of flat grey squares; fails on ``fail_on``, returns junk bytes for ``corrupt_on``."""
+
+    def __init__(self, *, fail_on: Sequence[str] = (), corrupt_on: Sequence[str] = (), **config) -> None:
+        super().__init__(fail_on=list(fail_on), corrupt_on=list(corrupt_on), **config)
+        self.fail_on, self.corrupt_on = set(fail_on), set(corrupt_on)
+        self.seen: list[GenerationRequest] = []
+
+    def generate(self, requests: Sequence[GenerationRequest]) -> list[GenerationResult]:
+        self.seen.extend(requests)
+        return [self._one(request) for request in requests]
+
+    def _one(self, request: GenerationRequest) -> GenerationResult:
+        if request.sample_id in self.fail_on:
+            return GenerationResult(
+                sample_id=request.sample_id, failure=f"refused sample {request.sample_id}"
+            )
+        if request.sample_id in self.corrupt_on:
+            return GenerationResult(sample_id=request.sample_id, image=b"not a png")
+        buffer = io.BytesIO()
+        Image.new("RGB", (request.width, request.height), (128, 128, 128)).save(buffer, format="PNG")
+        return GenerationResult(
+            sample_id=request.sample_id, image=buffer.getvalue(), meta={"seed": request.seed}
+        )
+
+
+class Crashing(ImageGenerator):
+    """A generator whose model library raises on every call."""
+
+    def generate(self, requests: Sequence[GenerationRequest]) -> list[GenerationResult]:
+        raise MemoryError("out of device memory")
+
+
+def plan(labels: list[str], edges: list[list[str]]) -> str:
+    return json.dumps({"labels": labels, "edges": edges})
+
+
+@pytest.fixture
+def benchmark() -> pd.DataFrame:
+    return pd.DataFrame(
+        {
+            "sample_id": ["s-a-p0", "s-b-p0", "s-c-p0"],
+            "group": ["All_Three", "Entity_Law", "Law_Process"],
+            "setting": ["instruction_following", "intrinsic_reasoning", "instruction_following"],
+            "term_count": [2, 1, 2],
+            "prompt": ["Heat flows to the sink.", "A cell.", "Input goes to output."],
+            "plan": [
+                plan(["Heat", "Sink"], [["Heat", "Sink"]]),
+                plan(["Cell"], []),
+                plan(["Input", "Output"], [["Input", "Output"]]),
+            ],
+        }
+    )
+
+
+def manifest_by_key(manifest: pd.DataFrame) -> dict[str, dict]:
+    return {f"{row['model']}/{row['sample_id']}": row for row in manifest.to_dict("records")}
+
+
+def test_two_generators_give_images_manifest_and_metrics(benchmark: pd.DataFrame) -> None:
+    grey = GreySquares(fail_on=["s-b-p0"])
+    generators = {"programmatic": ProgrammaticGenerator(), "grey": grey}
+    images, manifest, metrics = generate_images(benchmark, FINETUNE_SUMMARY, generators, PARAMS)
+
+    assert list(manifest.columns) == [
+        "model",
+        "sample_id",
+        "backend",
+        "seed",
+        "status",
+        "reason",
+        "seconds",
+        "meta",
+    ]
+    assert list(manifest["model"]) == ["programmatic"] * 3 + ["grey"] * 3
+    assert list(manifest["sample_id"]) == list(benchmark["sample_id"]) * 2
+    assert set(manifest["seed"]) == {7} and {r.seed for r in grey.seen} == {7}
+
+    rows = manifest_by_key(manifest)
+    failed = rows["grey/s-b-p0"]
+    assert (failed["status"], failed["reason"]) == ("failed", "refused sample s-b-p0")
+    assert sorted(images) == sorted(key for key, row in rows.items() if row["status"] == "ok")
+    assert len(images) == 5 and "grey/s-b-p0" not in images
+    assert all(load().size == (256, 256) for load in images.values())
+
+    drawn = rows["programmatic/s-a-p0"]
+    assert drawn["backend"] == "programmatic" and pd.isna(drawn["reason"])
+    meta = json.loads(drawn["meta"])
+    assert meta["drawn_labels"] == ["Heat", "Sink"] and meta["drawn_edges"] == [["Heat", "Sink"]]
+    assert rows["grey/s-a-p0"]["backend"] == "GreySquares"
+
+    assert metrics["programmatic.ok"] == 3 and metrics["programmatic.failed"] == 0
+    assert metrics["grey.ok"] == 2 and metrics["grey.failed"] == 1
+    assert metrics["grey.seconds"] == pytest.approx(manifest[manifest["model"] == "grey"]["seconds"].sum())
+
+
+def test_models_select_generators_and_unknown_names_list_the_available(benchmark: pd.DataFrame) -> None:
+    generators = {"programmatic": ProgrammaticGenerator(), "grey": GreySquares()}
+    images, manifest, metrics = generate_images(benchmark, {}, generators, {**PARAMS, "models": ["grey"]})
+    assert set(manifest["model"]) == {"grey"} and len(images) == 3
+    assert sorted(metrics) == ["grey.failed", "grey.ok", "grey.seconds"]
+
+    with pytest.raises(
+        ValueError, match=r"unknown generator\(s\) \['dalle'\]; available: \['grey', 'programmatic'\]"
+    ):
+        generate_images(benchmark, {}, generators, {**PARAMS, "models": ["dalle"]})
+
+
+def test_unreadable_plans_corrupt_images_and_crashes_become_failed_rows(benchmark: pd.DataFrame) -> None:
+    benchmark.loc[1, "plan"] = "{labels: [Cell"
+    generators = {"grey": GreySquares(corrupt_on=["s-c-p0"]), "crashing": Crashing()}
+    images, manifest, _ = generate_images(benchmark, {}, generators, PARAMS)
+
+    rows = manifest_by_key(manifest)
+    assert len(rows) == 6 and sorted(images) == ["grey/s-a-p0"]
+    assert rows["grey/s-c-p0"]["status"] == "failed"
+    assert rows["grey/s-c-p0"]["reason"].startswith("image bytes for sample s-c-p0 are not a readable image")
+    for model in generators:
+        assert rows[f"{model}/s-b-p0"]["status"] == "failed"
+        assert rows[f"{model}/s-b-p0"]["reason"].startswith(
+            "benchmark plan for sample s-b-p0 is not valid JSON"
+        )
+    crashed = rows["crashing/s-a-p0"]
+    assert crashed["status"] == "failed" and crashed["backend"] == "Crashing"
+    assert (
+        crashed["reason"]
+        == "generator crashing raised on the batch with sample s-a-p0: MemoryError('out of device memory')"
+    )
+
+
+def test_adapter_of_the_finetune_run_is_recorded_for_generators_that_load_it(benchmark: pd.DataFrame) -> None:
+    generators = {"tuned": GreySquares(lora_path="data/06_models/lora"), "grey": GreySquares()}
+    _, manifest, _ = generate_images(benchmark, FINETUNE_SUMMARY, generators, PARAMS)
+    metas = {row["model"]: json.loads(row["meta"]) for _, row in manifest.iterrows()}
+    assert metas["tuned"]["adapter"] == {
+        "lora_path": "data/06_models/lora",
+        "adapter_path": "data/06_models/lora",
+        "steps": 8,
+        "final_loss": 0.5,
+    }
+    assert "adapter" not in metas["grey"]
+
+
+def test_pipeline_runs_in_kedro_and_saves_png_partitions(benchmark: pd.DataFrame, tmp_path: Path) -> None:
+    catalog = DataCatalog(
+        datasets={
+            "generations": PartitionedDataset(
+                path=str(tmp_path), dataset={"type": "pillow.ImageDataset"}, filename_suffix=".png"
+            ),
+            "benchmark": MemoryDataset(benchmark),
+            "finetune_summary": MemoryDataset(FINETUNE_SUMMARY),
+            "generators": MemoryDataset({"programmatic": ProgrammaticGenerator()}, copy_mode="assign"),
+            "params:generate": MemoryDataset(PARAMS),
+        }
+    )
+    SequentialRunner().run(create_pipeline(), catalog)
+    assert sorted(path.relative_to(tmp_path).as_posix() for path in tmp_path.rglob("*.png")) == [
+        f"programmatic/{sample_id}.png" for sample_id in benchmark["sample_id"]
+    ]
+    assert Image.open(tmp_path / "programmatic" / "s-b-p0.png").size == (256, 256)
+    assert list(catalog["generation_manifest"].load()["status"]) == ["ok"] * 3
+    assert catalog["generate_metrics"].load()["programmatic.ok"] == 3
