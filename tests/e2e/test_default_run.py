@@ -1,0 +1,124 @@
+"""`kedro run` end to end on the embedded sample, in a temporary copy of the project."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+pytestmark = pytest.mark.e2e
+
+REPO = Path(__file__).resolve().parents[2]
+STAGES = ["ingest", "curate", "annotate", "bench_select", "finetune", "generate", "evaluate", "human_corr"]
+
+
+def _kedro(project: Path, *args: str) -> subprocess.CompletedProcess:
+    env = {**os.environ, "KEDRO_DISABLE_TELEMETRY": "1", "PYTHONPATH": str(project / "src")}
+    env.pop("SCIIR_MLFLOW_TRACKING_URI", None)
+    kedro = Path(sys.executable).with_name("kedro")
+    result = subprocess.run(
+        [str(kedro), *args], cwd=project, env=env, capture_output=True, text=True, timeout=900
+    )
+    assert result.returncode == 0, f"kedro {' '.join(args)} failed:\n{result.stdout[-4000:]}\n{result.stderr[-8000:]}"
+    return result
+
+
+@pytest.fixture(scope="module")
+def project(tmp_path_factory) -> Path:
+    root = tmp_path_factory.mktemp("sciir")
+    for item in ("conf", "src", "pyproject.toml"):
+        source = REPO / item
+        if source.is_dir():
+            shutil.copytree(source, root / item, ignore=shutil.ignore_patterns("__pycache__", "local"))
+        else:
+            shutil.copy(source, root / item)
+    (root / "conf" / "local").mkdir()
+    git = ["git", "-c", "user.name=e2e", "-c", "user.email=e2e@example.invalid"]
+    for args in (["init", "-q"], ["add", "-A"], ["commit", "-qm", "snapshot"]):
+        subprocess.run([*git, *args], cwd=root, check=True, capture_output=True)
+    return root
+
+
+@pytest.fixture(scope="module")
+def first_run(project: Path) -> subprocess.CompletedProcess:
+    return _kedro(project, "run")
+
+
+@pytest.fixture(scope="module")
+def second_run(project: Path, first_run) -> dict:
+    _kedro(project, "run")
+    return {stage: _metrics(project, stage) for stage in ("annotate", "generate", "evaluate")}
+
+
+def _metrics(project: Path, stage: str) -> dict:
+    return json.loads((project / "data" / "08_reporting" / "metrics" / f"{stage}.json").read_text())
+
+
+def _leaderboard(project: Path) -> pd.DataFrame:
+    return pd.read_csv(project / "data" / "08_reporting" / "leaderboard.csv").set_index("model")
+
+
+def test_run_ends_with_the_leaderboard_and_the_report(first_run, project):
+    out = first_run.stdout
+    assert "SciIR leaderboard" in out and "programmatic_faulty" in out
+    assert f"Report: {project / 'data' / '08_reporting' / 'report.html'}" in out
+    assert (project / "data" / "08_reporting" / "report.html").stat().st_size > 10_000
+
+
+def test_programmatic_beats_its_faulty_variant_and_noise_scores_near_zero(first_run, project):
+    board = _leaderboard(project)
+    assert board.loc["programmatic", "text"] >= 0.8
+    assert board.loc["programmatic", "text"] - board.loc["programmatic_faulty", "text"] >= 0.5
+    assert board.loc["tiny_diffusers_lora", "text"] <= 0.05
+
+
+def test_every_figure_is_kept_or_rejected_with_a_reason(first_run, project):
+    manifest = json.loads((project / "data" / "01_raw" / "embedded_sample" / "MANIFEST.json").read_text())
+    figures = pd.read_parquet(project / "data" / "02_intermediate" / "figures.parquet")
+    articles = pd.read_parquet(project / "data" / "02_intermediate" / "articles.parquet")
+    rejected_articles = articles[articles.status == "rejected"]
+    assert (rejected_articles.reason.str.len() > 0).all() and len(rejected_articles) >= 2
+    good = [f for f in manifest["figures"] if f["expected"] == "kept"]
+    assert len(good) >= 24
+    assert set(figures.status) <= {"kept", "rejected"}
+    assert (figures[figures.status == "rejected"].reason.str.len() > 0).all()
+    curated = pd.read_parquet(project / "data" / "03_primary" / "curated.parquet")
+    kept_figures = set(figures.loc[figures.status == "kept", "figure_uid"])
+    assert kept_figures == set(curated.figure_uid)
+    assert (curated[curated.status == "rejected"].reason.str.len() > 0).all()
+
+
+def test_second_run_makes_no_model_calls(second_run):
+    for stage, metrics in second_run.items():
+        misses = {k: v for k, v in metrics.items() if k.endswith("cache_misses")}
+        assert misses and all(v == 0 for v in misses.values()), (stage, metrics)
+        assert any(k.endswith("cache_hits") and v > 0 for k, v in metrics.items()), (stage, metrics)
+
+
+def test_mlflow_holds_params_metrics_and_report(first_run, project):
+    db = project / "mlruns" / "mlflow.db"
+    with sqlite3.connect(db) as conn:
+        params = {k for (k,) in conn.execute("SELECT key FROM params")}
+        metrics = {k for (k,) in conn.execute("SELECT key FROM metrics")}
+        tags = {k for (k,) in conn.execute("SELECT key FROM tags")}
+    assert any(k.startswith("evaluate.") for k in params) and any(k.startswith("finetune.") for k in params)
+    assert "finetune.train_loss" in metrics and any(k.startswith("evaluate.") for k in metrics)
+    assert {"git.commit", "git.dirty"} <= tags
+    artifacts = list((project / "mlruns" / "artifacts").rglob("*"))
+    names = {p.name for p in artifacts}
+    assert {"report.html", "leaderboard.csv", "track_pass_rates.png"} <= names
+
+
+def test_each_stage_runs_alone_after_a_default_run(first_run, project):
+    listed = _kedro(project, "registry", "list").stdout
+    for stage in STAGES:
+        assert stage in listed
+    for stage in STAGES:
+        _kedro(project, "run", "--pipeline", stage)
