@@ -1,0 +1,276 @@
+"""The `openai` backend against the loopback fake server: payloads, parsing, retries, faults, limits."""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import io
+import json
+import re
+from typing import Any
+
+import pytest
+from PIL import Image
+
+from sciir.backends.base import VLMRequest
+from sciir.backends.openai_compat import InvalidReply, OpenAICompatibleVLM, parse_json_object, reply_text
+from sciir.testing.fake_openai_server import FakeOpenAIServer, FaultPlan
+
+API_KEY = "sk-test-DO-NOT-LEAK-4711"
+JUDGE_SCHEMA = {
+    "type": "object",
+    "required": ["answers"],
+    "properties": {"answers": {"type": "array"}},
+    "additionalProperties": False,
+}
+
+
+def _png(width: int, height: int) -> bytes:
+    buffer = io.BytesIO()
+    Image.new("RGB", (width, height), "white").save(buffer, format="PNG")
+    return buffer.getvalue()
+
+
+def _judge_request(
+    question_id: str = "q1", images: list[bytes] | None = None, seed: int | None = None
+) -> VLMRequest:
+    checklist = [{"id": question_id, "question": f"Is {question_id} drawn?"}]
+    return VLMRequest(
+        task="judge",
+        prompt="Judge the figure.\n" + json.dumps(checklist),
+        images=images or [],
+        json_schema=JUDGE_SCHEMA,
+        seed=seed,
+    )
+
+
+def _vlm(srv: FakeOpenAIServer, **settings: Any) -> OpenAICompatibleVLM:
+    """A backend on the fake server with retries fast enough for tests."""
+    defaults: dict[str, Any] = {
+        "api_key": API_KEY,
+        "max_retries": 2,
+        "retry_base_delay_s": 0.01,
+        "timeout_s": 2,
+    }
+    return OpenAICompatibleVLM(base_url=srv.base_url, model="judge-model", **{**defaults, **settings})
+
+
+def _fixed(content: str):
+    return lambda request: content
+
+
+def test_happy_path_sends_images_schema_and_settings_and_parses_the_answer() -> None:
+    request = _judge_request("q7", images=[_png(2000, 1000), _png(64, 32)], seed=11)
+    with FakeOpenAIServer() as srv:
+        vlm = _vlm(
+            srv, system_prompt="You are a strict judge.", image_max_side=512, max_tokens=300, top_p=0.9
+        )
+        [result] = vlm.generate([request])
+        [sent] = srv.requests
+    assert result.ok, result.failure
+    assert result.output["answers"][0]["id"] == "q7" and result.output["answers"][0]["verdict"] == "yes"
+    assert result.usage["prompt_tokens"] > 0 and result.usage["completion_tokens"] > 0
+    body = sent.body
+    assert sent.headers["authorization"] == f"Bearer {API_KEY}"
+    assert (body["model"], body["temperature"], body["max_tokens"], body["seed"], body["top_p"]) == (
+        "judge-model",
+        0.0,
+        300,
+        11,
+        0.9,
+    )
+    assert body["response_format"] == {
+        "type": "json_schema",
+        "json_schema": {"name": "judge", "schema": JUDGE_SCHEMA, "strict": True},
+    }
+    assert body["messages"][0] == {"role": "system", "content": "You are a strict judge."}
+    text_part, *image_parts = body["messages"][1]["content"]
+    assert text_part == {"type": "text", "text": request.prompt}
+    sizes = []
+    for part in image_parts:
+        url = part["image_url"]["url"]
+        assert url.startswith("data:image/png;base64,")
+        sizes.append(Image.open(io.BytesIO(base64.b64decode(url.split(",", 1)[1]))).size)
+    assert sizes == [(512, 256), (64, 32)]  # downscaled to image_max_side, small ones untouched
+
+
+def test_no_seed_and_no_schema_leave_those_fields_out() -> None:
+    request = VLMRequest(task="reasoning", prompt="Return JSON.")
+    with FakeOpenAIServer(responder=_fixed('{"terms": []}')) as srv:
+        [result] = _vlm(srv).generate([request])
+        [sent] = srv.requests
+    assert result.output == {"terms": []}
+    assert "seed" not in sent.body and "response_format" not in sent.body
+    assert sent.body["messages"][0]["role"] == "user"
+
+
+@pytest.mark.parametrize(
+    "fault", ["429", "500", "503", "timeout", "drop", "truncated", "malformed_json", "schema_invalid"]
+)
+def test_a_single_fault_is_retried_and_the_request_succeeds(fault: str) -> None:
+    plan = FaultPlan(script=[fault], retry_after_s=0.05, hang_s=3)
+    with FakeOpenAIServer(faults=plan) as srv:
+        [result] = _vlm(srv, timeout_s=0.3).generate([_judge_request()])
+        attempts = srv.stats.chat_requests
+    assert result.ok, result.failure
+    assert attempts == 2
+
+
+@pytest.mark.parametrize(
+    "fault, expected",
+    [
+        ("503", "HTTP 503"),
+        ("429", "HTTP 429"),
+        ("timeout", "timed out after 0.3 s"),
+        ("drop", "RemoteProtocolError"),
+        ("truncated", "RemoteProtocolError"),
+        ("malformed_json", "not JSON"),
+    ],
+)
+def test_a_persistent_fault_ends_as_a_failure_naming_it(fault: str, expected: str) -> None:
+    plan = FaultPlan(probabilities={fault: 1.0}, retry_after_s=0.01, hang_s=3)
+    with FakeOpenAIServer(faults=plan) as srv:
+        results = _vlm(srv, max_retries=1, timeout_s=0.3).generate([_judge_request()])
+        attempts = srv.stats.chat_requests
+    assert results[0].output is None
+    assert results[0].failure.startswith("task judge: POST /chat/completions gave up after 2 attempts")
+    assert expected in results[0].failure
+    assert attempts == 2
+
+
+def test_retry_after_is_honoured_between_attempts() -> None:
+    plan = FaultPlan(script=["429"], retry_after_s=0.4)
+    with FakeOpenAIServer(faults=plan) as srv:
+        [result] = _vlm(srv, retry_base_delay_s=0.001, retry_max_delay_s=0.002).generate([_judge_request()])
+        first, second = srv.requests
+    assert result.ok
+    # Backoff alone would wait at most 2 ms; the gap comes from the server's Retry-After.
+    assert second.received_at - first.received_at >= 0.4
+
+
+@pytest.mark.parametrize("fault", ["400", "401"])
+def test_client_errors_are_not_retried(fault: str) -> None:
+    with FakeOpenAIServer(faults=FaultPlan(script=[fault])) as srv:
+        [result] = _vlm(srv).generate([_judge_request()])
+        attempts = srv.stats.chat_requests
+    assert attempts == 1
+    assert f"returned HTTP {fault} (not retried)" in result.failure
+
+
+def test_the_api_key_never_appears_in_identity_repr_or_failures() -> None:
+    # The 401 fault echoes the presented key in its error body, as careless servers do.
+    with FakeOpenAIServer(faults=FaultPlan(script=["401"])) as srv:
+        vlm = _vlm(srv)
+        [result] = vlm.generate([_judge_request()])
+    assert "Incorrect API key provided: ***" in result.failure
+    exposed = [
+        json.dumps(vlm.identity()),
+        vlm.identity_hash(),
+        repr(vlm),
+        str(vlm),
+        result.failure,
+        repr(result),
+    ]
+    assert not any(API_KEY in text for text in exposed)
+
+
+def test_identity_holds_what_changes_answers_and_not_operational_settings() -> None:
+    fast = OpenAICompatibleVLM(base_url="http://h/v1/", model="m", concurrency=2, max_retries=0, top_p=0.5)
+    slow = OpenAICompatibleVLM(base_url="http://h/v1", model="m", concurrency=32, timeout_s=5, top_p=0.5)
+    warmer = OpenAICompatibleVLM(base_url="http://h/v1", model="m", temperature=0.7, top_p=0.5)
+    assert fast.identity_hash() == slow.identity_hash() != warmer.identity_hash()
+    assert fast.identity()["config"]["top_p"] == 0.5
+
+
+def test_settings_the_backend_owns_cannot_be_overridden() -> None:
+    with pytest.raises(ValueError, match="response_format"):
+        OpenAICompatibleVLM(base_url="http://h/v1", model="m", response_format={"type": "text"})
+
+
+def test_invalid_json_is_asked_again_then_fails_with_the_raw_text() -> None:
+    with FakeOpenAIServer(responder=_fixed("I think the arrow is there.")) as srv:
+        [result] = _vlm(srv, invalid_reply_retries=1).generate([_judge_request()])
+        attempts = srv.stats.chat_requests
+    assert attempts == 2
+    assert result.failure.startswith("reply is not valid JSON for task judge: ")
+    assert result.raw == "I think the arrow is there."
+    assert result.usage["completion_tokens"] == 2 * len("I think the arrow is there.".split())
+
+
+def test_a_reply_missing_required_keys_fails_with_the_raw_text() -> None:
+    with FakeOpenAIServer(responder=_fixed('{"verdicts": []}')) as srv:
+        [result] = _vlm(srv, invalid_reply_retries=0).generate([_judge_request()])
+    assert result.failure == "reply is not valid JSON for task judge: missing required keys ['answers']"
+    assert result.raw == '{"verdicts": []}'
+
+
+def test_fenced_and_thinking_replies_are_parsed() -> None:
+    fenced = '```json\n{"answers": [{"id": "q1", "verdict": "no"}]}\n```'
+    thinking = '<think>The arrow is missing.</think>\n{"answers": []}'
+    assert parse_json_object(fenced, ["answers"]) == {"answers": [{"id": "q1", "verdict": "no"}]}
+    assert parse_json_object(thinking, ["answers"]) == {"answers": []}
+    with pytest.raises(InvalidReply, match="expected a JSON object, got list"):
+        parse_json_object("[1, 2]")
+
+
+def test_reply_text_reads_part_lists_and_reports_refusals_and_empty_replies() -> None:
+    parts = {
+        "choices": [
+            {"message": {"content": [{"type": "text", "text": '{"a"'}, {"type": "text", "text": ": 1}"}]}}
+        ]
+    }
+    assert reply_text(parts) == '{"a": 1}'
+    refused = {"choices": [{"message": {"content": None, "refusal": "I cannot judge this."}}]}
+    with pytest.raises(InvalidReply, match="refused: I cannot judge this"):
+        reply_text(refused)
+    with pytest.raises(InvalidReply, match="no text content \\(finish_reason 'length'\\)"):
+        reply_text({"choices": [{"message": {"content": ""}, "finish_reason": "length"}]})
+    with pytest.raises(InvalidReply, match="no choices"):
+        reply_text({"error": "overloaded"})
+
+
+def test_concurrency_bound_is_respected() -> None:
+    with FakeOpenAIServer(faults=FaultPlan(latency_s=0.05)) as srv:
+        results = _vlm(srv, concurrency=3).generate([_judge_request(f"q{n}") for n in range(12)])
+        stats = srv.stats
+    assert all(r.ok for r in results)
+    assert stats.max_in_flight == 3
+
+
+def test_results_stay_in_request_order_when_replies_arrive_out_of_order() -> None:
+    def echo_question_id(request: dict[str, Any]) -> str:
+        text = request["messages"][-1]["content"][0]["text"]
+        return json.dumps({"answers": [], "id": re.search(r'"id": "(q\d+)"', text).group(1)})
+
+    requests = [_judge_request(f"q{n}") for n in range(10)]
+    with FakeOpenAIServer(responder=echo_question_id, faults=FaultPlan(latency_s=(0.0, 0.06), seed=3)) as srv:
+        results = _vlm(srv, concurrency=10).generate(requests)
+    assert [r.output["id"] for r in results] == [f"q{n}" for n in range(10)]
+
+
+def test_a_corrupt_image_fails_its_request_only() -> None:
+    requests = [_judge_request("q1", images=[_png(8, 8), b"not an image"]), _judge_request("q2")]
+    with FakeOpenAIServer() as srv:
+        broken, fine = _vlm(srv).generate(requests)
+        sent = srv.requests
+    assert broken.failure.startswith(
+        "task judge: image 2 of 2 is not a readable image: UnidentifiedImageError"
+    )
+    assert fine.ok
+    assert len(sent) == 1  # the broken request never reached the server
+
+
+def test_an_unreachable_server_ends_as_a_failure() -> None:
+    with FakeOpenAIServer() as srv:
+        vlm = _vlm(srv, max_retries=1)
+    [result] = vlm.generate([_judge_request()])  # the server is gone now
+    assert "gave up after 2 attempts" in result.failure and "ConnectError" in result.failure
+
+
+def test_generate_works_inside_a_running_event_loop() -> None:
+    async def judge_from_async_code(vlm: OpenAICompatibleVLM) -> list[bool]:
+        return [r.ok for r in vlm.generate([_judge_request("q1"), _judge_request("q2")])]
+
+    with FakeOpenAIServer() as srv:
+        assert asyncio.run(judge_from_async_code(_vlm(srv))) == [True, True]
+    assert _vlm(srv).generate([]) == []

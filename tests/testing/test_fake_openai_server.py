@@ -1,0 +1,183 @@
+"""The fake OpenAI-compatible server, driven over real HTTP with httpx."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import httpx
+import pytest
+
+from sciir.testing.fake_openai_server import (
+    FakeOpenAIServer,
+    Fault,
+    FaultPlan,
+    answer_checklist_yes,
+    checklist_ids,
+)
+
+CHECKLIST = [
+    {"id": "q1", "question": "Is there an arrow from A to B?"},
+    {"id": "q2", "question": "Is 'ATP' spelled?"},
+]
+JUDGE_BODY = {
+    "model": "judge-model",
+    "messages": [
+        {"role": "system", "content": "You are a strict judge."},
+        {
+            "role": "user",
+            "content": [
+                {"type": "text", "text": "Checklist:\n" + json.dumps(CHECKLIST)},
+                {"type": "image_url", "image_url": {"url": "data:image/png;base64,AAAA"}},
+            ],
+        },
+    ],
+}
+
+
+def _post(srv: FakeOpenAIServer, body: object = JUDGE_BODY, timeout: float = 5.0) -> httpx.Response:
+    return httpx.post(f"{srv.base_url}/chat/completions", json=body, timeout=timeout)
+
+
+def test_models_endpoint_lists_the_served_model() -> None:
+    with FakeOpenAIServer(model="qwen3-vl-fake") as srv:
+        assert srv.base_url.startswith("http://127.0.0.1:") and srv.base_url.endswith("/v1")
+        reply = httpx.get(f"{srv.base_url}/models")
+    assert reply.status_code == 200
+    assert [m["id"] for m in reply.json()["data"]] == ["qwen3-vl-fake"]
+
+
+def test_default_responder_says_yes_to_every_checklist_question() -> None:
+    with FakeOpenAIServer() as srv:
+        reply = _post(srv)
+        stats = srv.stats
+    assert reply.status_code == 200
+    envelope = reply.json()
+    assert envelope["object"] == "chat.completion" and envelope["model"] == "judge-model"
+    answers = json.loads(envelope["choices"][0]["message"]["content"])["answers"]
+    assert [(a["id"], a["verdict"]) for a in answers] == [("q1", "yes"), ("q2", "yes")]
+    assert envelope["usage"]["prompt_tokens"] > 256  # the image is billed as well as the words
+    assert envelope["usage"]["completion_tokens"] > 0
+    assert (stats.requests, stats.chat_requests, stats.faults) == (1, 1, {})
+
+
+def test_checklist_ids_are_found_in_json_embedded_in_prose() -> None:
+    text = 'Judge {"note": [1, 2]} then {"checklist": [{"id": "a", "question": "x"}, {"id": "b", "question": "y"}]}.'
+    assert checklist_ids(text) == ["a", "b"]
+    assert checklist_ids("no JSON here, only [brackets") == []
+
+
+def test_a_request_without_checklist_gets_400_with_the_responders_reason() -> None:
+    body = {"model": "m", "messages": [{"role": "user", "content": "Describe the image."}]}
+    with FakeOpenAIServer(responder=answer_checklist_yes) as srv:
+        reply = _post(srv, body)
+    assert reply.status_code == 400
+    assert "no JSON checklist" in reply.json()["error"]["message"]
+
+
+def test_unknown_route_and_non_json_body_are_rejected() -> None:
+    with FakeOpenAIServer() as srv:
+        missing = httpx.get(f"{srv.base_url}/embeddings")
+        garbled = httpx.post(f"{srv.base_url}/chat/completions", content=b"{not json")
+    assert missing.status_code == 404
+    assert garbled.status_code == 400 and "messages" in garbled.json()["error"]["message"]
+
+
+@pytest.mark.parametrize(
+    "fault, status", [("429", 429), ("500", 500), ("503", 503), ("400", 400), ("401", 401)]
+)
+def test_status_faults_answer_with_their_status_and_an_error_body(fault: str, status: int) -> None:
+    with FakeOpenAIServer(faults=FaultPlan(script=[fault], retry_after_s=2.5)) as srv:
+        reply = _post(srv)
+        after = _post(srv)
+    assert reply.status_code == status
+    assert reply.json()["error"]["code"] == status
+    assert (reply.headers.get("retry-after") == "2.5") is (status == 429)
+    assert after.status_code == 200  # the script covers the first request only
+
+
+def test_unauthorized_fault_echoes_the_presented_key_like_a_careless_server() -> None:
+    with FakeOpenAIServer(faults=FaultPlan(script=["401"])) as srv:
+        reply = httpx.post(
+            f"{srv.base_url}/chat/completions",
+            json=JUDGE_BODY,
+            headers={"Authorization": "Bearer sk-visible"},
+        )
+    assert "sk-visible" in reply.json()["error"]["message"]
+
+
+def test_malformed_and_schema_invalid_faults_reply_200_with_bad_content() -> None:
+    with FakeOpenAIServer(faults=FaultPlan(script=["malformed_json", "schema_invalid"])) as srv:
+        malformed = _post(srv)
+        schema_invalid = _post(srv)
+    assert malformed.status_code == 200
+    with pytest.raises(json.JSONDecodeError):
+        malformed.json()
+    content = json.loads(schema_invalid.json()["choices"][0]["message"]["content"])
+    assert isinstance(content, dict) and "answers" not in content
+
+
+@pytest.mark.parametrize("fault", ["drop", "truncated"])
+def test_connection_faults_break_the_reply(fault: str) -> None:
+    with FakeOpenAIServer(faults=FaultPlan(script=[fault])) as srv:
+        with pytest.raises(httpx.RemoteProtocolError):
+            _post(srv)
+        assert _post(srv).status_code == 200  # the server keeps serving new connections
+
+
+def test_timeout_fault_hangs_past_the_client_timeout_and_stop_abandons_it() -> None:
+    with FakeOpenAIServer(faults=FaultPlan(script=["timeout"], hang_s=30)) as srv:
+        with pytest.raises(httpx.ReadTimeout):
+            _post(srv, timeout=0.2)
+        assert srv.stats.in_flight == 1  # still hanging when the server is stopped
+
+
+def test_faults_follow_the_script_then_the_probabilities() -> None:
+    plan = FaultPlan(script=["500", None], probabilities={"503": 1.0})
+    with FakeOpenAIServer(faults=plan) as srv:
+        statuses = [_post(srv).status_code for _ in range(4)]
+        stats = srv.stats
+        recorded = srv.requests
+    assert statuses == [500, 200, 503, 503]
+    assert stats.faults == {"500": 1, "503": 2}
+    assert [r.fault for r in recorded] == [Fault.SERVER_ERROR, None, Fault.UNAVAILABLE, Fault.UNAVAILABLE]
+
+
+def test_history_keeps_the_latest_bodies_and_headers() -> None:
+    with FakeOpenAIServer(history_limit=2) as srv:
+        for n in range(3):
+            _post(srv, {**JUDGE_BODY, "seed": n})
+        recorded = srv.requests
+        stats = srv.stats
+    assert [(r.index, r.body["seed"]) for r in recorded] == [(1, 1), (2, 2)]
+    assert recorded[0].headers["content-type"] == "application/json"
+    assert stats.chat_requests == 3 and stats.max_in_flight == 1
+
+
+def test_fault_plan_rejects_unknown_faults_and_impossible_settings() -> None:
+    with pytest.raises(ValueError, match="unknown fault 'teapot'.*truncated"):
+        FaultPlan(script=["teapot"])
+    with pytest.raises(ValueError, match="sum to at most 1"):
+        FaultPlan(probabilities={"500": 0.7, "503": 0.7})
+    with pytest.raises(ValueError, match="latency_s"):
+        FaultPlan(latency_s=(0.5, 0.1))
+
+
+def test_runs_as_a_module_on_a_chosen_port() -> None:
+    src = Path(__file__).resolve().parents[2] / "src"
+    env = {**os.environ, "PYTHONPATH": str(src)}
+    command = [sys.executable, "-m", "sciir.testing.fake_openai_server", "--port", "0", "--fault", "503=1"]
+    with subprocess.Popen(
+        command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env
+    ) as proc:
+        try:
+            base_url = proc.stdout.readline().split()[-1]
+            models = httpx.get(f"{base_url}/models", timeout=5)
+            chat = httpx.post(f"{base_url}/chat/completions", json=JUDGE_BODY, timeout=5)
+        finally:
+            proc.terminate()
+    assert models.status_code == 200
+    assert chat.status_code == 503
