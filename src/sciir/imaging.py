@@ -1,0 +1,291 @@
+"""Figure images: decoding, panel splitting, geometric rules and standardisation (SciIR paper, B.1-B.2).
+
+Panels are found by a recursive XY-cut: the background is the dominant edge colour (within a
+tolerance), and a figure is cut along full-width or full-height background gutters at least
+``min_gutter_px`` wide, rows first, so panels come out in reading (row-major) order. Parts thinner
+than ``min_part_px`` across a cut (a title row, a column of axis labels) stay with their neighbour,
+so a plot keeps its title and labels.
+"""
+
+from __future__ import annotations
+
+import io
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+from PIL import Image, ImageCms, UnidentifiedImageError
+from pydantic import BaseModel, ConfigDict
+
+_SRGB = ImageCms.createProfile("sRGB")
+_WHITE = (255, 255, 255)
+# Edge pixels are binned by their top 4 bits per channel to find the dominant colour despite
+# JPEG noise.
+_EDGE_BIN_SHIFT = 4
+
+
+class UnreadableImageError(ValueError):
+    """An image that Pillow cannot verify, decode or convert to sRGB; callers add the file name."""
+
+
+@dataclass(frozen=True)
+class Box:
+    """A pixel rectangle; ``x1`` and ``y1`` are exclusive."""
+
+    x0: int
+    y0: int
+    x1: int
+    y1: int
+
+    @property
+    def width(self) -> int:
+        return self.x1 - self.x0
+
+    @property
+    def height(self) -> int:
+        return self.y1 - self.y0
+
+
+@dataclass(frozen=True)
+class EdgeColour:
+    """Colour statistics of an image's one-pixel border."""
+
+    dominant: tuple[int, int, int]
+    dominant_share: float
+    mean: tuple[int, int, int]
+
+
+class SplitSettings(BaseModel):
+    """How figures are cut into panels."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    # A pixel is background when every channel is within this distance of the dominant edge colour.
+    background_tolerance: int = 24
+    min_gutter_px: int = 12
+    # Parts thinner than this across a cut (titles, axis labels, legends) are joined to a neighbour
+    # (0 keeps every cut).
+    min_part_px: int = 96
+
+
+class GeometryRules(BaseModel):
+    """Which panel regions are kept (paper B.1): minimum short side, aspect range, layout misfires."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    min_side_px: int = 128
+    aspect_range: tuple[float, float] = (0.33, 3.0)
+    # Among two or more real panels, one covering this share of the figure is likely a whole-layout
+    # misdetection (None disables the rule).
+    layout_misfire_area: tuple[float, float] | None = (0.75, 0.90)
+
+
+def open_verified(path: Path) -> Image.Image:
+    """Open an image after Pillow's integrity check and a full decode; raise UnreadableImageError."""
+    try:
+        with Image.open(path) as probe:
+            probe.verify()
+        image = Image.open(path)
+        image.load()
+    except (OSError, UnidentifiedImageError, SyntaxError, ValueError, Image.DecompressionBombError) as error:
+        raise UnreadableImageError(f"cannot decode image: {error}") from error
+    return image
+
+
+def _without_alpha(image: Image.Image) -> Image.Image:
+    """Flatten transparency onto white (figures are printed on white) and expand palettes."""
+    if image.mode in ("P", "PA"):
+        image = image.convert("RGBA" if "transparency" in image.info or image.mode == "PA" else "RGB")
+    if image.mode in ("LA", "La"):
+        return Image.composite(image.getchannel("L"), Image.new("L", image.size, 255), image.getchannel("A"))
+    if image.mode in ("RGBA", "RGBa"):
+        return Image.alpha_composite(
+            Image.new("RGBA", image.size, (*_WHITE, 255)), image.convert("RGBA")
+        ).convert("RGB")
+    if image.mode.startswith("I;16") or image.mode == "I":
+        # 16-bit greyscale (TIFF, PNG): scale to 8 bits rather than clip.
+        values = np.asarray(image, dtype=np.float64) / 257.0
+        return Image.fromarray(np.clip(values, 0, 255).astype(np.uint8), mode="L")
+    return image
+
+
+def to_srgb(image: Image.Image) -> Image.Image:
+    """An RGB image of sRGB values, with no profile attached (so converting again changes nothing).
+
+    The embedded ICC profile is applied when present; transparency goes onto white.
+    """
+    icc = image.info.get("icc_profile")
+    flat = _without_alpha(image)
+    try:
+        if icc:
+            converted = ImageCms.profileToProfile(
+                flat, ImageCms.ImageCmsProfile(io.BytesIO(icc)), _SRGB, outputMode="RGB"
+            )
+        else:
+            converted = flat.convert("RGB")
+    except (ImageCms.PyCMSError, OSError, ValueError) as error:
+        raise UnreadableImageError(f"cannot convert a {image.mode} image to sRGB: {error}") from error
+    converted.info.pop("icc_profile", None)
+    return converted
+
+
+def edge_colour(rgb: np.ndarray, tolerance: int) -> EdgeColour:
+    """Dominant and mean colour of the border of an H x W x 3 array; share counts pixels within tolerance."""
+    edges = np.concatenate([rgb[0], rgb[-1], rgb[:, 0], rgb[:, -1]]).astype(np.int32)
+    bins = edges >> _EDGE_BIN_SHIFT
+    keys = (bins[:, 0] << 8) | (bins[:, 1] << 4) | bins[:, 2]
+    values, counts = np.unique(keys, return_counts=True)
+    in_mode_bin = keys == values[np.argmax(counts)]
+    dominant = np.rint(edges[in_mode_bin].mean(axis=0)).astype(int)
+    near_dominant = np.abs(edges - dominant).max(axis=1) <= tolerance
+    mean = np.rint(edges.mean(axis=0)).astype(int)
+    return EdgeColour(
+        dominant=(int(dominant[0]), int(dominant[1]), int(dominant[2])),
+        dominant_share=float(near_dominant.mean()),
+        mean=(int(mean[0]), int(mean[1]), int(mean[2])),
+    )
+
+
+def foreground_mask(rgb: np.ndarray, tolerance: int) -> np.ndarray:
+    """True where a pixel differs from the dominant edge colour by more than ``tolerance`` in any channel."""
+    background = np.array(edge_colour(rgb, tolerance).dominant, dtype=np.int16)
+    return np.abs(rgb.astype(np.int16) - background).max(axis=2) > tolerance
+
+
+def _trim(foreground: np.ndarray, box: Box) -> Box | None:
+    """The smallest box holding all foreground inside ``box``; None when it holds none."""
+    region = foreground[box.y0 : box.y1, box.x0 : box.x1]
+    rows = np.flatnonzero(region.any(axis=1))
+    cols = np.flatnonzero(region.any(axis=0))
+    if rows.size == 0:
+        return None
+    return Box(
+        box.x0 + int(cols[0]), box.y0 + int(rows[0]), box.x0 + int(cols[-1]) + 1, box.y0 + int(rows[-1]) + 1
+    )
+
+
+def _merge_thin_segments(segments: list[tuple[int, int]], min_part_px: int) -> list[tuple[int, int]]:
+    """Join each segment thinner than ``min_part_px`` to the neighbour across the narrower gutter.
+
+    Keeps panel letters, axis titles and legends with the panel they label instead of cutting
+    them off as fragments.
+    """
+    segments = list(segments)
+    while len(segments) > 1:
+        extents = [end - start for start, end in segments]
+        thinnest = int(np.argmin(extents))
+        if extents[thinnest] >= min_part_px:
+            break
+        gap_before = segments[thinnest][0] - segments[thinnest - 1][1] if thinnest > 0 else None
+        gap_after = (
+            segments[thinnest + 1][0] - segments[thinnest][1] if thinnest + 1 < len(segments) else None
+        )
+        merge_before = gap_after is None or (gap_before is not None and gap_before <= gap_after)
+        first = thinnest - 1 if merge_before else thinnest
+        segments[first : first + 2] = [(segments[first][0], segments[first + 1][1])]
+    return segments
+
+
+def _gutter_segments(has_ink: np.ndarray, min_gutter_px: int, min_part_px: int) -> list[tuple[int, int]]:
+    """Split a 1-D ink profile (ink at both ends) at blank runs of at least ``min_gutter_px``."""
+    padded = np.concatenate([[True], has_ink, [True]])
+    changes = np.flatnonzero(np.diff(padded.astype(np.int8)))
+    blank_starts, blank_ends = changes[0::2], changes[1::2]
+    segments, start = [], 0
+    for blank_start, blank_end in zip(blank_starts, blank_ends, strict=True):
+        if blank_end - blank_start >= min_gutter_px:
+            segments.append((start, int(blank_start)))
+            start = int(blank_end)
+    segments.append((start, has_ink.size))
+    return _merge_thin_segments(segments, min_part_px)
+
+
+def _split(foreground: np.ndarray, box: Box, min_gutter_px: int, min_part_px: int) -> list[Box]:
+    """Cut a trimmed box along horizontal gutters, else vertical ones; one box when there is none."""
+    region = foreground[box.y0 : box.y1, box.x0 : box.x1]
+    row_segments = _gutter_segments(region.any(axis=1), min_gutter_px, min_part_px)
+    if len(row_segments) > 1:
+        return [Box(box.x0, box.y0 + top, box.x1, box.y0 + bottom) for top, bottom in row_segments]
+    col_segments = _gutter_segments(region.any(axis=0), min_gutter_px, min_part_px)
+    return [Box(box.x0 + left, box.y0, box.x0 + right, box.y1) for left, right in col_segments]
+
+
+def xy_cut(foreground: np.ndarray, min_gutter_px: int, min_part_px: int = 0) -> list[Box]:
+    """Recursive XY-cut of a foreground mask into content boxes, in reading order."""
+    panels: list[Box] = []
+    pending = [Box(0, 0, foreground.shape[1], foreground.shape[0])]
+    while pending:
+        trimmed = _trim(foreground, pending.pop())
+        if trimmed is None:
+            continue
+        parts = _split(foreground, trimmed, min_gutter_px, min_part_px)
+        if len(parts) == 1:
+            panels.append(trimmed)
+        else:
+            # Reversed so the first part is processed next: a depth-first walk keeps reading order.
+            pending.extend(reversed(parts))
+    return panels
+
+
+def split_panels(image: Image.Image, settings: SplitSettings) -> list[Box]:
+    """Panel boxes of a figure in row-major order; one box for a single-panel figure, none for a blank one."""
+    rgb = np.asarray(image.convert("RGB"))
+    mask = foreground_mask(rgb, settings.background_tolerance)
+    return xy_cut(mask, settings.min_gutter_px, settings.min_part_px)
+
+
+def _shape_rejection(box: Box, rules: GeometryRules) -> str | None:
+    """Why a region is too small or too elongated to be a panel, or None."""
+    size = f"{box.width}x{box.height} px"
+    if min(box.width, box.height) < rules.min_side_px:
+        return f"{size}, short side below {rules.min_side_px} px"
+    aspect = box.width / box.height
+    low, high = rules.aspect_range
+    if not low <= aspect <= high:
+        return f"{size}, aspect ratio {aspect:.2f} outside [{low}, {high}]"
+    return None
+
+
+def _layout_misfire(box: Box, figure_size: tuple[int, int], rules: GeometryRules) -> str | None:
+    """Why a region looks like the whole layout rather than one panel, or None."""
+    if rules.layout_misfire_area is None:
+        return None
+    share = box.width * box.height / (figure_size[0] * figure_size[1])
+    low, high = rules.layout_misfire_area
+    if low <= share <= high:
+        return f"{box.width}x{box.height} px, covers {share:.0%} of the figure (likely a whole-layout region)"
+    return None
+
+
+def panel_rejections(
+    boxes: list[Box], figure_size: tuple[int, int], rules: GeometryRules
+) -> list[str | None]:
+    """Per region, why it is rejected (None when kept).
+
+    The area rule applies only when at least two regions pass the shape rules: a figure whose
+    other regions are mere fragments (labels, legends) is a single-panel figure.
+    """
+    reasons = [_shape_rejection(box, rules) for box in boxes]
+    if sum(reason is None for reason in reasons) < 2:
+        return reasons
+    return [
+        reason or _layout_misfire(box, figure_size, rules) for box, reason in zip(boxes, reasons, strict=True)
+    ]
+
+
+def padding_colour(rgb: np.ndarray, tolerance: int, dominant_share: float) -> tuple[int, int, int]:
+    """Dominant edge colour when it covers more than ``dominant_share`` of the border, else the mean edge RGB."""
+    colours = edge_colour(rgb, tolerance)
+    return colours.dominant if colours.dominant_share > dominant_share else colours.mean
+
+
+def standardise(image: Image.Image, size: int, tolerance: int, dominant_share: float) -> Image.Image:
+    """sRGB, aspect-preserving Lanczos resize to fit ``size``, centred on a ``size`` x ``size`` padded canvas."""
+    rgb_image = to_srgb(image)
+    fill = padding_colour(np.asarray(rgb_image), tolerance, dominant_share)
+    scale = size / max(rgb_image.size)
+    new_size = (max(1, round(rgb_image.width * scale)), max(1, round(rgb_image.height * scale)))
+    resized = rgb_image.resize(new_size, Image.Resampling.LANCZOS)
+    canvas = Image.new("RGB", (size, size), fill)
+    canvas.paste(resized, ((size - new_size[0]) // 2, (size - new_size[1]) // 2))
+    return canvas

@@ -1,0 +1,182 @@
+"""Curate nodes on drawn figures, and ingest + curate run by Kedro's SequentialRunner on real articles."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import pytest
+import yaml
+from kedro.io import DataCatalog, MemoryDataset
+from kedro.runner import SequentialRunner
+from PIL import Image, ImageDraw
+
+from sciir.ids import figure_uid, sample_id
+from sciir.pipelines.curate import create_pipeline as create_curate
+from sciir.pipelines.curate.nodes import CURATED_COLUMNS, curate_figures, summarise_curate
+from sciir.pipelines.ingest import create_pipeline as create_ingest
+from sciir.pipelines.ingest.nodes import ingest_articles, prepare_source
+
+REPO = Path(__file__).resolve().parents[2]
+EXTERNAL_ARTICLES = REPO / ".." / "shared" / "external" / "articles"
+DOI = "10.1234/drawn"
+SMALL_OUTPUT_PX = 48
+
+
+def _params(name: str) -> dict[str, Any]:
+    """Shipped parameters of a pipeline, with small standardised images to keep tests quick."""
+    text = (REPO / "conf" / "base" / f"parameters_{name}.yml").read_text(encoding="utf-8")
+    params = yaml.safe_load(text)[name]
+    if name == "curate":
+        params["standardise"]["size_px"] = SMALL_OUTPUT_PX
+    return params
+
+
+def _figure_row(figure_id: str, image_path: Path) -> dict[str, Any]:
+    return {
+        "figure_uid": figure_uid(DOI, figure_id),
+        "article_id": "drawn",
+        "doi": DOI,
+        "url": f"https://doi.org/{DOI}",
+        "figure_id": figure_id,
+        "label": figure_id,
+        "caption": f"Caption of {figure_id}.",
+        "image_path": str(image_path),
+        "licence_name": "CC BY 4.0",
+        "licence_url": "http://creativecommons.org/licenses/by/4.0/",
+        "status": "kept",
+        "reason": None,
+    }
+
+
+def _draw_panels(path: Path, size: tuple[int, int], boxes: list[tuple[int, int, int, int]]) -> None:
+    image = Image.new("RGB", size, "white")
+    draw = ImageDraw.Draw(image)
+    for x0, y0, x1, y1 in boxes:
+        draw.rectangle((x0, y0, x1 - 1, y1 - 1), fill=(40, 90, 160), outline=(0, 0, 0))
+    image.save(path)
+
+
+@pytest.fixture
+def drawn_tables(tmp_path: Path) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Figures: a 3-panel composite with one undersized panel, a blank image, a corrupt file; plus a
+    figure ingest rejected, which curate must not list again."""
+    _draw_panels(
+        tmp_path / "grid.png", (460, 320), [(10, 10, 210, 300), (250, 10, 450, 150), (250, 200, 450, 300)]
+    )
+    Image.new("RGB", (200, 200), "white").save(tmp_path / "blank.png")
+    (tmp_path / "corrupt.png").write_bytes(b"not an image")
+    rows = [_figure_row(name, tmp_path / f"{name}.png") for name in ("grid", "blank", "corrupt")]
+    rows.append(
+        {**_figure_row("excluded", tmp_path / "grid.png"), "status": "rejected", "reason": "third-party"}
+    )
+    articles = pd.DataFrame([{"article_id": "drawn", "methods_text": "We drew rectangles."}])
+    return pd.DataFrame(rows), articles
+
+
+def test_panels_rules_and_failures_become_rows(drawn_tables: tuple[pd.DataFrame, pd.DataFrame]) -> None:
+    figures, articles = drawn_tables
+    curated, images = curate_figures(figures, articles, _params("curate"))
+    assert list(curated.columns) == CURATED_COLUMNS
+    assert "excluded" not in set(curated["figure_id"])
+
+    grid = curated[curated["figure_id"] == "grid"].reset_index(drop=True)
+    assert grid["n_panels"].tolist() == [3, 3, 3]
+    assert grid[["x0", "y0", "x1", "y1"]].values.tolist() == [
+        [10, 10, 210, 300], [250, 10, 450, 150], [250, 200, 450, 300],
+    ]  # fmt: skip
+    assert grid["status"].tolist() == ["kept", "kept", "rejected"]
+    assert grid.loc[2, "reason"] == f"panel 2 of grid in {DOI}: 200x100 px, short side below 128 px"
+    assert (grid["methods_text"] == "We drew rectangles.").all()
+    assert (grid["licence_name"] == "CC BY 4.0").all()
+
+    blank = curated[curated["figure_id"] == "blank"].iloc[0]
+    assert blank["status"] == "rejected" and "only background" in blank["reason"]
+    corrupt = curated[curated["figure_id"] == "corrupt"].iloc[0]
+    assert corrupt["status"] == "rejected" and "corrupt.png" in corrupt["reason"]
+    assert pd.isna(corrupt["x0"])
+
+    assert sorted(images) == sorted(sample_id(DOI, "grid", index) for index in (0, 1))
+    for image in images.values():
+        assert image.size == (SMALL_OUTPUT_PX, SMALL_OUTPUT_PX) and image.mode == "RGB"
+    assert summarise_curate(curated) == {"panels_total": 5.0, "panels_kept": 2.0, "panels_rejected": 3.0}
+
+
+def _iou(a: tuple[int, ...], b: tuple[int, ...]) -> float:
+    inter = max(0, min(a[2], b[2]) - max(a[0], b[0])) * max(0, min(a[3], b[3]) - max(a[1], b[1]))
+    return inter / ((a[2] - a[0]) * (a[3] - a[1]) + (b[2] - b[0]) * (b[3] - b[1]) - inter)
+
+
+def test_embedded_sample_panels_match_its_truth(tmp_path: Path) -> None:
+    """Tests may read the sample's truth files; the pipelines never do."""
+    sample = pytest.importorskip("sciir.sample")
+    if not hasattr(sample, "write_embedded_sample"):
+        pytest.skip("sciir.sample.write_embedded_sample is not available yet")
+    ingest_params = _params("ingest")
+    ingest_params["source"]["path"] = str(tmp_path / "embedded")
+    articles, figures = ingest_articles(prepare_source(ingest_params), ingest_params)
+    curated, _ = curate_figures(figures, articles, _params("curate"))
+
+    for figure in figures[figures["status"] == "kept"].itertuples():
+        rows = curated[curated["figure_uid"] == figure.figure_uid]
+        truth_path = Path(figure.image_path).with_suffix(".truth.json")
+        if not truth_path.is_file():  # an icon planted to fail the size rule
+            assert (rows["status"] == "rejected").all() and rows["reason"].str.contains("short side").all()
+            continue
+        truth = json.loads(truth_path.read_text(encoding="utf-8"))["panels"]
+        assert rows["n_panels"].tolist() == [len(truth)] * len(truth), figure.image_path
+        for row, panel in zip(rows.itertuples(), truth, strict=True):
+            assert row.status == "kept"
+            found, expected = (row.x0, row.y0, row.x1, row.y1), tuple(panel["bbox"])
+            # Truth boxes include the drawing margins; ours are tight around the ink.
+            assert found[0] >= expected[0] - 2 and found[1] >= expected[1] - 2, figure.image_path
+            assert found[2] <= expected[2] + 2 and found[3] <= expected[3] + 2, figure.image_path
+            assert _iou(found, expected) > 0.6, figure.image_path
+
+
+def _file_catalog(root: Path, params: dict[str, dict[str, Any]]) -> DataCatalog:
+    """The project's catalog entries for ingest and curate outputs, with files under ``root``."""
+    entries = yaml.safe_load((REPO / "conf" / "base" / "catalog.yml").read_text(encoding="utf-8"))
+    config = {}
+    for name in ("articles", "figures", "curated", "curated_images"):
+        entry = dict(entries[name])
+        location_key = "path" if "path" in entry else "filepath"
+        entry[location_key] = str(root / Path(entry[location_key]).name)
+        config[name] = entry
+    catalog = DataCatalog.from_config(config)
+    for name, value in params.items():
+        catalog[f"params:{name}"] = MemoryDataset(value)
+    return catalog
+
+
+def test_ingest_then_curate_on_external_articles_accounts_for_every_figure(tmp_path: Path) -> None:
+    if not EXTERNAL_ARTICLES.is_dir():
+        pytest.skip("shared/external/articles is not present")
+    ingest_params = _params("ingest")
+    ingest_params["source"] = {"kind": "jats_folder", "path": str(EXTERNAL_ARTICLES)}
+    catalog = _file_catalog(tmp_path, {"ingest": ingest_params, "curate": _params("curate")})
+    outputs = SequentialRunner().run(create_ingest() + create_curate(), catalog)
+    figures = catalog["figures"].load()
+    curated = catalog["curated"].load()
+    images = catalog["curated_images"].load()  # partition id -> loader
+
+    assert figures["status"].isin(["kept", "rejected"]).all()
+    assert figures.loc[figures["status"] == "rejected", "reason"].str.len().gt(0).all()
+    kept_figures = set(figures.loc[figures["status"] == "kept", "figure_uid"])
+    assert set(curated["figure_uid"]) == kept_figures  # every kept figure yields >= 1 row, nothing else
+    assert curated["sample_id"].is_unique
+    assert curated.loc[curated["status"] == "rejected", "reason"].str.len().gt(0).all()
+    assert set(images) == set(curated.loc[curated["status"] == "kept", "sample_id"])
+    first_image = next(iter(images.values()))()
+    assert first_image.size == (SMALL_OUTPUT_PX, SMALL_OUTPUT_PX)
+
+    ingest_metrics = outputs["ingest_metrics"].load()
+    assert (
+        ingest_metrics["figures_kept"] + ingest_metrics["figures_rejected"] == ingest_metrics["figures_total"]
+    )
+    assert ingest_metrics["figures_total"] == len(figures)
+    curate_metrics = outputs["curate_metrics"].load()
+    assert curate_metrics["panels_kept"] == len(images) > 0
+    assert curate_metrics["panels_total"] == len(curated)
