@@ -1,0 +1,171 @@
+"""``diffusers``: any local diffusers text-to-image pipeline, optionally with a LoRA adapter.
+
+The pipeline is loaded on the first ``generate`` call (importing this module imports no torch).
+Each request gets its own generator seeded with ``request.seed``, so an image depends only on
+the request and the configuration; it is generated at ``resolution`` and resized to the
+requested size.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import io
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from sciir.backends.base import GenerationRequest, GenerationResult, ImageGenerator
+
+BACKEND_NAME = "diffusers"
+# Weight files up to this size are identified by content; bigger ones (a real base model's
+# gigabytes) by size and modification time.
+HASHED_FILE_LIMIT = 256 * 2**20
+
+
+def folder_fingerprint(path: Path) -> str | None:
+    """A digest of a folder's (or a file's) contents; None when it does not exist.
+
+    Part of the backend's identity, so cached images are not reused after the weights change,
+    and are reused after a deterministic retraining writes the same bytes again.
+    """
+    if not path.exists():
+        return None
+    files = [path] if path.is_file() else sorted(p for p in path.rglob("*") if p.is_file())
+    listing = tuple((str(f), str(f.relative_to(path)), f.stat().st_size, f.stat().st_mtime_ns) for f in files)
+    return _listing_digest(listing)
+
+
+@functools.lru_cache(maxsize=32)
+def _listing_digest(listing: tuple[tuple[str, str, int, int], ...]) -> str:
+    """Digest of relative names and contents; files too big to read each time count by size and time.
+
+    Memoised on the listing (path, size, modification time), so unchanged weights are read once.
+    """
+    digest = hashlib.sha256()
+    for path, name, size, mtime_ns in listing:
+        digest.update(f"{name}|{size}|".encode())
+        digest.update(Path(path).read_bytes() if size <= HASHED_FILE_LIMIT else str(mtime_ns).encode())
+    return digest.hexdigest()
+
+
+class DiffusersGenerator(ImageGenerator):
+    """Generates with the diffusers pipeline saved in ``pipeline_path`` (plus the LoRA in ``lora_path``).
+
+    Args:
+        pipeline_path: a local folder saved with ``save_pretrained`` (``model_index.json`` at its top).
+        lora_path: a folder or file that ``load_lora_weights`` accepts, or None for the base model.
+        steps: denoising steps per image.
+        guidance_scale: classifier-free guidance (1.0 turns it off).
+        device: torch device the pipeline runs on.
+        dtype: torch dtype name for the weights, e.g. ``float32`` or ``bfloat16``.
+        resolution: side in pixels the pipeline generates at; None uses the pipeline's own default.
+        extra: further keyword arguments for every pipeline call (e.g. ``negative_prompt``).
+    """
+
+    def __init__(
+        self,
+        *,
+        pipeline_path: str,
+        lora_path: str | None = None,
+        steps: int = 4,
+        guidance_scale: float = 1.0,
+        device: str = "cpu",
+        dtype: str = "float32",
+        resolution: int | None = None,
+        **extra: Any,
+    ) -> None:
+        super().__init__(
+            pipeline_path=pipeline_path,
+            lora_path=lora_path,
+            steps=steps,
+            guidance_scale=guidance_scale,
+            device=device,
+            dtype=dtype,
+            resolution=resolution,
+            **extra,
+        )
+        self.pipeline_path = Path(pipeline_path)
+        self.lora_path = Path(lora_path) if lora_path else None
+        self.steps = steps
+        self.guidance_scale = guidance_scale
+        self.device = device
+        self.dtype = dtype
+        self.resolution = resolution
+        self.call_kwargs = extra
+        self._pipeline: Any = None
+
+    def identity(self) -> dict[str, Any]:
+        """The configuration plus fingerprints of the weight folders (retrained weights are a new model)."""
+        weights = {"pipeline": folder_fingerprint(self.pipeline_path)}
+        if self.lora_path is not None:
+            weights["lora"] = folder_fingerprint(self.lora_path)
+        return {**super().identity(), "weights": weights}
+
+    def generate(self, requests: Sequence[GenerationRequest]) -> list[GenerationResult]:
+        """One result per request, in order; a load error fails every request, a generation error only its own."""
+        try:
+            pipeline = self._loaded_pipeline()
+        except Exception as error:  # any load error (missing file, bad config) is this batch's failure
+            reason = f"could not load the diffusers pipeline: {type(error).__name__}: {error}"
+            return [GenerationResult(sample_id=r.sample_id, failure=reason) for r in requests]
+        return [self._generate_one(pipeline, request) for request in requests]
+
+    def _loaded_pipeline(self) -> Any:
+        if self._pipeline is None:
+            self._pipeline = self._load_pipeline()
+        return self._pipeline
+
+    def _load_pipeline(self) -> Any:
+        """Load the pipeline (and LoRA) from local folders only."""
+        if not (self.pipeline_path / "model_index.json").is_file():
+            raise FileNotFoundError(
+                f"{self.pipeline_path} is not a diffusers pipeline folder (no model_index.json there)"
+            )
+        if self.lora_path is not None and not self.lora_path.exists():
+            raise FileNotFoundError(f"LoRA adapter {self.lora_path} does not exist")
+        import torch
+        from diffusers import DiffusionPipeline
+
+        torch_dtype = getattr(torch, self.dtype, None)
+        if not isinstance(torch_dtype, torch.dtype):
+            raise ValueError(f"dtype {self.dtype!r} is not a torch dtype name")
+        pipeline = DiffusionPipeline.from_pretrained(
+            self.pipeline_path, dtype=torch_dtype, local_files_only=True
+        )
+        if self.lora_path is not None:
+            pipeline.load_lora_weights(self.lora_path)
+        pipeline.set_progress_bar_config(disable=True)
+        return pipeline.to(self.device)
+
+    def _generate_one(self, pipeline: Any, request: GenerationRequest) -> GenerationResult:
+        try:
+            image = self._render(pipeline, request)
+        except Exception as error:  # one bad request must not stop the batch
+            reason = (
+                f"diffusers generation failed for sample {request.sample_id}: {type(error).__name__}: {error}"
+            )
+            return GenerationResult(sample_id=request.sample_id, failure=reason)
+        buffer = io.BytesIO()
+        image.save(buffer, format="PNG")
+        meta = {"backend": BACKEND_NAME, "lora": self.lora_path is not None, "steps": self.steps}
+        return GenerationResult(sample_id=request.sample_id, image=buffer.getvalue(), meta=meta)
+
+    def _render(self, pipeline: Any, request: GenerationRequest) -> Any:
+        """One PIL image for the request, at the requested size."""
+        import torch
+        from PIL import Image
+
+        size = {"height": self.resolution, "width": self.resolution} if self.resolution else {}
+        output = pipeline(
+            request.prompt,
+            num_inference_steps=self.steps,
+            guidance_scale=self.guidance_scale,
+            generator=torch.Generator(device=self.device).manual_seed(request.seed),
+            **size,
+            **self.call_kwargs,
+        )
+        image = output.images[0].convert("RGB")
+        if image.size != (request.width, request.height):
+            image = image.resize((request.width, request.height), Image.Resampling.LANCZOS)
+        return image

@@ -1,0 +1,160 @@
+"""Finetune nodes: base model -> LoRA adapter trained on the train split -> summary and metrics."""
+
+from __future__ import annotations
+
+import logging
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+from pydantic import PositiveInt
+
+from sciir.backends.base import GenerationRequest
+from sciir.tiny_models import ensure_tiny_pipeline
+from sciir.tracking import log_artifacts
+from sciir.training import LoraTrainConfig, SkippedImage, finetune_lora_adapter, load_training_images
+
+logger = logging.getLogger(__name__)
+
+TINY_BASE_MODEL = "tiny"
+TRAIN_COLUMNS = ("sample_id", "prompt", "image_path")
+VALIDATION_IMAGES = 2
+VALIDATION_STEPS = 4
+
+
+class FinetuneParams(LoraTrainConfig):
+    """``params:finetune``: the training run plus where the base model and the adapter live."""
+
+    base_model: str
+    tiny_model_path: str
+    adapter_path: str
+    max_train_samples: PositiveInt
+
+
+def prepare_base_model(params: dict[str, Any]) -> str:
+    """The base pipeline's folder: for ``base_model: tiny`` the tiny pipeline, built when missing.
+
+    Raises:
+        FileNotFoundError: ``base_model`` is neither ``tiny`` nor an existing folder.
+    """
+    config = FinetuneParams.model_validate(params)
+    if config.base_model == TINY_BASE_MODEL:
+        return str(ensure_tiny_pipeline(config.tiny_model_path, config.seed))
+    if not Path(config.base_model).is_dir():
+        raise FileNotFoundError(
+            f"finetune.base_model {config.base_model!r} is neither {TINY_BASE_MODEL!r} "
+            "nor the folder of a local diffusers pipeline"
+        )
+    return config.base_model
+
+
+def training_rows(train_split: pd.DataFrame, limit: int) -> list[dict[str, Any]]:
+    """The first ``limit`` rows of the train split as records.
+
+    Raises:
+        ValueError: a required column is missing.
+    """
+    missing = [column for column in TRAIN_COLUMNS if column not in train_split.columns]
+    if missing:
+        raise ValueError(f"train_split lacks column(s) {missing}; expected {list(TRAIN_COLUMNS)}")
+    return train_split.loc[:, list(TRAIN_COLUMNS)].head(limit).to_dict("records")
+
+
+def _no_usable_images_error(n_rows: int, skipped: list[SkippedImage]) -> ValueError:
+    reasons = "; ".join(s.reason for s in skipped[:3]) or "the train split is empty"
+    return ValueError(f"no usable training image among {n_rows} train_split row(s): {reasons}")
+
+
+def finetune_lora(
+    train_split: pd.DataFrame, base_model_path: str, params: dict[str, Any]
+) -> tuple[dict[str, Any], dict[str, list[dict[str, float]]], dict[str, float]]:
+    """Train the LoRA adapter and describe the run.
+
+    Returns:
+        The summary (paths, settings, final loss, skipped images with reasons), the per-step loss
+        history ``{"train_loss": [{"value", "step"}]}`` and the scalar metrics.
+
+    Raises:
+        ValueError: no row of the train split has a usable image.
+    """
+    config = FinetuneParams.model_validate(params)
+    rows = training_rows(train_split, config.max_train_samples)
+    images, skipped = load_training_images(rows, config.resolution)
+    if not images:
+        raise _no_usable_images_error(len(rows), skipped)
+    losses = finetune_lora_adapter(base_model_path, images, config, config.adapter_path)
+    summary = {
+        "base_model_path": base_model_path,
+        "adapter_path": config.adapter_path,
+        "steps": len(losses),
+        "resolution": config.resolution,
+        "final_loss": losses[-1],
+        "n_train": len(images),
+        "n_skipped": len(skipped),
+        "skipped": [
+            {"sample_id": s.sample_id, "image_path": s.image_path, "reason": s.reason} for s in skipped
+        ],
+        "seed": config.seed,
+        "lora_rank": config.lora_rank,
+    }
+    history = {"train_loss": [{"value": loss, "step": step} for step, loss in enumerate(losses, 1)]}
+    metrics = {
+        "final_loss": losses[-1],
+        "steps": float(len(losses)),
+        "n_train": float(len(images)),
+        "n_skipped": float(len(skipped)),
+    }
+    return summary, history, metrics
+
+
+def write_validation_images(
+    finetune_summary: dict[str, Any], prompts: pd.DataFrame, device: str, folder: Path
+) -> int:
+    """Generate with the base model + adapter for the first prompts into ``folder``; returns how many.
+
+    A failed generation is logged with its reason and leaves no file.
+    """
+    from sciir.backends.diffusers_gen import DiffusersGenerator
+
+    resolution = finetune_summary["resolution"]
+    generator = DiffusersGenerator(
+        pipeline_path=finetune_summary["base_model_path"],
+        lora_path=finetune_summary["adapter_path"],
+        steps=VALIDATION_STEPS,
+        device=device,
+        resolution=resolution,
+    )
+    requests = [
+        GenerationRequest(
+            sample_id=row.sample_id,
+            prompt=row.prompt,
+            seed=finetune_summary["seed"],
+            width=resolution,
+            height=resolution,
+        )
+        for row in prompts.head(VALIDATION_IMAGES).itertuples()
+    ]
+    written = 0
+    for result in generator.generate(requests):
+        if result.ok:
+            (folder / f"{result.sample_id}.png").write_bytes(result.image or b"")
+            written += 1
+        else:
+            logger.warning("No validation image for %s: %s", result.sample_id, result.failure)
+    return written
+
+
+def log_finetune_artifacts(
+    finetune_summary: dict[str, Any], train_split: pd.DataFrame, params: dict[str, Any]
+) -> None:
+    """When an MLflow run is active, log the adapter folder and a couple of validation images to it."""
+    import mlflow
+
+    if mlflow.active_run() is None:
+        return
+    device = FinetuneParams.model_validate(params).device
+    log_artifacts(finetune_summary["adapter_path"], "finetune/adapter")
+    with tempfile.TemporaryDirectory(prefix="sciir-validation-") as folder:
+        if write_validation_images(finetune_summary, train_split, device, Path(folder)):
+            log_artifacts(folder, "finetune/validation")

@@ -1,0 +1,158 @@
+"""A tiny Stable-Diffusion-style pipeline with random weights, built locally (nothing from a hub).
+
+It stands in for a real base model in tests and in the offline embedded run: the same classes
+(UNet2DConditionModel, AutoencoderKL, CLIPTextModel, CLIPTokenizer, DDIM scheduler) saved in
+the same folder layout, so whatever loads a real diffusers pipeline loads this one. The
+tokenizer is a byte-level CLIP tokenizer without merges (one token per byte), built in code.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from diffusers import AutoencoderKL, DDIMScheduler, StableDiffusionPipeline, UNet2DConditionModel
+    from transformers import CLIPTextModel, CLIPTokenizer
+
+MARKER_FILE = "sciir_tiny.json"
+# Bump when a configuration below changes, so copies saved by an older version are rebuilt.
+TINY_FORMAT_VERSION = 1
+MAX_TOKENS = 77
+LATENT_SIZE = 32  # the VAE halves each side, so the pipeline's native size is 64 px
+BOS_TOKEN = "<|startoftext|>"
+EOS_TOKEN = "<|endoftext|>"
+
+
+def tokenizer_vocab() -> dict[str, int]:
+    """Byte-level CLIP vocabulary: each byte symbol alone and word-final (``</w>``), then the two specials."""
+    from tokenizers.pre_tokenizers import ByteLevel
+
+    symbols = sorted(ByteLevel.alphabet())
+    tokens = symbols + [f"{symbol}</w>" for symbol in symbols] + [BOS_TOKEN, EOS_TOKEN]
+    return {token: index for index, token in enumerate(tokens)}
+
+
+def build_tokenizer() -> CLIPTokenizer:
+    """A CLIP tokenizer over :func:`tokenizer_vocab` with no merges (every text is encodable)."""
+    from transformers import CLIPTokenizer
+
+    return CLIPTokenizer(vocab=tokenizer_vocab(), merges=[], model_max_length=MAX_TOKENS)
+
+
+def _text_encoder(tokenizer: CLIPTokenizer) -> CLIPTextModel:
+    from transformers import CLIPTextConfig, CLIPTextModel
+
+    config = CLIPTextConfig(
+        vocab_size=len(tokenizer),
+        hidden_size=32,
+        intermediate_size=64,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        max_position_embeddings=MAX_TOKENS,
+        bos_token_id=tokenizer.bos_token_id,
+        eos_token_id=tokenizer.eos_token_id,
+        pad_token_id=tokenizer.pad_token_id,
+    )
+    return CLIPTextModel(config)
+
+
+def _unet() -> UNet2DConditionModel:
+    from diffusers import UNet2DConditionModel
+
+    return UNet2DConditionModel(
+        sample_size=LATENT_SIZE,
+        in_channels=4,
+        out_channels=4,
+        block_out_channels=(16, 32),
+        layers_per_block=1,
+        down_block_types=("DownBlock2D", "CrossAttnDownBlock2D"),
+        up_block_types=("CrossAttnUpBlock2D", "UpBlock2D"),
+        cross_attention_dim=32,
+        attention_head_dim=8,
+        norm_num_groups=8,
+    )
+
+
+def _vae() -> AutoencoderKL:
+    from diffusers import AutoencoderKL
+
+    return AutoencoderKL(
+        in_channels=3,
+        out_channels=3,
+        block_out_channels=(16, 32),
+        down_block_types=("DownEncoderBlock2D", "DownEncoderBlock2D"),
+        up_block_types=("UpDecoderBlock2D", "UpDecoderBlock2D"),
+        latent_channels=4,
+        layers_per_block=1,
+        norm_num_groups=8,
+        sample_size=LATENT_SIZE * 2,
+    )
+
+
+def _scheduler() -> DDIMScheduler:
+    from diffusers import DDIMScheduler
+
+    # Stable Diffusion's noise schedule, so training and inference behave like the real model's.
+    return DDIMScheduler(
+        beta_start=0.00085,
+        beta_end=0.012,
+        beta_schedule="scaled_linear",
+        clip_sample=False,
+        set_alpha_to_one=False,
+        steps_offset=1,
+    )
+
+
+def build_tiny_pipeline(seed: int = 0) -> StableDiffusionPipeline:
+    """A tiny text-to-image pipeline whose random weights depend only on ``seed``."""
+    import torch
+    from diffusers import StableDiffusionPipeline
+
+    tokenizer = build_tokenizer()
+    # fork_rng: seeding must not change the random stream of whoever called us.
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        unet, vae, text_encoder = _unet(), _vae(), _text_encoder(tokenizer)
+    return StableDiffusionPipeline(
+        vae=vae,
+        text_encoder=text_encoder,
+        tokenizer=tokenizer,
+        unet=unet,
+        scheduler=_scheduler(),
+        safety_checker=None,
+        feature_extractor=None,
+        requires_safety_checker=False,
+    )
+
+
+def _marker(seed: int) -> dict[str, Any]:
+    return {"format_version": TINY_FORMAT_VERSION, "seed": seed}
+
+
+def is_tiny_pipeline(folder: str | Path, seed: int) -> bool:
+    """Whether ``folder`` holds a complete tiny pipeline saved by this version with ``seed``."""
+    marker = Path(folder) / MARKER_FILE
+    try:
+        return json.loads(marker.read_text()) == _marker(seed)
+    except (OSError, ValueError):
+        return False
+
+
+def save_tiny_pipeline(folder: str | Path, seed: int = 0) -> Path:
+    """Build the tiny pipeline and save it (safetensors) so ``from_pretrained(folder)`` loads it offline."""
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / MARKER_FILE).unlink(missing_ok=True)
+    build_tiny_pipeline(seed).save_pretrained(folder, safe_serialization=True)
+    # Written last: a folder whose save was interrupted has no marker and is rebuilt.
+    (folder / MARKER_FILE).write_text(json.dumps(_marker(seed)) + "\n")
+    return folder
+
+
+def ensure_tiny_pipeline(folder: str | Path, seed: int = 0) -> Path:
+    """The tiny pipeline in ``folder``, built only when absent, incomplete or saved with another seed."""
+    if is_tiny_pipeline(folder, seed):
+        return Path(folder)
+    return save_tiny_pipeline(folder, seed)

@@ -1,0 +1,116 @@
+"""The ``diffusers`` generator on the tiny pipeline: sizes, seeds, LoRA, and failures as results."""
+
+from __future__ import annotations
+
+import io
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+from PIL import Image
+
+from sciir.backends.base import GenerationRequest
+from sciir.backends.diffusers_gen import DiffusersGenerator
+from sciir.backends.registry import build_backend
+from sciir.tiny_models import ensure_tiny_pipeline, save_tiny_pipeline
+from sciir.training import LoraTrainConfig, TrainingImage, finetune_lora_adapter
+
+SRC = Path(__file__).resolve().parents[2] / "src"
+
+
+@pytest.fixture(scope="module")
+def base_folder(tmp_path_factory):
+    return ensure_tiny_pipeline(tmp_path_factory.mktemp("tiny") / "base", seed=0)
+
+
+@pytest.fixture(scope="module")
+def generator(base_folder):
+    return DiffusersGenerator(pipeline_path=str(base_folder), steps=2, resolution=32)
+
+
+def _request(sample_id: str, seed: int = 0, size: int = 48) -> GenerationRequest:
+    return GenerationRequest(
+        sample_id=sample_id, prompt="a labelled cell diagram", seed=seed, width=size, height=size
+    )
+
+
+def _pixels(png: bytes | None) -> np.ndarray:
+    assert png is not None
+    return np.asarray(Image.open(io.BytesIO(png)).convert("RGB"), dtype=np.int16)
+
+
+def test_importing_the_backend_does_not_import_torch():
+    code = "import sys, sciir.backends.diffusers_gen; assert 'torch' not in sys.modules, 'torch imported'"
+    subprocess.run([sys.executable, "-c", code], check=True, env={**os.environ, "PYTHONPATH": str(SRC)})
+
+
+def test_registered_under_its_name(base_folder):
+    backend = build_backend("generator", "diffusers", pipeline_path=str(base_folder))
+    assert isinstance(backend, DiffusersGenerator)
+
+
+def test_images_have_the_requested_size_and_depend_only_on_the_seed(generator):
+    first, again, other, wide = generator.generate(
+        [_request("a", seed=1), _request("b", seed=1), _request("c", seed=2), _request("d", size=40)]
+    )
+    assert all(result.ok for result in (first, again, other, wide))
+    assert Image.open(io.BytesIO(wide.image or b"")).size == (40, 40)
+    assert _pixels(first.image).shape == (48, 48, 3)
+    assert first.image == again.image
+    assert first.image != other.image
+    assert first.meta == {"backend": "diffusers", "lora": False, "steps": 2}
+    assert generator.generate([_request("a", seed=1)])[0].image == first.image  # reloaded nothing, same image
+
+
+def test_a_missing_pipeline_folder_fails_every_request_by_name(tmp_path):
+    missing = tmp_path / "no_such_pipeline"
+    results = DiffusersGenerator(pipeline_path=str(missing)).generate([_request("a"), _request("b")])
+    assert [r.sample_id for r in results] == ["a", "b"]
+    assert all(not r.ok and str(missing) in (r.failure or "") for r in results)
+
+
+def test_a_missing_adapter_or_a_bad_dtype_is_a_failure(base_folder, tmp_path):
+    no_lora = DiffusersGenerator(pipeline_path=str(base_folder), lora_path=str(tmp_path / "lora"))
+    assert str(tmp_path / "lora") in (no_lora.generate([_request("a")])[0].failure or "")
+    bad_dtype = DiffusersGenerator(pipeline_path=str(base_folder), dtype="float7")
+    assert "float7" in (bad_dtype.generate([_request("a")])[0].failure or "")
+
+
+def test_a_failing_request_does_not_stop_the_others(generator):
+    # torch seeds are 64-bit: a larger seed breaks that request only.
+    good, bad = generator.generate([_request("good"), _request("bad", seed=2**70)])
+    assert good.ok
+    assert not bad.ok and bad.image is None
+    assert "sample bad" in (bad.failure or "") and "Overflow" in (bad.failure or "")
+
+
+def test_a_lora_changes_the_images_and_the_identity(base_folder, generator, tmp_path):
+    image = TrainingImage(
+        sample_id="s", caption="a labelled cell diagram", pixels=np.ones((3, 32, 32), np.float32)
+    )
+    config = LoraTrainConfig(resolution=32, steps=3, batch_size=1, learning_rate=2e-2, lora_rank=4, seed=0)
+    finetune_lora_adapter(base_folder, [image], config, tmp_path / "lora")
+    tuned = DiffusersGenerator(
+        pipeline_path=str(base_folder), lora_path=str(tmp_path / "lora"), steps=2, resolution=32
+    )
+    (with_lora,) = tuned.generate([_request("a", seed=1)])
+    (without,) = generator.generate([_request("a", seed=1)])
+    assert with_lora.ok and with_lora.meta["lora"] is True
+    assert np.abs(_pixels(with_lora.image) - _pixels(without.image)).max() > 0
+    assert tuned.identity()["weights"]["lora"] is not None
+    before = tuned.identity()
+    finetune_lora_adapter(base_folder, [image], config, tmp_path / "lora")
+    assert tuned.identity() == before  # the same bytes again: cached images stay valid
+    finetune_lora_adapter(base_folder, [image], config.model_copy(update={"seed": 1}), tmp_path / "lora")
+    assert tuned.identity() != before  # other weights: cached images must not be reused
+
+
+def test_identity_follows_the_base_weights(tmp_path):
+    folder = save_tiny_pipeline(tmp_path / "base", seed=0)
+    backend = DiffusersGenerator(pipeline_path=str(folder))
+    before = backend.identity_hash()
+    save_tiny_pipeline(folder, seed=1)
+    assert backend.identity_hash() != before

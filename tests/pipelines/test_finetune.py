@@ -1,0 +1,122 @@
+"""The ``finetune`` pipeline in memory: train split with bad rows in, adapter, summary, metrics and artifacts out."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import mlflow
+import pandas as pd
+import pytest
+import yaml
+from kedro.io import DataCatalog, MemoryDataset
+from kedro.runner import SequentialRunner
+from kedro_datasets.json import JSONDataset
+from PIL import Image, ImageDraw
+from pydantic import ValidationError
+
+from sciir.pipelines.finetune import create_pipeline
+from sciir.pipelines.finetune.nodes import finetune_lora, prepare_base_model
+from sciir.tiny_models import MARKER_FILE
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture
+def params(tmp_path):
+    base = yaml.safe_load((REPO / "conf" / "base" / "parameters_finetune.yml").read_text())["finetune"]
+    return base | {
+        "tiny_model_path": str(tmp_path / "tiny_base"),
+        "adapter_path": str(tmp_path / "lora"),
+        "resolution": 32,
+        "steps": 4,
+    }
+
+
+@pytest.fixture
+def train_split(tmp_path):
+    rows = []
+    for index in range(3):
+        path = tmp_path / "images" / f"s{index}.png"
+        path.parent.mkdir(exist_ok=True)
+        image = Image.new("RGB", (1024, 1024), "white")
+        ImageDraw.Draw(image).rectangle(
+            (100 + 200 * index, 300, 500 + 200 * index, 700), outline="black", width=20
+        )
+        image.save(path)
+        rows.append(
+            {"sample_id": f"s{index}", "prompt": f"a box at position {index}", "image_path": str(path)}
+        )
+    corrupt = tmp_path / "images" / "corrupt.png"
+    corrupt.write_bytes(b"\x89PNG broken")
+    rows.append({"sample_id": "corrupt", "prompt": "a box", "image_path": str(corrupt)})
+    rows.append({"sample_id": "missing", "prompt": "a box", "image_path": str(tmp_path / "gone.png")})
+    return pd.DataFrame(rows)
+
+
+@pytest.fixture
+def mlflow_store(tmp_path):
+    """A real MLflow store in tmp_path; MLflow's globals restored afterwards."""
+    previous = mlflow.get_tracking_uri()
+    mlflow.set_tracking_uri(f"sqlite:///{tmp_path / 'mlflow.db'}")
+    yield mlflow.tracking.MlflowClient()
+    if mlflow.active_run():
+        mlflow.end_run()
+    mlflow.set_tracking_uri(previous)
+
+
+def _artifact_names(client, run_id: str, path: str) -> list[str]:
+    return sorted(entry.path.rsplit("/", 1)[-1] for entry in client.list_artifacts(run_id, path))
+
+
+def test_pipeline_trains_an_adapter_and_logs_it(params, train_split, tmp_path, mlflow_store):
+    catalog = DataCatalog(
+        {
+            "train_split": MemoryDataset(train_split),
+            "params:finetune": MemoryDataset(params),
+            # As in the project's catalog; a memory dataset would be released after its last reader.
+            "finetune_summary": JSONDataset(filepath=str(tmp_path / "finetune_summary.json")),
+            "finetune_metric_history": MemoryDataset(),
+            "finetune_metrics": MemoryDataset(),
+        }
+    )
+    with mlflow.start_run() as run:
+        SequentialRunner().run(create_pipeline(), catalog)
+    summary, history, metrics = (
+        catalog[name].load() for name in ("finetune_summary", "finetune_metric_history", "finetune_metrics")
+    )
+
+    assert summary["base_model_path"] == params["tiny_model_path"]
+    assert (tmp_path / "tiny_base" / MARKER_FILE).is_file()
+    assert (tmp_path / "lora" / "pytorch_lora_weights.safetensors").is_file()
+    assert summary["steps"] == 4 and summary["resolution"] == 32 and summary["lora_rank"] == 4
+    assert summary["n_train"] == 3 and summary["n_skipped"] == 2
+    assert {s["sample_id"] for s in summary["skipped"]} == {"corrupt", "missing"}
+    assert all(s["image_path"] in s["reason"] for s in summary["skipped"])
+
+    assert [point["step"] for point in history["train_loss"]] == [1, 2, 3, 4]
+    assert metrics == {
+        "final_loss": history["train_loss"][-1]["value"],
+        "steps": 4.0,
+        "n_train": 3.0,
+        "n_skipped": 2.0,
+    }
+
+    run_id = run.info.run_id
+    assert "pytorch_lora_weights.safetensors" in _artifact_names(mlflow_store, run_id, "finetune/adapter")
+    assert _artifact_names(mlflow_store, run_id, "finetune/validation") == ["s0.png", "s1.png"]
+
+
+def test_no_usable_image_is_a_clear_error(params, train_split, tmp_path):
+    unusable = train_split[train_split["sample_id"].isin(["corrupt", "missing"])]
+    base = prepare_base_model(params)
+    with pytest.raises(ValueError, match="no usable training image among 2 .*corrupt.png"):
+        finetune_lora(unusable, base, params)
+    with pytest.raises(ValueError, match="lacks column"):
+        finetune_lora(train_split.drop(columns=["prompt"]), base, params)
+
+
+def test_base_model_must_be_tiny_or_a_folder(params, tmp_path):
+    with pytest.raises(FileNotFoundError, match="nowhere"):
+        prepare_base_model(params | {"base_model": str(tmp_path / "nowhere")})
+    with pytest.raises(ValidationError, match="learning_rte"):
+        prepare_base_model(params | {"learning_rte": 0.1})

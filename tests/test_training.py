@@ -1,0 +1,131 @@
+"""The LoRA recipe on the tiny pipeline: images in, a few steps, an adapter that reloads and matters."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+import torch
+from diffusers import StableDiffusionPipeline
+from PIL import Image
+
+from sciir.tiny_models import ensure_tiny_pipeline
+from sciir.training import (
+    CHECKPOINT_DIR,
+    LoraTrainConfig,
+    add_lora_adapter,
+    batch_indices,
+    encode_examples,
+    finetune_lora_adapter,
+    load_diffusion_parts,
+    load_training_images,
+    lora_layers,
+    train_lora,
+)
+
+RESOLUTION = 32
+
+
+@pytest.fixture(scope="module")
+def base_folder(tmp_path_factory):
+    return ensure_tiny_pipeline(tmp_path_factory.mktemp("tiny") / "base", seed=0)
+
+
+@pytest.fixture(scope="module")
+def images(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("train")
+    rows = []
+    for index, colour in enumerate([(255, 0, 0), (0, 128, 255), (20, 200, 20), (250, 250, 250)]):
+        path = folder / f"s{index}.png"
+        Image.new("RGB", (96, 96), colour).save(path)
+        rows.append(
+            {
+                "sample_id": f"s{index}",
+                "prompt": f"panel {index}: a labelled diagram",
+                "image_path": str(path),
+            }
+        )
+    loaded, skipped = load_training_images(rows, RESOLUTION)
+    assert not skipped
+    return loaded
+
+
+def _config(**changes) -> LoraTrainConfig:
+    values = {
+        "resolution": RESOLUTION,
+        "steps": 3,
+        "batch_size": 2,
+        "learning_rate": 1e-2,
+        "lora_rank": 4,
+        "seed": 0,
+    }
+    return LoraTrainConfig(**(values | changes))
+
+
+def test_unusable_images_are_skipped_with_a_reason_naming_the_file(tmp_path, caplog):
+    good, corrupt, truncated = tmp_path / "good.png", tmp_path / "corrupt.png", tmp_path / "truncated.png"
+    Image.new("RGB", (64, 48), (255, 255, 255)).save(good)
+    corrupt.write_bytes(b"not an image")
+    truncated.write_bytes(good.read_bytes()[:60])
+    rows = [
+        {"sample_id": "a", "prompt": "p", "image_path": str(good)},
+        {"sample_id": "b", "prompt": "p", "image_path": str(corrupt)},
+        {"sample_id": "c", "prompt": "p", "image_path": str(tmp_path / "missing.png")},
+        {"sample_id": "d", "prompt": "p", "image_path": str(truncated)},
+        {"sample_id": "e", "prompt": "p", "image_path": None},
+    ]
+    images, skipped = load_training_images(rows, 16)
+    assert [i.sample_id for i in images] == ["a"]
+    assert images[0].pixels.shape == (3, 16, 16) and images[0].pixels.max() == pytest.approx(1.0)
+    assert [s.sample_id for s in skipped] == ["b", "c", "d", "e"]
+    for entry in skipped[:3]:
+        assert entry.image_path in entry.reason and entry.image_path in caplog.text
+    assert "no image_path" in skipped[3].reason
+
+
+def test_each_pass_visits_every_example_once():
+    batches = list(batch_indices(5, 2, 6, torch.Generator().manual_seed(0)))
+    assert len(batches) == 6
+    first_pass = torch.cat(batches[:3]).tolist()
+    assert sorted(first_pass) == [0, 1, 2, 3, 4]
+
+
+def test_a_few_steps_change_the_lora_weights_with_a_finite_loss(base_folder, images):
+    parts = load_diffusion_parts(base_folder)
+    trainable = add_lora_adapter(parts.unet, rank=4)
+    assert trainable and all("lora" in name for name, p in parts.unet.named_parameters() if p.requires_grad)
+    before = {name: weight.clone() for name, weight in lora_layers(parts.unet).items()}
+    losses = train_lora(parts, encode_examples(parts, images, chunk_size=2), _config(), checkpoint_dir=None)
+    assert len(losses) == 3 and all(math.isfinite(loss) for loss in losses)
+    after = lora_layers(parts.unet)
+    assert after.keys() == before.keys()
+    assert any(not torch.equal(before[name], after[name]) for name in before)
+    frozen = dict(parts.unet.named_parameters())["conv_in.weight"]
+    assert not frozen.requires_grad
+
+
+def test_saved_adapter_reloads_and_changes_the_output_for_the_same_seed(base_folder, images, tmp_path):
+    config = _config(checkpoint_every=2)
+    losses = finetune_lora_adapter(base_folder, images, config, tmp_path / "lora")
+    assert (tmp_path / "lora" / "pytorch_lora_weights.safetensors").is_file()
+    assert (tmp_path / "lora" / CHECKPOINT_DIR / "step-000002" / "pytorch_lora_weights.safetensors").is_file()
+    assert finetune_lora_adapter(base_folder, images, config, tmp_path / "again") == losses  # seeded
+
+    pipe = StableDiffusionPipeline.from_pretrained(base_folder, local_files_only=True)
+    pipe.set_progress_bar_config(disable=True)
+
+    def render() -> np.ndarray:
+        generator = torch.Generator().manual_seed(7)
+        return pipe("panel 0", num_inference_steps=2, generator=generator, output_type="np").images[0]
+
+    base = render()
+    pipe.load_lora_weights(tmp_path / "lora")
+    tuned = render()
+    assert base.shape == tuned.shape
+    assert np.abs(base - tuned).max() > 1e-3
+
+
+def test_training_without_images_is_refused(base_folder, tmp_path):
+    with pytest.raises(ValueError, match="no training images"):
+        finetune_lora_adapter(base_folder, [], _config(), tmp_path / "lora")
