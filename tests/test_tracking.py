@@ -3,20 +3,8 @@ import math
 import subprocess
 
 import mlflow
-import pytest
 
 from sciir.tracking import MetricsDataset, provenance_tags
-
-
-@pytest.fixture
-def mlflow_store(tmp_path):
-    """A real MLflow store in tmp_path; MLflow's globals restored afterwards."""
-    previous = mlflow.get_tracking_uri()
-    mlflow.set_tracking_uri(f"sqlite:///{tmp_path / 'mlflow.db'}")
-    yield mlflow.tracking.MlflowClient()
-    if mlflow.active_run():
-        mlflow.end_run()
-    mlflow.set_tracking_uri(previous)
 
 
 def test_metrics_go_to_json_and_to_the_active_run(tmp_path, mlflow_store):

@@ -53,17 +53,6 @@ def train_split(tmp_path):
     return pd.DataFrame(rows)
 
 
-@pytest.fixture
-def mlflow_store(tmp_path):
-    """A real MLflow store in tmp_path; MLflow's globals restored afterwards."""
-    previous = mlflow.get_tracking_uri()
-    mlflow.set_tracking_uri(f"sqlite:///{tmp_path / 'mlflow.db'}")
-    yield mlflow.tracking.MlflowClient()
-    if mlflow.active_run():
-        mlflow.end_run()
-    mlflow.set_tracking_uri(previous)
-
-
 def _artifact_names(client, run_id: str, path: str) -> list[str]:
     return sorted(entry.path.rsplit("/", 1)[-1] for entry in client.list_artifacts(run_id, path))
 
