@@ -1,0 +1,316 @@
+"""Plans, draws and writes the embedded sample: JATS articles, figures, truth files and a manifest.
+
+The sample's shape is fixed (``GOOD_SLOTS`` and the negative cases), so every seed yields
+the same counts, kinds and track groups; the seed chooses topics, their order, the
+articles they land in, where the negative cases go, and drawing styles. All choices come
+from one ``random.Random(seed)``, consumed in a fixed order, and every file is encoded
+without timestamps, so one seed always writes byte-identical files.
+
+Expected outcomes in the manifest (``reason_kind`` of a rejected row):
+``licence`` (CC BY-NC article and its figures), ``malformed_xml`` (truncated article.xml; its
+figures are neither written nor listed, as no reader can reach them), ``corrupt_image``
+(truncated PNG in a good article), ``third_party`` (caption credits another source) and
+``too_small`` (a 90 px icon with no truth file, which curation must drop). Besides the
+documented fields, each figure row names its ``file`` and ``truth`` (paths relative to the
+sample folder; ``truth`` is null for the icon) and its ``tracks``.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import random
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from PIL import Image
+
+from sciir.sample import content
+from sciir.sample.compose import layout_figure
+from sciir.sample.figures import RenderedPanel, render_icon, render_panel
+from sciir.sample.jats import CC_BY, CC_BY_NC, ArticleDocument, FigureEntry, Licence, article_xml
+
+DOI_PREFIX = "10.5555/sciir.sample."
+FIGURES_PER_ARTICLE = 3
+MANIFEST_NAME = "MANIFEST.json"
+ICON_CAPTION = "Pictogram of a laboratory flask."
+
+
+@dataclass(frozen=True)
+class FigureSlot:
+    """The shape of one figure: its panel kinds in reading order and its scientific tracks."""
+
+    kinds: tuple[str, ...]
+    tracks: tuple[str, ...]
+
+    def __post_init__(self) -> None:
+        native = {content.NATIVE_TRACK[kind] for kind in self.kinds}
+        if len(self.tracks) < 2 or not native <= set(self.tracks):
+            raise ValueError(f"slot {self.kinds}: tracks {self.tracks} must be two or more and cover {native}")
+
+
+E, P, L = "entity", "process", "law"
+GOOD_SLOTS: tuple[FigureSlot, ...] = (
+    FigureSlot(("process",), (E, P)),
+    FigureSlot(("process",), (E, P)),
+    FigureSlot(("process",), (E, P)),
+    FigureSlot(("process",), (L, P)),
+    FigureSlot(("process",), (L, P)),
+    FigureSlot(("process",), (E, L, P)),
+    FigureSlot(("molecule",), (E, L)),
+    FigureSlot(("molecule",), (E, L)),
+    FigureSlot(("molecule",), (E, P)),
+    FigureSlot(("molecule",), (E, L, P)),
+    FigureSlot(("circuit",), (E, L)),
+    FigureSlot(("circuit",), (E, L)),
+    FigureSlot(("circuit",), (E, P)),
+    FigureSlot(("circuit",), (E, L, P)),
+    FigureSlot(("plot",), (L, P)),
+    FigureSlot(("plot",), (L, P)),
+    FigureSlot(("plot",), (E, L)),
+    FigureSlot(("plot",), (E, L)),
+    FigureSlot(("plot",), (E, L, P)),
+    FigureSlot(("circuit", "plot"), (E, L)),
+    FigureSlot(("process", "plot"), (L, P)),
+    FigureSlot(("molecule", "process"), (E, P)),
+    FigureSlot(("molecule", "molecule"), (E, P)),
+    FigureSlot(("plot", "plot"), (L, P)),
+    FigureSlot(("process", "molecule", "plot"), (E, L, P)),
+    FigureSlot(("circuit", "plot", "process", "molecule"), (E, L, P)),
+    FigureSlot(("molecule",), (E, L)),
+)
+NON_COMMERCIAL_SLOTS = (FigureSlot(("plot",), (E, L)), FigureSlot(("process",), (E, P)))
+MALFORMED_SLOTS = (FigureSlot(("molecule",), (E, L)),)
+# Figure-level negative cases, each added to a different good article.
+CORRUPT_SLOT = FigureSlot(("circuit",), (E, L))
+THIRD_PARTY_SLOT = FigureSlot(("process", "plot"), (L, P))
+
+
+@dataclass(frozen=True)
+class FigurePlan:
+    """One figure to draw: its shape and topics (none for the icon) and why it must be rejected."""
+
+    slot: FigureSlot | None
+    topics: tuple[content.Topic, ...]
+    reject_reason: str | None = None
+
+
+@dataclass(frozen=True)
+class ArticlePlan:
+    """One article to write."""
+
+    article_id: str
+    licence: Licence
+    figures: tuple[FigurePlan, ...]
+    reject_reason: str | None = None
+
+    @property
+    def doi(self) -> str:
+        return DOI_PREFIX + self.article_id.rsplit("-", 1)[-1]
+
+
+@dataclass(frozen=True)
+class DrawnFigure:
+    """A figure ready to write: PNG bytes, truth (none for the icon) and caption."""
+
+    figure_id: str
+    png: bytes
+    truth: dict[str, Any] | None
+    kind: str
+    caption_title: str
+    caption: str
+    required_text: list[str]
+    relations: list[list[str]]
+
+
+class TopicDeck:
+    """Deals topics of each kind in a seeded order, reshuffling a kind's pool when it runs out."""
+
+    def __init__(self, rng: random.Random) -> None:
+        self._rng = rng
+        self._remaining: dict[str, list[content.Topic]] = {}
+
+    def deal(self, kind: str, avoid: Sequence[content.Topic] = ()) -> content.Topic:
+        """The next topic of ``kind`` not in ``avoid``; a topic passed over stays to be dealt later."""
+        pool = content.TOPICS_BY_KIND[kind]
+        if all(topic in avoid for topic in pool):
+            raise ValueError(f"all {len(pool)} {kind} topics are already used in this article")
+        remaining = self._remaining.setdefault(kind, [])
+        while True:
+            for index in range(len(remaining) - 1, -1, -1):
+                if remaining[index] not in avoid:
+                    return remaining.pop(index)
+            fresh = list(pool)
+            self._rng.shuffle(fresh)
+            remaining[:0] = fresh
+
+    def figure(self, slot: FigureSlot, reject_reason: str | None = None,
+               avoid: Sequence[content.Topic] = ()) -> FigurePlan:
+        """Topics for every panel of ``slot``, none repeating a topic of ``avoid`` or of the figure."""
+        topics: list[content.Topic] = []
+        for kind in slot.kinds:
+            topics.append(self.deal(kind, avoid=[*avoid, *topics]))
+        return FigurePlan(slot, tuple(topics), reject_reason)
+
+    def article(self, slots: Sequence[FigureSlot], reject_reason: str | None = None) -> list[FigurePlan]:
+        """Figures for ``slots``, with no topic drawn twice in the article."""
+        figures: list[FigurePlan] = []
+        for slot in slots:
+            figures.append(self.figure(slot, reject_reason, avoid=_topics_of(figures)))
+        return figures
+
+
+def _topics_of(figures: Sequence[FigurePlan]) -> list[content.Topic]:
+    """Every topic drawn in ``figures``."""
+    return [topic for figure in figures for topic in figure.topics]
+
+
+def plan_sample(rng: random.Random) -> list[ArticlePlan]:
+    """Choose topics, article membership and negative-case placement for the whole sample."""
+    deck = TopicDeck(rng)
+    slots = list(GOOD_SLOTS)
+    rng.shuffle(slots)
+    good = [deck.article(slots[start:start + FIGURES_PER_ARTICLE])
+            for start in range(0, len(slots), FIGURES_PER_ARTICLE)]
+    extras = ((CORRUPT_SLOT, "corrupt_image"), (THIRD_PARTY_SLOT, "third_party"), (None, "too_small"))
+    for host, (slot, reason) in zip(rng.sample(range(len(good)), len(extras)), extras, strict=True):
+        extra = FigurePlan(None, (), reason) if slot is None else deck.figure(slot, reason, _topics_of(good[host]))
+        good[host].insert(rng.randint(0, len(good[host])), extra)
+    bodies: list[tuple[Licence, list[FigurePlan], str | None]] = [(CC_BY, figures, None) for figures in good]
+    bodies.append((CC_BY_NC, deck.article(NON_COMMERCIAL_SLOTS, "licence"), "licence"))
+    bodies.append((CC_BY, deck.article(MALFORMED_SLOTS, "malformed_xml"), "malformed_xml"))
+    rng.shuffle(bodies)
+    return [ArticlePlan(f"sample-{number:03d}", licence, tuple(figures), reason)
+            for number, (licence, figures, reason) in enumerate(bodies, start=1)]
+
+
+def encode_png(image: Image.Image) -> bytes:
+    """PNG bytes with no metadata chunks (no software name, no time), so equal pixels give equal bytes."""
+    buffer = io.BytesIO()
+    image.save(buffer, format="PNG", compress_level=6)
+    return buffer.getvalue()
+
+
+def _panel_truth(index: int, panel: RenderedPanel, box: Sequence[int]) -> dict[str, Any]:
+    """The truth entry of one panel."""
+    truth = panel.truth
+    return {"panel_index": index, "kind": truth.kind, "title": truth.title, "labels": truth.labels,
+            "entities": truth.entities, "relations": truth.relations, "required_text": truth.required_text,
+            "bbox": list(box)}
+
+
+def _track_facts(slot: FigureSlot, topics: Sequence[content.Topic]) -> list[str]:
+    """Fact sentences for the figure's tracks that no panel shows by drawing alone."""
+    native = {content.NATIVE_TRACK[kind] for kind in slot.kinds}
+    return [topics[0].facts[track] for track in slot.tracks if track not in native]
+
+
+def draw_figure(plan: FigurePlan, figure_id: str, rng: random.Random) -> DrawnFigure:
+    """Render every panel, lay them out and assemble the figure's truth and caption."""
+    if plan.slot is None:
+        return DrawnFigure(figure_id, encode_png(render_icon()), None, "icon", "Laboratory icon.",
+                           ICON_CAPTION, [], [])
+    panels = [render_panel(kind, topic, rng) for kind, topic in zip(plan.slot.kinds, plan.topics, strict=True)]
+    image, boxes = layout_figure([panel.image for panel in panels], rng)
+    kind = panels[0].truth.kind if len(panels) == 1 else "composite"
+    panel_truths = [_panel_truth(index, panel, box)
+                    for index, (panel, box) in enumerate(zip(panels, boxes, strict=True))]
+    truth = {"figure_id": figure_id, "kind": kind, "tracks": list(plan.slot.tracks), "panels": panel_truths}
+    caption = content.caption_text([panel.description for panel in panels],
+                                   _track_facts(plan.slot, plan.topics),
+                                   third_party=plan.reject_reason == "third_party")
+    return DrawnFigure(
+        figure_id, encode_png(image), truth, kind,
+        content.caption_title([panel.truth.title for panel in panels]), caption,
+        [text for panel in panels for text in panel.truth.required_text],
+        [relation for panel in panels for relation in panel.truth.relations],
+    )
+
+
+def _methods_text(figures: Sequence[DrawnFigure]) -> str:
+    """Methods: how figures were drawn, the labels each shows, and every process edge as a sentence."""
+    sentences = ["Figures were drawn programmatically with graphviz, RDKit, schemdraw and matplotlib."]
+    for number, figure in enumerate(figures, start=1):
+        if figure.required_text:
+            sentences.append(content.figure_mention(f"Figure {number}", figure.required_text))
+        sentences.extend(content.edge_sentences(figure.relations))
+    return " ".join(sentences)
+
+
+def _document(plan: ArticlePlan, figures: Sequence[DrawnFigure]) -> ArticleDocument:
+    """The JATS content of an article from its drawn figures."""
+    subjects = list(dict.fromkeys(panel["title"] for figure in figures if figure.truth
+                                  for panel in figure.truth["panels"]))
+    entries = tuple(FigureEntry(figure.figure_id, f"Figure {number}", figure.caption_title, figure.caption,
+                                f"{figure.figure_id}.png")
+                    for number, figure in enumerate(figures, start=1))
+    return ArticleDocument(
+        doi=plan.doi, title=content.article_title(subjects), licence=plan.licence,
+        abstract=f"Synthetic figures on {content.join_words(subjects)}, with captions stating their science.",
+        introduction=content.introduction_text(subjects, plan.licence.name),
+        methods=_methods_text(figures), figures=entries,
+    )
+
+
+def _clear_article_dir(folder: Path) -> None:
+    """Remove files an earlier run wrote here (only the sample's own file names)."""
+    for pattern in ("article.xml", "fig*.png", "fig*.truth.json"):
+        for stale in folder.glob(pattern):
+            stale.unlink()
+
+
+def _write_article(out_dir: Path, plan: ArticlePlan, rng: random.Random) -> list[dict[str, Any]]:
+    """Draw and write one article; returns its manifest figure rows."""
+    folder = out_dir / plan.article_id
+    folder.mkdir(parents=True, exist_ok=True)
+    _clear_article_dir(folder)
+    figures = [draw_figure(figure, f"fig{number}", rng) for number, figure in enumerate(plan.figures, start=1)]
+    xml = article_xml(_document(plan, figures))
+    if plan.reject_reason == "malformed_xml":
+        # Cut mid-document: the root never closes, so no XML parser accepts it; its figures are unreachable.
+        (folder / "article.xml").write_bytes(xml[: len(xml) * 2 // 3])
+        return []
+    (folder / "article.xml").write_bytes(xml)
+    return [_write_figure(folder, plan, figure, figure_plan)
+            for figure, figure_plan in zip(figures, plan.figures, strict=True)]
+
+
+def _write_figure(folder: Path, article: ArticlePlan, figure: DrawnFigure, plan: FigurePlan) -> dict[str, Any]:
+    """Write a figure's PNG (truncated when it is the corrupt case) and truth; returns its manifest row."""
+    png = figure.png[: len(figure.png) // 3] if plan.reject_reason == "corrupt_image" else figure.png
+    (folder / f"{figure.figure_id}.png").write_bytes(png)
+    truth_file = None
+    if figure.truth is not None:
+        truth_file = f"{article.article_id}/{figure.figure_id}.truth.json"
+        (folder / f"{figure.figure_id}.truth.json").write_text(json.dumps(figure.truth, indent=2) + "\n",
+                                                                encoding="utf-8")
+    return {
+        "article_id": article.article_id, "figure_id": figure.figure_id,
+        "file": f"{article.article_id}/{figure.figure_id}.png", "truth": truth_file, "kind": figure.kind,
+        "n_panels": len(figure.truth["panels"]) if figure.truth else 1,
+        "tracks": figure.truth["tracks"] if figure.truth else [],
+        "expected": "rejected" if plan.reject_reason else "kept", "reason_kind": plan.reject_reason,
+    }
+
+
+def write_embedded_sample(out_dir: Path, seed: int = 7) -> dict[str, Any]:
+    """Write the embedded sample under ``out_dir`` and return its manifest (also ``out_dir/MANIFEST.json``).
+
+    Layout: ``<article_id>/article.xml`` with ``figN.png`` and ``figN.truth.json`` beside it.
+    """
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    rng = random.Random(seed)
+    plans = plan_sample(rng)
+    manifest: dict[str, Any] = {"seed": seed, "articles": [], "figures": []}
+    for plan in plans:
+        manifest["figures"].extend(_write_article(out_dir, plan, rng))
+        manifest["articles"].append({
+            "article_id": plan.article_id, "doi": plan.doi, "licence": plan.licence.name,
+            "file": f"{plan.article_id}/article.xml",
+            "expected": "rejected" if plan.reject_reason else "kept", "reason_kind": plan.reject_reason,
+        })
+    (out_dir / MANIFEST_NAME).write_text(json.dumps(manifest, indent=2) + "\n", encoding="utf-8")
+    return manifest

@@ -1,0 +1,287 @@
+"""One renderer per panel kind: process diagrams, molecules, circuits and law plots.
+
+Every renderer draws dark text on white at a size Tesseract reads (titles 32 px, labels
+at least 25 px), crops its drawing to the ink, and puts the title above it with a gap
+narrower than any gutter between panels, so a panel never looks like two.
+Style choices come from the sample's one seeded ``random.Random``.
+"""
+
+from __future__ import annotations
+
+import io
+import math
+import random
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+from PIL import Image, ImageDraw, ImageFont
+
+from sciir.sample.content import (
+    COMPONENT_NAMES,
+    CircuitTopic,
+    LawTopic,
+    MoleculeTopic,
+    ProcessTopic,
+    Topic,
+    panel_description,
+)
+
+WHITE = (255, 255, 255)
+INK = (0, 0, 0)
+TITLE_PX = 32
+TITLE_GAP_PX = 8
+PANEL_PAD_PX = 6
+# Pixels darker than this count as ink when cropping.
+_INK_LEVEL = 245
+_GRAPHVIZ_FONT = "DejaVu Sans"
+_LABEL_PT = 22  # matplotlib and schemdraw labels, at 100 dpi about 30 px
+_TICK_PT = 18
+_DPI = 100
+# Boxes are light fills without a dark frame: Tesseract skips text enclosed by dark frames.
+_BOX_FILLS = ("#e3ecf7", "#e6f2e6", "#f3ece0", "#eeeeee")
+_PLOT_COLOURS = ("#1f3b73", "#7a1f1f", "#1d5e2e", "#000000")
+
+
+@dataclass(frozen=True)
+class PanelTruth:
+    """What a panel draws, for the truth file (never read by annotate or evaluate).
+
+    ``labels`` is every text drawn (for a molecule its name and the element symbols of its
+    non-carbon atoms, which RDKit may draw with attached hydrogens, such as "OH");
+    ``required_text`` is the subset a reader must find spelled exactly.
+    """
+
+    kind: str
+    title: str
+    labels: list[str]
+    entities: list[str]
+    relations: list[list[str]] = field(default_factory=list)
+    required_text: list[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class RenderedPanel:
+    """A drawn panel, its truth and the caption sentence that describes it."""
+
+    image: Image.Image
+    truth: PanelTruth
+    description: str
+
+
+@lru_cache(maxsize=4)
+def _font(size: int, bold: bool = False) -> ImageFont.FreeTypeFont:
+    """DejaVu Sans as shipped inside matplotlib, so text renders the same on every machine."""
+    import matplotlib
+
+    name = "DejaVuSans-Bold.ttf" if bold else "DejaVuSans.ttf"
+    return ImageFont.truetype(str(Path(matplotlib.get_data_path()) / "fonts" / "ttf" / name), size)
+
+
+def crop_to_ink(image: Image.Image, pad: int = PANEL_PAD_PX) -> Image.Image:
+    """Crop white borders away, keeping ``pad`` white pixels around the ink."""
+    grey = image.convert("L").point(lambda v: 255 if v < _INK_LEVEL else 0)
+    box = grey.getbbox()
+    if box is None:
+        raise ValueError("drawing has no ink to crop to")
+    x0, y0, x1, y1 = box
+    cropped = image.convert("RGB").crop((x0, y0, x1, y1))
+    canvas = Image.new("RGB", (cropped.width + 2 * pad, cropped.height + 2 * pad), WHITE)
+    canvas.paste(cropped, (pad, pad))
+    return canvas
+
+
+def add_title(body: Image.Image, title: str) -> Image.Image:
+    """Put ``title`` centred above ``body`` in bold black."""
+    font = _font(TITLE_PX, bold=True)
+    x0, y0, x1, y1 = font.getbbox(title)
+    text_w, text_h = x1 - x0, y1 - y0
+    width = max(body.width, text_w + 2 * PANEL_PAD_PX)
+    top = PANEL_PAD_PX + text_h + TITLE_GAP_PX
+    canvas = Image.new("RGB", (width, top + body.height), WHITE)
+    ImageDraw.Draw(canvas).text(((width - text_w) // 2 - x0, PANEL_PAD_PX - y0), title, fill=INK, font=font)
+    canvas.paste(body, ((width - body.width) // 2, top))
+    return canvas
+
+
+def _matplotlib_image(fig: Any) -> Image.Image:
+    """Rasterise a matplotlib Figure (no metadata, no file)."""
+    import numpy as np
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    canvas = FigureCanvasAgg(fig)
+    canvas.draw()
+    return Image.fromarray(np.asarray(canvas.buffer_rgba())).convert("RGB")
+
+
+def render_process(topic: ProcessTopic, rng: random.Random) -> RenderedPanel:
+    """Filled boxes joined by arrows, top to bottom, drawn by graphviz ``dot``."""
+    import graphviz
+
+    fill = rng.choice(_BOX_FILLS)
+    graph = graphviz.Digraph(
+        graph_attr={"rankdir": "TB", "dpi": "72", "bgcolor": "white", "pad": "0.1",
+                    "nodesep": "0.35", "ranksep": "0.3"},
+        node_attr={"shape": "box", "style": rng.choice(("rounded,filled", "filled")), "fillcolor": fill,
+                   "color": fill, "fontname": _GRAPHVIZ_FONT, "fontsize": "28", "margin": "0.25,0.08",
+                   "fontcolor": "black"},
+        edge_attr={"penwidth": "2", "arrowsize": "1.1", "color": "black"},
+    )
+    for index, step in enumerate(topic.steps):
+        graph.node(f"s{index}", step)
+    for src, dst in topic.edges:
+        graph.edge(f"s{src}", f"s{dst}")
+    body = Image.open(io.BytesIO(graph.pipe(format="png"))).convert("RGB")
+    relations = [[topic.steps[src], topic.steps[dst]] for src, dst in topic.edges]
+    text = [topic.title, *topic.steps]
+    truth = PanelTruth("process", topic.title, text, list(topic.steps), relations, text)
+    return RenderedPanel(add_title(crop_to_ink(body), topic.title), truth, panel_description("process", topic))
+
+
+def render_molecule(topic: MoleculeTopic, rng: random.Random) -> RenderedPanel:
+    """An RDKit 2D depiction in black and white, titled by the molecule's name."""
+    from rdkit import Chem
+    from rdkit.Chem import rdDepictor, rdMolDescriptors
+    from rdkit.Chem.Draw import rdMolDraw2D
+
+    molecule = Chem.MolFromSmiles(topic.smiles)
+    if molecule is None:
+        raise ValueError(f"molecule {topic.title!r}: RDKit cannot parse SMILES {topic.smiles!r}")
+    rdDepictor.Compute2DCoords(molecule)
+    drawer = rdMolDraw2D.MolDraw2DCairo(560, 420)
+    options = drawer.drawOptions()
+    options.useBWAtomPalette()
+    options.minFontSize = 26
+    options.bondLineWidth = 2
+    options.rotate = rng.choice((0, 90, 180, 270))
+    drawer.DrawMolecule(molecule)
+    drawer.FinishDrawing()
+    body = Image.open(io.BytesIO(drawer.GetDrawingText())).convert("RGB")
+    formula = rdMolDescriptors.CalcMolFormula(molecule)
+    symbols = sorted({atom.GetSymbol() for atom in molecule.GetAtoms() if atom.GetSymbol() != "C"})
+    truth = PanelTruth("molecule", topic.title, [topic.title, *symbols], [topic.title, formula],
+                       required_text=[topic.title])
+    return RenderedPanel(add_title(crop_to_ink(body), topic.title), truth,
+                         panel_description("molecule", topic, formula))
+
+
+def _circuit_elements() -> Mapping[str, Callable[[], Any]]:
+    """schemdraw element classes by component kind ("line" closes the loop)."""
+    import schemdraw.elements as elm
+
+    return {"source": elm.SourceV, "resistor": elm.Resistor, "capacitor": elm.Capacitor,
+            "inductor": elm.Inductor2, "diode": elm.Diode, "line": elm.Line}
+
+
+def _fit_axes_to_drawing(fig: Any, axes: Any, bbox: Any, margin: float, pixels_per_unit: float) -> None:
+    """Size the figure so one drawing unit is ``pixels_per_unit`` pixels, labels included."""
+    axes.set_xlim(bbox.xmin - margin, bbox.xmax + margin)
+    axes.set_ylim(bbox.ymin - margin, bbox.ymax + margin)
+    axes.set_aspect("equal")
+    axes.set_axis_off()
+    fig.set_size_inches((bbox.xmax - bbox.xmin + 2 * margin) * pixels_per_unit / _DPI,
+                        (bbox.ymax - bbox.ymin + 2 * margin) * pixels_per_unit / _DPI)
+
+
+def render_circuit(topic: CircuitTopic, rng: random.Random) -> RenderedPanel:
+    """A series loop by schemdraw: source up the left, components along the top, the last down the right."""
+    import schemdraw
+    from matplotlib.figure import Figure
+
+    elements = _circuit_elements()
+    fig = Figure(dpi=_DPI)
+    axes = fig.add_axes((0, 0, 1, 1))
+    # Serif labels: Tesseract misreads the sans "1" of "R1" or "C1" as "l".
+    drawing = schemdraw.Drawing(canvas=axes, show=False, fontsize=_LABEL_PT, font="DejaVu Serif",
+                                unit=rng.choice((2.5, 3.0)), lw=2.5)
+    source = drawing.add(elements["source"]().up().label(topic.source_label, loc="top", ofst=0.2))
+    *along_top, (last_kind, last_label) = topic.components
+    for kind, label in along_top:
+        drawing.add(elements[kind]().right().label(label, ofst=0.2))
+    drawing.add(elements[last_kind]().down().label(last_label, loc="bottom", ofst=0.3))
+    drawing.add(elements["line"]().left().tox(source.start))
+    drawing.draw(show=False)
+    _fit_axes_to_drawing(fig, axes, drawing.get_bbox(), margin=1.5, pixels_per_unit=70)
+
+    kinds = ["source", *(kind for kind, _ in topic.components)]
+    text = [topic.title, topic.source_label, *(label for _, label in topic.components)]
+    entities = list(dict.fromkeys(COMPONENT_NAMES[kind] for kind in kinds))
+    truth = PanelTruth("circuit", topic.title, text, entities, required_text=text)
+    body = crop_to_ink(_matplotlib_image(fig))
+    return RenderedPanel(add_title(body, topic.title), truth, panel_description("circuit", topic))
+
+
+_CURVES: Mapping[str, Callable[[float, float], float]] = {
+    "linear": lambda x, c: c * x,
+    "inverse": lambda x, c: c / x,
+    "inverse_square": lambda x, c: c / (x * x),
+    "decay": lambda x, c: 100.0 * math.exp(-x / c),
+}
+# Curves undefined at zero start at a tenth of the range.
+_STARTS_AWAY_FROM_ZERO = frozenset({"inverse", "inverse_square"})
+
+
+def _drawn_tick_labels(axes: Any) -> list[str]:
+    """Tick label strings matplotlib drew inside the view range, x axis first."""
+    (x_low, x_high), (y_low, y_high) = sorted(axes.get_xlim()), sorted(axes.get_ylim())
+    x_ticks = [tick.get_text() for tick in axes.get_xticklabels() if x_low <= tick.get_position()[0] <= x_high]
+    y_ticks = [tick.get_text() for tick in axes.get_yticklabels() if y_low <= tick.get_position()[1] <= y_high]
+    return [text for text in (*x_ticks, *y_ticks) if text]
+
+
+def render_plot(topic: LawTopic, rng: random.Random) -> RenderedPanel:
+    """The law's curve with noisy measurements; the y label sits level above the axis so OCR reads it."""
+    import numpy as np
+    from matplotlib.figure import Figure
+    from matplotlib.ticker import MaxNLocator
+
+    coefficient = rng.choice(topic.coefficients)
+    curve = _CURVES[topic.curve]
+    start = topic.x_max / 10 if topic.curve in _STARTS_AWAY_FROM_ZERO else 0.0
+    xs = np.linspace(start, topic.x_max, 200)
+    measured_x = np.linspace(start, topic.x_max, 7)
+    measured_y = [curve(x, coefficient) * (1 + rng.gauss(0.0, 0.03)) for x in measured_x]
+
+    fig = Figure(figsize=(6.2, 4.6), dpi=_DPI)
+    axes = fig.add_axes((0.17, 0.18, 0.78, 0.70))
+    axes.plot(xs, [curve(x, coefficient) for x in xs], lw=3, color=rng.choice(_PLOT_COLOURS))
+    axes.plot(measured_x, measured_y, "o", color="black", ms=8)
+    axes.set_xlabel(topic.x_label, fontsize=_LABEL_PT)
+    axes.set_ylabel(topic.y_label, fontsize=_LABEL_PT, rotation=0, ha="left", va="bottom")
+    axes.yaxis.set_label_coords(-0.17, 1.03)
+    axes.tick_params(labelsize=_TICK_PT)
+    axes.xaxis.set_major_locator(MaxNLocator(5))
+    axes.yaxis.set_major_locator(MaxNLocator(5))
+    image = _matplotlib_image(fig)  # draws, so tick labels below are the drawn ones
+
+    text = [topic.title, topic.x_label, topic.y_label]
+    entities = [label.split(" (")[0] for label in (topic.x_label, topic.y_label)]
+    truth = PanelTruth("plot", topic.title, [*text, *_drawn_tick_labels(axes)], entities, required_text=text)
+    return RenderedPanel(add_title(crop_to_ink(image), topic.title), truth, panel_description("plot", topic))
+
+
+RENDERERS: Mapping[str, Callable[[Any, random.Random], RenderedPanel]] = {
+    "process": render_process,
+    "molecule": render_molecule,
+    "circuit": render_circuit,
+    "plot": render_plot,
+}
+
+
+def render_panel(kind: str, topic: Topic, rng: random.Random) -> RenderedPanel:
+    """Draw one panel of ``kind`` about ``topic``."""
+    return RENDERERS[kind](topic, rng)
+
+
+def render_icon(size: int = 90) -> Image.Image:
+    """A tiny flask pictogram with no text: too small to be a figure, so curation must drop it."""
+    image = Image.new("RGB", (size, size), WHITE)
+    draw = ImageDraw.Draw(image)
+    neck, base = size * 0.38, size * 0.12
+    outline = [(neck, base), (size - neck, base), (size - neck, size * 0.42),
+               (size * 0.86, size * 0.86), (size * 0.14, size * 0.86), (neck, size * 0.42)]
+    draw.polygon(outline, outline=INK, width=3)
+    draw.line([(size * 0.24, size * 0.68), (size * 0.76, size * 0.68)], fill=INK, width=3)
+    return image
