@@ -1,0 +1,346 @@
+"""Text reading with Tesseract, and a judge that answers exact-spelling checks from it.
+
+The judge answers only what OCR can establish: whether an expected text string is
+rendered with exactly that spelling. Every other question is abstained on (verdict
+null), never guessed.
+
+Figures draw text inside boxes and beside arrows, which Tesseract misreads as
+characters; before reading, ink that cannot be a glyph (frames enclosing other ink,
+long thin lines, shapes taller than any label) is erased, and the image is rescaled
+so that glyphs have the size Tesseract reads best.
+"""
+
+from __future__ import annotations
+
+import difflib
+import io
+import re
+import shutil
+from collections import OrderedDict
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pytesseract
+from PIL import Image
+from pydantic import BaseModel, ValidationError
+
+from sciir.backends.base import VisionLanguageModel, VLMRequest, VLMResult, sha256_hex
+
+# Tesseract reads glyphs best when lowercase letters are about this many pixels tall.
+_TARGET_GLYPH_PX = 20.0
+_MAX_UPSCALE = 3.0
+_MIN_SCALE = 0.5
+_MARGIN = 0.05
+_MAX_SIDE_PX = 3072
+# Shapes taller or wider than these fractions of the image are drawing, not text (standardised
+# panels can scale a title's letters up to about a tenth of the image).
+_MAX_GLYPH_HEIGHT = 0.15
+_MAX_GLYPH_WIDTH = 0.2
+# Specks below this height (dots, hatching, i-dots) say nothing about the size of letters.
+_MIN_GLYPH_PX = 8
+_INK_THRESHOLD = 128
+_EXCERPT_CHARS = 40
+
+
+class OcrUnavailableError(RuntimeError):
+    """The Tesseract binary or its language data is not installed."""
+
+
+@dataclass(frozen=True)
+class OcrWord:
+    """One word as Tesseract read it; ``confidence`` is 0-100, box in pixels of the read image."""
+
+    text: str
+    confidence: float
+    left: int
+    top: int
+    width: int
+    height: int
+
+
+@dataclass(frozen=True)
+class OcrLine:
+    """Words read on one line, with no gap wider than a label's own spacing between them."""
+
+    words: tuple[OcrWord, ...]
+
+    @property
+    def text(self) -> str:
+        return " ".join(word.text for word in self.words)
+
+    @property
+    def confidence(self) -> float:
+        """Mean word confidence (0-100)."""
+        return float(np.mean([word.confidence for word in self.words]))
+
+
+@dataclass(frozen=True)
+class OcrReading:
+    """Everything read in one image, line by line in reading order."""
+
+    lines: tuple[OcrLine, ...]
+
+    @property
+    def text(self) -> str:
+        return "\n".join(line.text for line in self.lines)
+
+    @property
+    def normalised_text(self) -> str:
+        """All text on one line with single spaces, so a phrase matches across line breaks."""
+        return normalise_whitespace(self.text)
+
+    def find(self, phrase: str) -> re.Match[str] | None:
+        """Where ``phrase`` occurs, case-sensitively and not inside a longer word."""
+        wanted = normalise_whitespace(phrase)
+        if not wanted:
+            return None
+        return re.search(rf"(?<!\w){re.escape(wanted)}(?!\w)", self.normalised_text)
+
+    def excerpt(self, phrase: str) -> str:
+        """A short quote of what was read: around ``phrase`` if found, else the closest text read."""
+        text = self.normalised_text
+        if not text:
+            return "no text was read in the image"
+        match = self.find(phrase)
+        if match:
+            start, end = max(0, match.start() - _EXCERPT_CHARS), match.end() + _EXCERPT_CHARS
+            return f'read "...{text[start:end]}..."'
+        closest = closest_span(text, normalise_whitespace(phrase))
+        return f'closest text read: "{closest}"'
+
+
+def normalise_whitespace(text: str) -> str:
+    return " ".join(text.split())
+
+
+def closest_span(text: str, phrase: str) -> str:
+    """The run of words in ``text`` (as many words as ``phrase``) most similar to ``phrase``."""
+    words = text.split()
+    size = max(1, len(phrase.split()))
+    spans = [" ".join(words[i : i + size]) for i in range(max(1, len(words) - size + 1))]
+    return max(spans, key=lambda span: difflib.SequenceMatcher(None, span, phrase).ratio())
+
+
+def require_tesseract(lang: str = "eng") -> None:
+    """Fail early, naming the system package to install, when Tesseract cannot run."""
+    command = pytesseract.pytesseract.tesseract_cmd
+    if shutil.which(command) is None:
+        raise OcrUnavailableError(
+            f"the OCR backend needs the Tesseract binary ({command!r}), which is not on PATH: install the "
+            "system package tesseract-ocr (Debian/Ubuntu: apt-get install tesseract-ocr)"
+        )
+    missing = [code for code in lang.split("+") if code not in pytesseract.get_languages(config="")]
+    if missing:
+        packages = " ".join(f"tesseract-ocr-{code}" for code in missing)
+        raise OcrUnavailableError(
+            f"Tesseract has no language data for {', '.join(missing)}: apt-get install {packages}"
+        )
+
+
+def decode_png(png: bytes) -> Image.Image:
+    """Decode image bytes; raises ValueError naming what is wrong."""
+    try:
+        image = Image.open(io.BytesIO(png))
+        image.load()
+    except (OSError, Image.DecompressionBombError) as error:
+        raise ValueError(f"image could not be decoded ({len(png)} bytes): {error}") from error
+    return image
+
+
+def _component_boxes(ink: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Label 8-connected ink; return the label image and one box (y0, y1, x0, x1) per component."""
+    from scipy import ndimage
+
+    labels, count = ndimage.label(ink, structure=np.ones((3, 3), dtype=bool))
+    slices = ndimage.find_objects(labels)
+    boxes = np.array([(s[0].start, s[0].stop, s[1].start, s[1].stop) for s in slices], dtype=int)
+    return labels, boxes.reshape(count, 4)
+
+
+def _encloses_other_ink(boxes: np.ndarray, candidates: np.ndarray) -> np.ndarray:
+    """True for candidate components whose box strictly contains another component's box (a frame)."""
+    encloses = np.zeros(len(boxes), dtype=bool)
+    for index in np.flatnonzero(candidates):
+        y0, y1, x0, x1 = boxes[index]
+        inside = (boxes[:, 0] > y0) & (boxes[:, 1] < y1) & (boxes[:, 2] > x0) & (boxes[:, 3] < x1)
+        encloses[index] = bool(inside.any())
+    return encloses
+
+
+def _glyph_mask(boxes: np.ndarray, shape: tuple[int, int]) -> np.ndarray:
+    """True for components that could be glyphs; frames, arrows and large shapes are False."""
+    if len(boxes) == 0:
+        return np.zeros(0, dtype=bool)
+    height, width = boxes[:, 1] - boxes[:, 0], boxes[:, 3] - boxes[:, 2]
+    too_large = (height > _MAX_GLYPH_HEIGHT * shape[0]) | (width > _MAX_GLYPH_WIDTH * shape[1])
+    # No glyph contains another glyph, so anything that does is a frame around a label.
+    sizeable = (height >= _MIN_GLYPH_PX) & (width >= _MIN_GLYPH_PX)
+    drawing = too_large | _encloses_other_ink(boxes, ~too_large & sizeable)
+    sized = ~drawing & (height >= _MIN_GLYPH_PX)
+    if not sized.any():
+        return ~drawing
+    # Relative to the typical glyph: arrow shafts are long and flat, axes and leader lines tall.
+    typical = float(np.median(height[sized]))
+    long_flat = (width > 3 * typical) & (width > 2.5 * height)
+    tall = height > 3 * typical
+    return ~(drawing | long_flat | tall)
+
+
+def _with_margin(image: Image.Image, fraction: float = _MARGIN) -> Image.Image:
+    """The image on a white canvas with a margin: Tesseract misses text that touches the border."""
+    pad = round(fraction * max(image.size))
+    canvas = Image.new("L", (image.width + 2 * pad, image.height + 2 * pad), 255)
+    canvas.paste(image, (pad, pad))
+    return canvas
+
+
+def _grey_on_white(image: Image.Image) -> np.ndarray:
+    """Grey levels, with transparent pixels shown on white (a transparent background is not ink)."""
+    if image.mode in ("RGBA", "LA") or "transparency" in image.info:
+        rgba = image.convert("RGBA")
+        white = Image.new("RGBA", rgba.size, (255, 255, 255, 255))
+        image = Image.alpha_composite(white, rgba)
+    return np.asarray(image.convert("L"))
+
+
+def prepare_for_ocr(image: Image.Image) -> Image.Image:
+    """Black glyphs on white with drawing ink erased, rescaled to Tesseract's preferred glyph size."""
+    ink = _grey_on_white(image) < _INK_THRESHOLD
+    labels, boxes = _component_boxes(ink)
+    keep = _glyph_mask(boxes, ink.shape)
+    glyph_ink = np.concatenate([[False], keep])[labels]
+    cleaned = Image.fromarray(np.where(glyph_ink, 0, 255).astype(np.uint8))
+    heights = boxes[keep, 1] - boxes[keep, 0]
+    if (heights >= _MIN_GLYPH_PX).any():
+        glyph_height = float(np.median(heights[heights >= _MIN_GLYPH_PX]))
+        scale = min(_MAX_UPSCALE, _TARGET_GLYPH_PX / glyph_height, _MAX_SIDE_PX / max(ink.shape))
+        scale = max(scale, _MIN_SCALE)
+        if abs(scale - 1.0) > 0.1:
+            size = (round(cleaned.width * scale), round(cleaned.height * scale))
+            cleaned = cleaned.resize(size, Image.Resampling.LANCZOS)
+    return _with_margin(cleaned)
+
+
+def _words_by_line(data: dict[str, list[Any]]) -> list[list[OcrWord]]:
+    """Group Tesseract's words by its (block, paragraph, line), in reading order."""
+    lines: dict[tuple[int, int, int], list[OcrWord]] = {}
+    for i, text in enumerate(data["text"]):
+        confidence = float(data["conf"][i])
+        if not text.strip() or confidence < 0:
+            continue
+        key = (data["block_num"][i], data["par_num"][i], data["line_num"][i])
+        word = OcrWord(
+            text.strip(), confidence, data["left"][i], data["top"][i], data["width"][i], data["height"][i]
+        )
+        lines.setdefault(key, []).append(word)
+    return [sorted(words, key=lambda w: w.left) for _, words in sorted(lines.items())]
+
+
+def _split_on_gaps(words: list[OcrWord]) -> list[OcrLine]:
+    """Split a line where the gap between words is wider than the words are tall (separate labels)."""
+    segments: list[list[OcrWord]] = [[words[0]]]
+    for previous, word in zip(words, words[1:], strict=False):
+        gap = word.left - (previous.left + previous.width)
+        if gap > 1.5 * max(previous.height, word.height):
+            segments.append([])
+        segments[-1].append(word)
+    return [OcrLine(tuple(segment)) for segment in segments]
+
+
+def read_text(png: bytes, lang: str = "eng") -> OcrReading:
+    """Read all text in a PNG (or any format PIL decodes). Raises ValueError for undecodable bytes."""
+    prepared = prepare_for_ocr(decode_png(png))
+    # Sparse-text mode: figures scatter labels instead of laying out paragraphs.
+    data = pytesseract.image_to_data(
+        prepared, lang=lang, config="--psm 11", output_type=pytesseract.Output.DICT
+    )
+    lines = [line for words in _words_by_line(data) for line in _split_on_gaps(words)]
+    return OcrReading(tuple(lines))
+
+
+class _ReadingMemo:
+    """Readings of recently seen images, so several tasks on one image read it once."""
+
+    def __init__(self, read: Callable[[bytes], OcrReading], size: int = 256) -> None:
+        self._read, self._size = read, size
+        self._readings: OrderedDict[str, OcrReading] = OrderedDict()
+
+    def __call__(self, png: bytes) -> OcrReading:
+        key = sha256_hex(png)
+        if key in self._readings:
+            self._readings.move_to_end(key)
+            return self._readings[key]
+        reading = self._read(png)
+        self._readings[key] = reading
+        if len(self._readings) > self._size:
+            self._readings.popitem(last=False)
+        return reading
+
+
+class JudgeItem(BaseModel):
+    """One checklist question as the judge task receives it."""
+
+    id: str
+    question: str
+    layer: int
+    track: str
+    expected_text: str | None = None
+
+
+def judge_item(item: JudgeItem, reading: OcrReading) -> dict[str, Any]:
+    """Answer one checklist question from what was read; abstain when OCR cannot tell."""
+    if not item.expected_text:
+        return {
+            "id": item.id,
+            "verdict": None,
+            "evidence": "",
+            "reasoning": f"abstained: OCR reads text only and cannot judge a {item.track} question",
+        }
+    found = reading.find(item.expected_text) is not None
+    how = "with exactly this spelling" if found else "nowhere with exactly this spelling"
+    return {
+        "id": item.id,
+        "verdict": "yes" if found else "no",
+        "evidence": reading.excerpt(item.expected_text),
+        "reasoning": f'OCR found "{item.expected_text}" {how}.',
+    }
+
+
+def judge_by_ocr(request: VLMRequest, read: Callable[[bytes], OcrReading]) -> VLMResult:
+    """The ``judge`` task answered from OCR: spelling checks judged, everything else abstained."""
+    if len(request.images) != 1:
+        return VLMResult.failed(f"judge request needs exactly one image, got {len(request.images)}")
+    try:
+        items = [JudgeItem.model_validate(item) for item in request.context.get("checklist", [])]
+    except ValidationError as error:
+        return VLMResult.failed(f"judge request has a malformed checklist: {error}")
+    if not items:
+        return VLMResult.failed("judge request has no checklist questions (context key 'checklist')")
+    reading = read(request.images[0])
+    return VLMResult(output={"answers": [judge_item(item, reading) for item in items]})
+
+
+class OcrVLM(VisionLanguageModel):
+    """Answers the ``judge`` task's exact-spelling questions with Tesseract; abstains on the rest.
+
+    Config: ``lang`` (Tesseract language codes, default ``eng``).
+    """
+
+    def __init__(self, **config: Any) -> None:
+        super().__init__(**config)
+        self.lang: str = config.get("lang", "eng")
+        require_tesseract(self.lang)
+        self.read = _ReadingMemo(lambda png: read_text(png, self.lang))
+
+    def generate(self, requests: Sequence[VLMRequest]) -> list[VLMResult]:
+        return [self._answer(request) for request in requests]
+
+    def _answer(self, request: VLMRequest) -> VLMResult:
+        if request.task != "judge":
+            return VLMResult.failed(f"ocr backend does not handle task {request.task!r}")
+        try:
+            return judge_by_ocr(request, self.read)
+        except (ValueError, pytesseract.TesseractError) as error:  # this request fails, the batch goes on
+            return VLMResult.failed(f"judge request could not be read by OCR: {error}")

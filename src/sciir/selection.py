@@ -1,0 +1,153 @@
+"""Benchmark selection of SciIR appendix C, and the leakage-free train split.
+
+Candidates are annotated samples with labels on at least two tracks. An optional IQR filter
+keeps term counts inside [Q1, Q3] (C.1); each candidate joins the group named by its exact label
+set (C.2); up to ``n_per_group`` per group are drawn by a seeded hash, independent of row order;
+within each group, samples below the group's median term count get the abstract prompt
+(intrinsic reasoning), the others the Sci-RCoT (instruction following) (C.3).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Iterable, Mapping
+
+import pandas as pd
+
+from sciir.annotation import TRACKS
+
+GROUPS: dict[frozenset[str], str] = {
+    frozenset({"entity", "process", "law"}): "All_Three",
+    frozenset({"entity", "law"}): "Entity_Law",
+    frozenset({"law", "process"}): "Law_Process",
+    frozenset({"entity", "process"}): "Entity_Process",
+}
+GROUP_NAMES = tuple(GROUPS.values())
+INSTRUCTION_FOLLOWING = "instruction_following"
+INTRINSIC_REASONING = "intrinsic_reasoning"
+SETTINGS = (INSTRUCTION_FOLLOWING, INTRINSIC_REASONING)
+BENCHMARK_COLUMNS = ("sample_id", "group", "setting", "term_count", "prompt", "plan")
+TRAIN_COLUMNS = ("sample_id", "prompt", "image_path")
+
+
+class LeakageError(ValueError):
+    """A benchmark sample would also be trained on."""
+
+
+def _is_on(label: object) -> bool:
+    return label is not None and not pd.isna(label) and bool(label)
+
+
+def active_tracks(row: Mapping[str, object]) -> frozenset[str]:
+    """The tracks whose label is on in an ``annotations`` row (a null label is off)."""
+    return frozenset(track for track in TRACKS if _is_on(row.get(f"label_{track}")))
+
+
+def group_of(tracks: Iterable[str]) -> str | None:
+    """The semiotic group of a label set; None with fewer than two labels."""
+    return GROUPS.get(frozenset(tracks))
+
+
+def _json_list(value: object) -> list:
+    return json.loads(value) if isinstance(value, str) else []
+
+
+def labelled(annotations: pd.DataFrame) -> pd.DataFrame:
+    """``ok`` rows with at least one label, with their active tracks as a column."""
+    ok = annotations[annotations["status"] == "ok"].copy()
+    ok["tracks"] = [active_tracks(row) for row in ok.to_dict("records")]
+    return ok.loc[ok["tracks"].astype(bool)]
+
+
+def candidates(
+    annotations: pd.DataFrame, checklists: pd.DataFrame, min_terms: int, require_text_checks: bool
+) -> pd.DataFrame:
+    """Samples that may enter the benchmark: a group (two labels or more), both prompts, at least
+    ``min_terms`` terms, a checklist, and when required a text-rendering check (layer 1).
+    Adds ``group`` and ``term_count``."""
+    pool = labelled(annotations)
+    pool["group"] = pool["tracks"].map(group_of)
+    pool["term_count"] = pool["terms"].map(lambda terms: len(_json_list(terms)))
+    questions = checklists[checklists["layer"] == 1] if require_text_checks else checklists
+    eligible = (
+        pool["group"].notna()
+        & pool["sci_rcot"].notna()
+        & pool["abstract_prompt"].notna()
+        & (pool["term_count"] >= min_terms)
+        & pool["sample_id"].isin(set(questions["sample_id"]))
+    )
+    return pool[eligible]
+
+
+def iqr_filter(pool: pd.DataFrame, min_samples: int) -> tuple[pd.DataFrame, str]:
+    """Keep term counts within [Q1, Q3]; skipped below ``min_samples`` (quartiles of a few are noise).
+    Returns the kept rows and a sentence for the log."""
+    if len(pool) < min_samples:
+        return pool, f"IQR filter skipped: {len(pool)} candidates, fewer than iqr_min_samples={min_samples}"
+    q1, q3 = pool["term_count"].quantile([0.25, 0.75])
+    kept = pool[pool["term_count"].between(q1, q3)]
+    return kept, f"IQR filter kept {len(kept)} of {len(pool)} candidates with term counts in [{q1:g}, {q3:g}]"
+
+
+def draw_order(sample_id: str, seed: int) -> str:
+    """A seeded, order-independent sort key: the same seed draws the same samples from any row order."""
+    return hashlib.sha256(f"{seed}:{sample_id}".encode()).hexdigest()
+
+
+def pick_per_group(pool: pd.DataFrame, n_per_group: int, seed: int) -> pd.DataFrame:
+    """Up to ``n_per_group`` samples of each group, drawn deterministically."""
+    ranked = pool.assign(_draw=pool["sample_id"].map(lambda sid: draw_order(sid, seed)))
+    ranked = ranked.sort_values(["group", "_draw"])
+    return ranked.groupby("group", sort=True).head(n_per_group).drop(columns="_draw")
+
+
+def assign_settings(selected: pd.DataFrame) -> pd.Series:
+    """Per sample, intrinsic reasoning below its group's median term count, else instruction following."""
+    median = selected.groupby("group")["term_count"].transform("median")
+    return (selected["term_count"] < median).map({True: INTRINSIC_REASONING, False: INSTRUCTION_FOLLOWING})
+
+
+def plan_json(required_text: object, relations: object) -> str:
+    """The structured plan a planner-aware generator draws from: labels and directed edges."""
+    return json.dumps(
+        {"labels": _json_list(required_text), "edges": _json_list(relations)}, ensure_ascii=False
+    )
+
+
+def benchmark_table(selected: pd.DataFrame) -> pd.DataFrame:
+    """The ``benchmark`` table: group, setting, the setting's prompt and the plan of each sample."""
+    if selected.empty:
+        return pd.DataFrame(columns=list(BENCHMARK_COLUMNS))
+    table = selected.assign(setting=assign_settings(selected))
+    table["prompt"] = table["abstract_prompt"].where(
+        table["setting"] == INTRINSIC_REASONING, table["sci_rcot"]
+    )
+    table["plan"] = [plan_json(t, r) for t, r in zip(table["required_text"], table["relations"], strict=True)]
+    table["term_count"] = table["term_count"].astype(int)
+    ordered = table.sort_values(["group", "setting", "sample_id"])
+    return ordered[list(BENCHMARK_COLUMNS)].reset_index(drop=True)
+
+
+def assert_no_leakage(benchmark_ids: Iterable[str], train_ids: Iterable[str]) -> None:
+    """Raise LeakageError naming the samples that are in both the benchmark and the train split."""
+    shared = sorted(set(benchmark_ids) & set(train_ids))
+    if shared:
+        raise LeakageError(f"{len(shared)} benchmark samples are also in the train split: {shared[:10]}")
+
+
+def train_table(annotations: pd.DataFrame, benchmark_ids: Iterable[str], image_dir: str) -> pd.DataFrame:
+    """Every labelled ``ok`` sample outside the benchmark, prompted by its Sci-RCoT."""
+    held_out = set(benchmark_ids)
+    pool = labelled(annotations)
+    train = pool[~pool["sample_id"].isin(held_out)].sort_values("sample_id")
+    table = pd.DataFrame(
+        {
+            "sample_id": train["sample_id"],
+            "prompt": train["sci_rcot"],
+            "image_path": [f"{image_dir.rstrip('/')}/{sid}.png" for sid in train["sample_id"]],
+        },
+        columns=list(TRAIN_COLUMNS),
+    ).reset_index(drop=True)
+    assert_no_leakage(held_out, table["sample_id"])
+    return table

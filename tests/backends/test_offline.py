@@ -1,0 +1,188 @@
+"""The offline backend's rules on a drawn workflow figure with a realistic caption and methods text."""
+
+from __future__ import annotations
+
+import io
+from pathlib import Path
+
+import matplotlib
+import pytest
+from PIL import Image, ImageDraw, ImageFont
+
+from sciir.annotation import Checklist, Reasoning, TrackScores, build_request, parse_output
+from sciir.backends.base import VLMRequest
+from sciir.backends.ocr import OcrLine, OcrReading, OcrWord
+from sciir.backends.offline import (
+    OfflineVLM,
+    figure_kind,
+    plausible_labels,
+    score_from_cues,
+    stated_relations,
+    track_cues,
+    visible_caption_terms,
+)
+
+FONT = Path(matplotlib.get_data_path()) / "fonts" / "ttf" / "DejaVuSans.ttf"
+STEPS = ("Sample collection", "RNA extraction", "Sequencing")
+CAPTION = (
+    "Workflow for RNA sequencing in three steps starting at Sample collection; each stage leads to the next. "
+    "Read counts are proportional to transcript abundance."
+)
+METHODS = "Sample collection leads to RNA extraction. RNA extraction leads to Sequencing. Reads were aligned."
+
+
+def _workflow_png() -> bytes:
+    """Three boxed steps top to bottom joined by arrows, plus a tick-like number that is not a label."""
+    image = Image.new("RGB", (1024, 1024), "white")
+    draw = ImageDraw.Draw(image)
+    font = ImageFont.truetype(str(FONT), 32)
+    for index, step in enumerate(STEPS):
+        top = 120 + 280 * index
+        width = draw.textlength(step, font=font)
+        draw.rectangle((512 - width / 2 - 36, top, 512 + width / 2 + 36, top + 90), outline="black", width=3)
+        draw.text((512 - width / 2, top + 26), step, fill="black", font=font)
+        if index < len(STEPS) - 1:
+            draw.line((512, top + 90, 512, top + 260), fill="black", width=3)
+            draw.polygon([(498, top + 250), (526, top + 250), (512, top + 280)], fill="black")
+    draw.text((60, 960), "2.5", fill="black", font=font)
+    buffer = io.BytesIO()
+    image.save(buffer, format="PNG")
+    return buffer.getvalue()
+
+
+@pytest.fixture(scope="module")
+def figure() -> bytes:
+    return _workflow_png()
+
+
+@pytest.fixture(scope="module")
+def offline() -> OfflineVLM:
+    return OfflineVLM()
+
+
+def _ask(offline: OfflineVLM, task: str, context: dict, image: bytes | None = None):
+    [result] = offline.generate([build_request(task, context, image)])
+    return parse_output(task, result)
+
+
+def test_track_scores_follow_text_evidence_only(offline: OfflineVLM, figure: bytes) -> None:
+    scores = _ask(offline, "track_scores", {"caption": CAPTION, "methods_text": METHODS}, figure)
+    assert isinstance(scores, TrackScores)
+    assert scores.process == 10  # workflow, step, stage, leads to in the caption
+    assert scores.law == 7  # "proportional" once in the caption
+    assert scores.entity == 1
+    assert '"proportional" (caption)' in scores.rationale
+
+
+def test_methods_text_alone_never_reaches_the_label_threshold() -> None:
+    cues = track_cues({"caption": "A figure.", "methods text": "The equation and the law of conservation."})
+    assert score_from_cues(cues["law"]) == 4
+    assert score_from_cues(cues["entity"]) == 1
+
+
+def test_reasoning_reads_labels_and_stated_relations(offline: OfflineVLM, figure: bytes) -> None:
+    reasoning = _ask(offline, "reasoning", {"caption": CAPTION, "methods_text": METHODS}, figure)
+    assert isinstance(reasoning, Reasoning)
+    assert reasoning.required_text == list(STEPS)  # "2.5" is not a label
+    assert reasoning.terms[: len(STEPS)] == list(STEPS)
+    assert reasoning.relations == [["Sample collection", "RNA extraction"], ["RNA extraction", "Sequencing"]]
+    rcot = reasoning.sci_rcot
+    assert rcot.startswith("Style: flow diagram on a white background.")
+    assert rcot.index("Required text") < rcot.index("Entity structure") < rcot.index("Topology")
+    assert "Law: Read counts are proportional to transcript abundance." in rcot
+
+
+def test_relations_need_both_ends_visible_and_keep_direction() -> None:
+    text = "From Glucose to Pyruvate; Pyruvate -> Lactate -> Energy. ATP leads to Glucose."
+    relations = stated_relations(text, ["Glucose", "Pyruvate", "Lactate"])
+    assert relations == [("Glucose", "Pyruvate"), ("Pyruvate", "Lactate")]
+
+
+def test_abstract_prompt_keeps_style_and_names_terms(offline: OfflineVLM) -> None:
+    context = {
+        "caption": CAPTION,
+        "terms": list(STEPS),
+        "sci_rcot": "Style: flow diagram on a white background. Required text: ...",
+    }
+    prompt = _ask(offline, "abstract_prompt", context).prompt
+    assert prompt.startswith("A flow diagram on a white background")
+    assert all(f'"{step}"' in prompt for step in STEPS)
+    assert "leads to" not in prompt  # no description of the flow: the model must reason it out
+
+
+def test_checklist_layers_ids_and_parents(offline: OfflineVLM) -> None:
+    context = {
+        "terms": ["Glucose", "Pyruvate", "Mass conservation"],
+        "required_text": ["Glucose", "Pyruvate"],
+        "relations": [["Glucose", "Pyruvate"]],
+        "tracks": ["entity", "process", "law"],
+    }
+    checklist = _ask(offline, "checklist", context)
+    assert isinstance(checklist, Checklist)
+    by_id = {q.id: q for q in checklist.questions}
+    assert by_id["L1-01"].question == 'Is the text "Glucose" rendered with exactly this spelling?'
+    assert by_id["L1-02"].expected_text == "Pyruvate"
+    assert [q.id for q in checklist.questions if q.track == "entity"] == [
+        "L2-entity-01",
+        "L2-entity-02",
+        "L2-entity-03",
+    ]
+    assert by_id["L2-process-01"].question == 'Is there an arrow from "Glucose" to "Pyruvate"?'
+    assert by_id["L2-process-01"].parent_ids == ["L2-entity-01", "L2-entity-02"]
+    assert 'no arrow from "Pyruvate" to "Glucose"' in by_id["L2-process-02"].question
+    assert [q.id for q in checklist.questions if q.track == "law"] == ["L2-law-01"]  # only the law term
+    assert "Mass conservation" in by_id["L2-law-01"].question
+
+
+def test_checklist_without_anything_to_check_fails(offline: OfflineVLM) -> None:
+    request = build_request(
+        "checklist", {"terms": [], "required_text": [], "relations": [], "tracks": ["law"]}
+    )
+    [result] = offline.generate([request])
+    assert not result.ok and "nothing to check" in result.failure
+
+
+def test_judge_delegates_to_ocr_and_unknown_tasks_fail(offline: OfflineVLM, figure: bytes) -> None:
+    checklist = [
+        {"id": "L1-01", "question": "q", "layer": 1, "track": "text", "expected_text": "RNA extraction"},
+        {"id": "L2-entity-01", "question": "q", "layer": 2, "track": "entity", "expected_text": None},
+    ]
+    context = {"checklist": checklist, "prompt": "p"}
+    answers, unknown = offline.generate(
+        [
+            VLMRequest(task="judge", prompt="p", images=[figure], context=context),
+            VLMRequest(task="caption", prompt="p"),
+        ]
+    )
+    verdicts = {a["id"]: a["verdict"] for a in answers.output["answers"]}
+    assert verdicts == {"L1-01": "yes", "L2-entity-01": None}
+    assert not unknown.ok and "no rule for task 'caption'" in unknown.failure
+
+
+def test_answers_are_deterministic(figure: bytes) -> None:
+    request = build_request("reasoning", {"caption": CAPTION, "methods_text": METHODS}, figure)
+    first, second = OfflineVLM().generate([request]), OfflineVLM().generate([request])
+    assert first[0].output == second[0].output
+
+
+def test_figure_kind_comes_from_the_panels_own_description() -> None:
+    caption = (
+        "RL circuit, Capacitor discharge and Dopamine. (a) Schematic of the RL circuit built from Vin and R1. "
+        "(b) The discharge law: the equation gives the relationship between Voltage (%) and Time (ms). "
+        "(c) Two-dimensional structure of the Dopamine molecule."
+    )
+    assert figure_kind(caption, ["RL circuit", "Vin", "R1"]) == "circuit schematic"
+    assert figure_kind(caption, ["Capacitor discharge", "Voltage (%)", "Time (ms)"]) == "data plot"
+    assert figure_kind(caption, ["Dopamine", "OH"]) == "structural drawing"
+    assert figure_kind("A photograph.", []) == "scientific figure"
+
+
+def test_caption_terms_count_only_when_read_in_the_image_outside_labels() -> None:
+    def line(*words: tuple[str, float]) -> OcrLine:
+        return OcrLine(tuple(OcrWord(text, conf, 0, 0, 10, 10) for text, conf in words))
+
+    reading = OcrReading((line(("Glucose", 95.0)), line(("Pyruvate", 90.0), ("~~", 5.0))))
+    labels = plausible_labels(reading, min_confidence=60)
+    assert labels == ["Glucose"]  # the second line's mean confidence is too low for a label
+    caption = "Glucose is oxidised to pyruvate and lactate with their enzymes."
+    assert visible_caption_terms(caption, reading, labels, min_confidence=60) == ["pyruvate"]

@@ -1,0 +1,147 @@
+"""The bench_select pipeline on a small annotated table, read back from parquet like the catalog does."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from kedro.io import DataCatalog, MemoryDataset
+from kedro.runner import SequentialRunner
+from kedro_datasets.pandas import ParquetDataset
+
+from sciir.pipelines.bench_select import create_pipeline
+
+PARAMS = {
+    "n_per_group": 3,
+    "seed": 0,
+    "min_terms": 1,
+    "require_text_checks": True,
+    "iqr_filter": True,
+    "iqr_min_samples": 20,
+    "image_dir": "data/03_primary/images",
+}
+# sample id -> (entity, process, law, number of terms)
+SAMPLES = {
+    "a1": (True, True, True, 2),
+    "a2": (True, True, True, 4),
+    "a3": (True, True, True, 6),
+    "a4": (True, True, True, 8),
+    "el1": (True, False, True, 3),
+    "lp1": (False, True, True, 5),
+    "ep1": (True, True, False, 2),
+    "ep2": (True, True, False, 6),
+    "e1": (True, False, False, 4),
+    "none1": (False, False, False, 4),
+}
+
+
+def _annotation(sample_id: str, entity: bool, process: bool, law: bool, n_terms: int) -> dict:
+    terms = [f"Term {i}" for i in range(n_terms)]
+    return {
+        "sample_id": sample_id,
+        "score_entity": 8 if entity else 3,
+        "score_process": 8 if process else 3,
+        "score_law": 8 if law else 3,
+        "label_entity": entity,
+        "label_process": process,
+        "label_law": law,
+        "terms": json.dumps(terms),
+        "required_text": json.dumps(terms[:1]),
+        "relations": json.dumps([]),
+        "sci_rcot": f"Style: diagram. Required text: {sample_id}.",
+        "abstract_prompt": f"A diagram of {sample_id}.",
+        "status": "ok",
+        "reason": None,
+    }
+
+
+def _curated(sample_id: str) -> dict:
+    return {
+        "sample_id": sample_id,
+        "doi": f"10.1234/{sample_id}",
+        "url": f"https://example.org/{sample_id}",
+        "figure_id": "F1",
+        "licence_name": "CC BY 4.0",
+        "licence_url": "https://creativecommons.org/licenses/by/4.0/",
+        "status": "kept",
+    }
+
+
+@pytest.fixture(scope="module")
+def outputs(tmp_path_factory) -> dict:
+    folder: Path = tmp_path_factory.mktemp("bench")
+    annotations = pd.DataFrame([_annotation(sid, *spec) for sid, spec in SAMPLES.items()])
+    annotations = annotations.astype({f"label_{t}": "boolean" for t in ("entity", "process", "law")})
+    annotations.to_parquet(folder / "annotations.parquet")
+    checklists = pd.DataFrame(
+        {"sample_id": list(SAMPLES), "question_id": "L1-01", "layer": 1, "track": "text"}
+    )
+    catalog = DataCatalog(
+        {
+            "annotations": ParquetDataset(filepath=str(folder / "annotations.parquet")),
+            "checklists": MemoryDataset(checklists),
+            "curated": MemoryDataset(pd.DataFrame([_curated(sid) for sid in SAMPLES])),
+            "params:bench_select": MemoryDataset(PARAMS),
+            "benchmark": ParquetDataset(filepath=str(folder / "benchmark.parquet")),
+            "train_split": ParquetDataset(filepath=str(folder / "train_split.parquet")),
+        }
+    )
+    free = SequentialRunner().run(create_pipeline(), catalog)
+    return {
+        "benchmark": catalog.load("benchmark"),
+        "train_split": catalog.load("train_split"),
+        **{name: dataset.load() for name, dataset in free.items()},
+    }
+
+
+def test_benchmark_groups_settings_and_cap(outputs: dict) -> None:
+    bench = outputs["benchmark"].set_index("sample_id")
+    assert list(outputs["benchmark"].columns) == [
+        "sample_id",
+        "group",
+        "setting",
+        "term_count",
+        "prompt",
+        "plan",
+    ]
+    assert (bench["group"] == "All_Three").sum() == 3  # four candidates, capped at n_per_group
+    assert bench.loc["el1", "group"] == "Entity_Law" and bench.loc["lp1", "group"] == "Law_Process"
+    assert set(bench.index) >= {"ep1", "ep2", "el1", "lp1"}
+    assert "e1" not in bench.index and "none1" not in bench.index
+    assert bench.loc["ep1", "setting"] == "intrinsic_reasoning"
+    assert bench.loc["ep1", "prompt"] == "A diagram of ep1."
+    assert bench.loc["ep2", "setting"] == "instruction_following"
+    assert bench.loc["ep2", "prompt"].startswith("Style: diagram.")
+    assert json.loads(bench.loc["ep2", "plan"]) == {"labels": ["Term 0"], "edges": []}
+
+
+def test_train_split_holds_every_other_labelled_sample(outputs: dict) -> None:
+    train = outputs["train_split"]
+    bench_ids = set(outputs["benchmark"]["sample_id"])
+    assert not bench_ids & set(train["sample_id"])
+    labelled = {sid for sid, spec in SAMPLES.items() if any(spec[:3])}
+    assert set(train["sample_id"]) == labelled - bench_ids
+    assert "e1" in set(train["sample_id"])
+    assert set(train["image_path"]) == {f"data/03_primary/images/{sid}.png" for sid in train["sample_id"]}
+
+
+def test_release_card_counts_attributes_and_discloses_changes(outputs: dict) -> None:
+    card = outputs["release_card"]
+    assert card.startswith("# SciIR dataset release")
+    assert "| Entity_Process | 1 | 1 | 2 |" in card
+    assert "| **total** |" in card
+    assert "cropped" in card and "resized" in card and "standardised" in card
+    for sample_id in set(outputs["benchmark"]["sample_id"]) | set(outputs["train_split"]["sample_id"]):
+        assert f"[10.1234/{sample_id}](https://doi.org/10.1234/{sample_id})" in card
+    assert "[CC BY 4.0](https://creativecommons.org/licenses/by/4.0/)" in card
+    assert "none1" not in card
+
+
+def test_metrics(outputs: dict) -> None:
+    metrics = outputs["bench_select_metrics"]
+    assert metrics["group_All_Three"] == 3 and metrics["group_Entity_Process"] == 2
+    assert metrics["benchmark_size"] == 7
+    assert metrics["train_size"] == 2  # the All_Three sample left out by the cap, and e1
+    assert metrics["setting_instruction_following"] + metrics["setting_intrinsic_reasoning"] == 7

@@ -1,0 +1,159 @@
+"""Benchmark selection rules on hand-made annotation tables."""
+
+from __future__ import annotations
+
+import json
+
+import pandas as pd
+import pytest
+
+from sciir.selection import (
+    LeakageError,
+    assert_no_leakage,
+    benchmark_table,
+    candidates,
+    group_of,
+    iqr_filter,
+    pick_per_group,
+    train_table,
+)
+
+LABELS = {
+    "All_Three": (True, True, True),
+    "Entity_Law": (True, False, True),
+    "Law_Process": (False, True, True),
+    "Entity_Process": (True, True, False),
+    "entity_only": (True, False, False),
+    "none": (False, False, False),
+}
+
+
+def _row(sample_id: str, kind: str, n_terms: int, status: str = "ok") -> dict:
+    entity, process, law = LABELS[kind]
+    terms = [f"{sample_id}-term{i}" for i in range(n_terms)]
+    return {
+        "sample_id": sample_id,
+        "score_entity": 9 if entity else 2,
+        "score_process": 9 if process else 2,
+        "score_law": 9 if law else 2,
+        "label_entity": entity,
+        "label_process": process,
+        "label_law": law,
+        "terms": json.dumps(terms),
+        "required_text": json.dumps(terms[:2]),
+        "relations": json.dumps([terms[:2]] if n_terms >= 2 else []),
+        "sci_rcot": f"rcot of {sample_id}",
+        "abstract_prompt": f"abstract of {sample_id}",
+        "status": status,
+        "reason": None if status == "ok" else f"sample {sample_id}: reasoning failed",
+    }
+
+
+def _annotations(rows: list[dict]) -> pd.DataFrame:
+    frame = pd.DataFrame(rows)
+    for track in ("entity", "process", "law"):
+        frame[f"label_{track}"] = frame[f"label_{track}"].astype("boolean")
+    return frame
+
+
+def _checklists(sample_ids: list[str], layer: int = 1) -> pd.DataFrame:
+    return pd.DataFrame(
+        {
+            "sample_id": sample_ids,
+            "question_id": ["L1-01" if layer == 1 else "L2-entity-01"] * len(sample_ids),
+            "layer": [layer] * len(sample_ids),
+        }
+    )
+
+
+@pytest.fixture
+def annotations() -> pd.DataFrame:
+    rows = [
+        _row("all-a", "All_Three", 2),
+        _row("all-b", "All_Three", 5),
+        _row("all-c", "All_Three", 6),
+        _row("all-d", "All_Three", 9),
+        _row("el-a", "Entity_Law", 3),
+        _row("lp-a", "Law_Process", 4),
+        _row("ep-a", "Entity_Process", 4),
+        _row("ent-a", "entity_only", 7),
+        _row("low-a", "none", 3),
+        _row("fail-a", "All_Three", 5, status="failed"),
+    ]
+    return _annotations(rows)
+
+
+def test_group_membership_is_the_exact_label_set() -> None:
+    assert group_of({"entity", "process", "law"}) == "All_Three"
+    assert group_of({"law", "entity"}) == "Entity_Law"
+    assert group_of({"process", "law"}) == "Law_Process"
+    assert group_of({"entity", "process"}) == "Entity_Process"
+    assert group_of({"entity"}) is None
+    assert group_of(set()) is None
+
+
+def test_candidates_need_two_labels_ok_status_and_a_text_check(annotations: pd.DataFrame) -> None:
+    ids = list(annotations["sample_id"])
+    pool = candidates(annotations, _checklists(ids), min_terms=1, require_text_checks=True)
+    assert sorted(pool["sample_id"]) == ["all-a", "all-b", "all-c", "all-d", "el-a", "ep-a", "lp-a"]
+    assert dict(zip(pool["sample_id"], pool["group"], strict=True))["all-d"] == "All_Three"
+    assert dict(zip(pool["sample_id"], pool["term_count"], strict=True))["all-d"] == 9
+    layer_two_only = candidates(annotations, _checklists(ids, layer=2), min_terms=1, require_text_checks=True)
+    assert layer_two_only.empty
+    dense = candidates(annotations, _checklists(ids), min_terms=4, require_text_checks=True)
+    assert "all-a" not in set(dense["sample_id"]) and "el-a" not in set(dense["sample_id"])
+
+
+def test_settings_split_at_the_group_median(annotations: pd.DataFrame) -> None:
+    pool = candidates(annotations, _checklists(list(annotations["sample_id"])), 1, True)
+    bench = benchmark_table(pick_per_group(pool, n_per_group=10, seed=0))
+    settings = dict(zip(bench["sample_id"], bench["setting"], strict=True))
+    # All_Three term counts 2, 5, 6, 9: median 5.5
+    assert settings["all-a"] == settings["all-b"] == "intrinsic_reasoning"
+    assert settings["all-c"] == settings["all-d"] == "instruction_following"
+    assert settings["el-a"] == "instruction_following"  # a group of one sits at its own median
+    prompts = dict(zip(bench["sample_id"], bench["prompt"], strict=True))
+    assert prompts["all-a"] == "abstract of all-a"
+    assert prompts["all-d"] == "rcot of all-d"
+    plan = json.loads(bench.set_index("sample_id").loc["all-b", "plan"])
+    assert plan == {"labels": ["all-b-term0", "all-b-term1"], "edges": [["all-b-term0", "all-b-term1"]]}
+
+
+def test_draw_is_capped_seeded_and_independent_of_row_order() -> None:
+    rows = [_row(f"s{i:02d}", "Entity_Process", 4) for i in range(30)]
+    ids = [r["sample_id"] for r in rows]
+    forward = candidates(_annotations(rows), _checklists(ids), 1, True)
+    backward = candidates(_annotations(rows[::-1]), _checklists(ids), 1, True)
+    first = pick_per_group(forward, n_per_group=5, seed=3)
+    assert len(first) == 5
+    assert sorted(first["sample_id"]) == sorted(pick_per_group(backward, n_per_group=5, seed=3)["sample_id"])
+    assert sorted(first["sample_id"]) != sorted(pick_per_group(forward, n_per_group=5, seed=4)["sample_id"])
+
+
+def test_iqr_filter_skips_small_pools_and_trims_outliers() -> None:
+    pool = pd.DataFrame({"sample_id": [f"s{i}" for i in range(8)], "term_count": [1, 4, 4, 5, 5, 6, 6, 30]})
+    kept, note = iqr_filter(pool, min_samples=20)
+    assert len(kept) == 8 and "skipped" in note and "iqr_min_samples=20" in note
+    kept, note = iqr_filter(pool, min_samples=8)
+    assert sorted(kept["term_count"]) == [4, 4, 5, 5, 6, 6]
+    assert "kept 6 of 8" in note
+
+
+def test_train_split_excludes_the_benchmark(annotations: pd.DataFrame) -> None:
+    train = train_table(annotations, ["all-a", "el-a"], "data/03_primary/images/")
+    assert sorted(train["sample_id"]) == ["all-b", "all-c", "all-d", "ent-a", "ep-a", "lp-a"]
+    row = train.set_index("sample_id").loc["ent-a"]
+    assert row["prompt"] == "rcot of ent-a"
+    assert row["image_path"] == "data/03_primary/images/ent-a.png"
+
+
+def test_leakage_is_an_error() -> None:
+    with pytest.raises(LeakageError, match="'s1'"):
+        assert_no_leakage(["s1", "s2"], ["s1", "s3"])
+
+
+def test_no_candidates_give_an_empty_benchmark_with_the_contract_columns(annotations: pd.DataFrame) -> None:
+    pool = candidates(annotations.iloc[0:0], _checklists([]), min_terms=1, require_text_checks=True)
+    bench = benchmark_table(pick_per_group(pool, n_per_group=5, seed=0))
+    assert bench.empty
+    assert list(bench.columns) == ["sample_id", "group", "setting", "term_count", "prompt", "plan"]
