@@ -122,3 +122,17 @@ def test_each_stage_runs_alone_after_a_default_run(first_run, project):
         assert stage in listed
     for stage in STAGES:
         _kedro(project, "run", "--pipeline", stage)
+
+
+def test_evaluate_alone_imports_no_model_library(first_run, project):
+    code = (
+        "import sys\n"
+        "from kedro.framework.cli import main\n"
+        "sys.argv = ['kedro', 'run', '--pipeline', 'evaluate']\n"
+        "try:\n    main()\nexcept SystemExit as done:\n    assert not done.code, done.code\n"
+        "print('HEAVY=' + ','.join(m for m in ('torch', 'diffusers', 'transformers', 'peft') if m in sys.modules))\n"
+    )
+    env = {**os.environ, "KEDRO_DISABLE_TELEMETRY": "1", "PYTHONPATH": str(project / "src")}
+    result = subprocess.run([sys.executable, "-c", code], cwd=project, env=env, capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr[-4000:]
+    assert "HEAVY=\n" in result.stdout
