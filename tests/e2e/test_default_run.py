@@ -19,25 +19,36 @@ REPO = Path(__file__).resolve().parents[2]
 STAGES = ["ingest", "curate", "annotate", "bench_select", "finetune", "generate", "evaluate", "human_corr"]
 
 
-def _kedro(project: Path, *args: str) -> subprocess.CompletedProcess:
-    env = {**os.environ, "KEDRO_DISABLE_TELEMETRY": "1", "PYTHONPATH": str(project / "src")}
+def _tool(project: Path, tool: str, *args: str) -> subprocess.CompletedProcess:
+    """Run a command-line tool of this environment (kedro, dvc) in the project copy."""
+    bin_dir = Path(sys.executable).parent
+    env = {
+        **os.environ,
+        "KEDRO_DISABLE_TELEMETRY": "1",
+        "PYTHONPATH": str(project / "src"),
+        "PATH": f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '')}",
+    }
     env.pop("SCIIR_MLFLOW_TRACKING_URI", None)
-    kedro = Path(sys.executable).with_name("kedro")
     result = subprocess.run(
-        [str(kedro), *args], cwd=project, env=env, capture_output=True, text=True, timeout=900
+        [str(bin_dir / tool), *args], cwd=project, env=env, capture_output=True, text=True, timeout=900
     )
-    assert result.returncode == 0, f"kedro {' '.join(args)} failed:\n{result.stdout[-4000:]}\n{result.stderr[-8000:]}"
+    assert result.returncode == 0, f"{tool} {' '.join(args)} failed:\n{result.stdout[-4000:]}\n{result.stderr[-8000:]}"
     return result
+
+
+def _kedro(project: Path, *args: str) -> subprocess.CompletedProcess:
+    return _tool(project, "kedro", *args)
 
 
 @pytest.fixture(scope="module")
 def project(tmp_path_factory) -> Path:
     root = tmp_path_factory.mktemp("sciir")
-    for item in ("conf", "src", "pyproject.toml"):
+    for item in ("conf", "src", "pyproject.toml", "dvc.yaml", ".dvc/config", ".dvcignore", ".gitignore"):
         source = REPO / item
         if source.is_dir():
             shutil.copytree(source, root / item, ignore=shutil.ignore_patterns("__pycache__", "local"))
         else:
+            (root / item).parent.mkdir(parents=True, exist_ok=True)
             shutil.copy(source, root / item)
     (root / "conf" / "local").mkdir()
     git = ["git", "-c", "user.name=e2e", "-c", "user.email=e2e@example.invalid"]
@@ -136,3 +147,13 @@ def test_evaluate_alone_imports_no_model_library(first_run, project):
     result = subprocess.run([sys.executable, "-c", code], cwd=project, env=env, capture_output=True, text=True)
     assert result.returncode == 0, result.stderr[-4000:]
     assert "HEAVY=\n" in result.stdout
+
+
+def test_dvc_reproduces_the_default_run_and_pushes_it(first_run, project):
+    _tool(project, "dvc", "repro")
+    assert "Data and pipelines are up to date" in _tool(project, "dvc", "status").stdout
+    board = _leaderboard(project)
+    assert board.loc["programmatic", "text"] - board.loc["programmatic_faulty", "text"] >= 0.5
+    _tool(project, "dvc", "push")
+    assert any((project / "dvcstore").rglob("*")), "nothing reached the local DVC remote"
+    assert "evaluate" in _tool(project, "dvc", "metrics", "show").stdout
