@@ -11,7 +11,7 @@ STAGES = ("ingest", "curate", "annotate", "bench_select", "finetune", "generate"
 def register_pipelines() -> dict[str, Pipeline]:
     """Register each stage by name; Kedro orders `__default__` by the datasets the stages share.
 
-    `kedro run --pipeline X` makes Kedro import only stage X (so evaluate never imports torch);
+    `kedro run --pipelines X` makes Kedro import only stage X (so evaluate never imports torch);
     the full set is found when all stages are requested.
     """
     found = find_pipelines(raise_errors=True)

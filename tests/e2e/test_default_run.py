@@ -132,14 +132,14 @@ def test_each_stage_runs_alone_after_a_default_run(first_run, project):
     for stage in STAGES:
         assert stage in listed
     for stage in STAGES:
-        _kedro(project, "run", "--pipeline", stage)
+        _kedro(project, "run", "--pipelines", stage)
 
 
 def test_evaluate_alone_imports_no_model_library(first_run, project):
     code = (
         "import sys\n"
         "from kedro.framework.cli import main\n"
-        "sys.argv = ['kedro', 'run', '--pipeline', 'evaluate']\n"
+        "sys.argv = ['kedro', 'run', '--pipelines', 'evaluate']\n"
         "try:\n    main()\nexcept SystemExit as done:\n    assert not done.code, done.code\n"
         "print('HEAVY=' + ','.join(m for m in ('torch', 'diffusers', 'transformers', 'peft') if m in sys.modules))\n"
     )
