@@ -1,4 +1,5 @@
-"""The `openai` backend against the loopback fake server: payloads, parsing, retries, faults, limits."""
+"""The `openai` backend against the loopback fake server: payloads, parsing and schema checks, retries,
+faults, rate limits, usage and cost, streaming."""
 
 from __future__ import annotations
 
@@ -12,11 +13,26 @@ from typing import Any
 import pytest
 from PIL import Image
 
+from sciir.annotation import TASKS
 from sciir.backends.base import VLMRequest
-from sciir.backends.openai_compat import InvalidReply, OpenAICompatibleVLM, parse_json_object, reply_text
+from sciir.backends.http_client import RateLimits, TokenBucket
+from sciir.backends.openai_compat import (
+    InvalidReply,
+    OpenAICompatibleVLM,
+    UnsupportedSchema,
+    parse_json_object,
+    reply_text,
+    reply_validator,
+    schema_problems,
+)
+from sciir.judging import JUDGE_REPLY_SCHEMA, render_judge_prompt
 from sciir.testing.fake_openai_server import FakeOpenAIServer, FaultPlan
 
 API_KEY = "sk-test-DO-NOT-LEAK-4711"
+CHECKLIST = [
+    {"id": "q1", "question": "Is there an arrow?", "layer": 2, "track": "process", "expected_text": None},
+    {"id": "q2", "question": "Is 'ATP' written?", "layer": 1, "track": "text", "expected_text": "ATP"},
+]
 JUDGE_SCHEMA = {
     "type": "object",
     "required": ["answers"],
@@ -122,8 +138,8 @@ def test_a_single_fault_is_retried_and_the_request_succeeds(fault: str) -> None:
         ("503", "HTTP 503"),
         ("429", "HTTP 429"),
         ("timeout", "timed out after 0.3 s"),
-        ("drop", "RemoteProtocolError"),
-        ("truncated", "RemoteProtocolError"),
+        ("drop", "ServerDisconnectedError"),
+        ("truncated", "ClientPayloadError"),
         ("malformed_json", "not JSON"),
     ],
 )
@@ -135,7 +151,7 @@ def test_a_persistent_fault_ends_as_a_failure_naming_it(fault: str, expected: st
     assert results[0].output is None
     assert results[0].failure.startswith("task judge: POST /chat/completions gave up after 2 attempts")
     assert expected in results[0].failure
-    assert attempts == 2
+    assert attempts == 2 == results[0].usage["http_requests"]
 
 
 def test_retry_after_is_honoured_between_attempts() -> None:
@@ -191,8 +207,8 @@ def test_invalid_json_is_asked_again_then_fails_with_the_raw_text() -> None:
     with FakeOpenAIServer(responder=_fixed("I think the arrow is there.")) as srv:
         [result] = _vlm(srv, invalid_reply_retries=1).generate([_judge_request()])
         attempts = srv.stats.chat_requests
-    assert attempts == 2
-    assert result.failure.startswith("reply is not valid JSON for task judge: ")
+    assert attempts == 2 == result.usage["http_requests"]
+    assert result.failure.startswith("invalid reply for task judge: not JSON: Expecting value")
     assert result.raw == "I think the arrow is there."
     assert result.usage["completion_tokens"] == 2 * len("I think the arrow is there.".split())
 
@@ -200,7 +216,10 @@ def test_invalid_json_is_asked_again_then_fails_with_the_raw_text() -> None:
 def test_a_reply_missing_required_keys_fails_with_the_raw_text() -> None:
     with FakeOpenAIServer(responder=_fixed('{"verdicts": []}')) as srv:
         [result] = _vlm(srv, invalid_reply_retries=0).generate([_judge_request()])
-    assert result.failure == "reply is not valid JSON for task judge: missing required keys ['answers']"
+    assert result.failure == (
+        "invalid reply for task judge: does not match its JSON schema: answers: Field required; "
+        "verdicts: Extra inputs are not permitted"
+    )
     assert result.raw == '{"verdicts": []}'
 
 
@@ -240,12 +259,12 @@ def test_concurrency_bound_is_respected() -> None:
 def test_results_stay_in_request_order_when_replies_arrive_out_of_order() -> None:
     def echo_question_id(request: dict[str, Any]) -> str:
         text = request["messages"][-1]["content"][0]["text"]
-        return json.dumps({"answers": [], "id": re.search(r'"id": "(q\d+)"', text).group(1)})
+        return json.dumps({"answers": [{"id": re.search(r'"id": "(q\d+)"', text).group(1)}]})
 
     requests = [_judge_request(f"q{n}") for n in range(10)]
     with FakeOpenAIServer(responder=echo_question_id, faults=FaultPlan(latency_s=(0.0, 0.06), seed=3)) as srv:
         results = _vlm(srv, concurrency=10).generate(requests)
-    assert [r.output["id"] for r in results] == [f"q{n}" for n in range(10)]
+    assert [r.output["answers"][0]["id"] for r in results] == [f"q{n}" for n in range(10)]
 
 
 def test_a_corrupt_image_fails_its_request_only() -> None:
@@ -264,7 +283,7 @@ def test_an_unreachable_server_ends_as_a_failure() -> None:
     with FakeOpenAIServer() as srv:
         vlm = _vlm(srv, max_retries=1)
     [result] = vlm.generate([_judge_request()])  # the server is gone now
-    assert "gave up after 2 attempts" in result.failure and "ConnectError" in result.failure
+    assert "gave up after 2 attempts" in result.failure and "ClientConnectorError" in result.failure
 
 
 def test_generate_works_inside_a_running_event_loop() -> None:
@@ -274,3 +293,177 @@ def test_generate_works_inside_a_running_event_loop() -> None:
     with FakeOpenAIServer() as srv:
         assert asyncio.run(judge_from_async_code(_vlm(srv))) == [True, True]
     assert _vlm(srv).generate([]) == []
+
+
+def _fixed_by_id(verdicts: dict[str, Any]):
+    """A responder answering the question ids in the prompt with the given verdict values."""
+
+    def answer(request: dict[str, Any]) -> str:
+        text = request["messages"][-1]["content"][0]["text"]
+        answers = [
+            {"id": qid, "evidence": "e", "reasoning": "r", "verdict": verdicts[qid]}
+            for qid in re.findall(r'"id": "(q\d+)"', text)
+        ]
+        return json.dumps({"answers": answers})
+
+    return answer
+
+
+def test_a_reply_of_the_wrong_shape_deep_inside_is_retried_then_fails_naming_the_place() -> None:
+    request = VLMRequest(
+        task="judge", prompt=render_judge_prompt("p", CHECKLIST), json_schema=JUDGE_REPLY_SCHEMA
+    )
+    with FakeOpenAIServer(responder=_fixed_by_id({"q1": "yes", "q2": "maybe"})) as srv:
+        [result] = _vlm(srv, invalid_reply_retries=1).generate([request])
+        attempts = srv.stats.chat_requests
+    assert attempts == 2
+    assert result.output is None
+    assert result.failure.startswith("invalid reply for task judge: does not match its JSON schema: ")
+    assert "answers.1.verdict: Value error, 'maybe' is not one of ['yes', 'no', None]" in result.failure
+    assert json.loads(result.raw)["answers"][1]["verdict"] == "maybe"
+
+
+def test_a_null_verdict_fits_the_judge_schema_and_stays_an_abstention() -> None:
+    request = VLMRequest(
+        task="judge", prompt=render_judge_prompt("p", CHECKLIST), json_schema=JUDGE_REPLY_SCHEMA
+    )
+    with FakeOpenAIServer(responder=_fixed_by_id({"q1": None, "q2": "no"})) as srv:
+        [result] = _vlm(srv).generate([request])
+    assert [a["verdict"] for a in result.output["answers"]] == [None, "no"]
+
+
+@pytest.mark.parametrize(
+    "value, problems",
+    [
+        ({"answers": [{"id": "q1", "evidence": "e", "reasoning": "r", "verdict": "yes"}]}, []),
+        ({"answers": "yes"}, ["answers: Input should be a valid list"]),
+        (
+            {"answers": [{"id": 1, "evidence": "e", "reasoning": "r", "verdict": "no"}]},
+            ["answers.0.id: Input should be a valid string"],
+        ),
+        (
+            {"answers": [{"id": "q1", "evidence": "e", "verdict": "no"}]},
+            ["answers.0.reasoning: Field required"],
+        ),
+        ({"answers": [], "note": "x"}, ["note: Extra inputs are not permitted"]),
+    ],
+)
+def test_judge_replies_are_checked_for_nested_types_required_fields_and_extras(value, problems) -> None:
+    assert schema_problems(value, JUDGE_REPLY_SCHEMA) == problems
+
+
+def test_pydantic_generated_schemas_with_refs_unions_and_bounds_are_checked() -> None:
+    checklist_schema = TASKS["checklist"].schema  # $defs + $ref, anyOf [string, null], enums, minItems
+    question = {
+        "id": "a",
+        "layer": 1,
+        "track": "text",
+        "question": "Is 'ATP' written?",
+        "expected_text": None,
+    }
+    assert schema_problems({"questions": [question]}, checklist_schema) == []
+    bad = {**question, "layer": True, "expected_text": 5}
+    assert schema_problems({"questions": [bad]}, checklist_schema) == [
+        "questions.0.expected_text: Input should be a valid string",
+        "questions.0.layer: Value error, True is not one of [1, 2]",
+    ]
+    assert schema_problems({"questions": []}, checklist_schema) == [
+        "questions: List should have at least 1 item after validation, not 0"
+    ]
+    scores = {"entity": 11, "process": "3", "law": 2, "rationale": "r"}
+    assert schema_problems(scores, TASKS["track_scores"].schema) == [
+        "entity: Input should be less than or equal to 10",
+        "process: Input should be a valid integer",
+    ]
+
+
+def test_a_schema_that_cannot_be_checked_fails_the_request_before_it_is_sent() -> None:
+    schema = {"type": "object", "allOf": [{"required": ["a"]}, {"required": ["b"]}]}
+    with FakeOpenAIServer() as srv:
+        [result] = _vlm(srv).generate([VLMRequest(task="t", prompt="p", json_schema=schema)])
+        sent = srv.stats.chat_requests
+    assert sent == 0
+    assert result.failure == (
+        "task t: replies cannot be checked against its JSON schema: allOf with more than one schema"
+    )
+    with pytest.raises(UnsupportedSchema, match="refers to itself"):
+        reply_validator({"$defs": {"n": {"$ref": "#/$defs/n"}}, "$ref": "#/$defs/n"})
+
+
+def test_sampled_decoding_needs_a_seed_and_sends_it() -> None:
+    with FakeOpenAIServer() as srv:
+        vlm = _vlm(srv, temperature=0.7)
+        unseeded, seeded = vlm.generate([_judge_request("q1"), _judge_request("q2", seed=5)])
+        [sent] = srv.requests
+    assert unseeded.failure.startswith("task judge: sampled decoding (temperature 0.7) needs a seed")
+    assert unseeded.usage == {"http_requests": 0.0}
+    assert seeded.ok and (sent.body["temperature"], sent.body["seed"]) == (0.7, 5)
+
+
+def test_usage_counts_every_attempt_and_cost_follows_the_configured_prices() -> None:
+    plan = FaultPlan(script=["schema_invalid", "503"], retry_after_s=0.01)
+    with FakeOpenAIServer(faults=plan) as srv:
+        vlm = _vlm(srv, price_per_million_prompt_tokens=2.0, price_per_million_completion_tokens=10.0)
+        [priced] = vlm.generate([_judge_request()])
+        [unpriced] = _vlm(srv).generate([_judge_request()])
+        bodies = [r.body for r in srv.requests]
+    # Attempt 1: a schema-invalid reply (billed); attempt 2: HTTP 503 (not billed); attempt 3: the answer.
+    assert priced.ok and priced.usage["http_requests"] == 3
+    assert priced.usage["prompt_tokens"] == 2 * len(bodies[0]["messages"][0]["content"][0]["text"].split())
+    expected = (priced.usage["prompt_tokens"] * 2.0 + priced.usage["completion_tokens"] * 10.0) / 1e6
+    assert priced.usage["cost_usd"] == pytest.approx(expected) and expected > 0
+    assert "cost_usd" not in unpriced.usage and unpriced.usage["http_requests"] == 1
+
+
+def test_streaming_reports_each_result_as_it_completes() -> None:
+    # The first request is rate limited once (Retry-After 0.3 s), so the second one finishes first.
+    plan = FaultPlan(script=["429"], retry_after_s=0.3)
+    reported: list[tuple[int, bool]] = []
+    with FakeOpenAIServer(faults=plan) as srv:
+        results = _vlm(srv, concurrency=2).generate_streaming(
+            [_judge_request("q1"), _judge_request("q2")],
+            lambda index, result: reported.append((index, result.ok)),
+        )
+    assert reported == [(1, True), (0, True)]
+    assert [r.output["answers"][0]["id"] for r in results] == ["q1", "q2"]
+
+
+def test_a_429_makes_every_request_wait_out_the_retry_after() -> None:
+    plan = FaultPlan(script=["429"], retry_after_s=0.4)
+    with FakeOpenAIServer(faults=plan) as srv:
+        results = _vlm(srv, concurrency=2).generate([_judge_request(f"q{n}") for n in range(4)])
+        arrivals = [r.received_at for r in srv.requests]
+    assert all(r.ok for r in results)
+    # Requests 0 (the 429) and 1 go out together; every later one waits for the shared cool-down.
+    assert len(arrivals) == 5 and all(later - arrivals[0] >= 0.4 for later in arrivals[2:])
+
+
+def test_requests_per_minute_paces_the_requests() -> None:
+    with FakeOpenAIServer() as srv:
+        results = _vlm(srv, concurrency=8, requests_per_minute=1200).generate(
+            [_judge_request(f"q{n}") for n in range(30)]
+        )
+        arrivals = sorted(r.received_at for r in srv.requests)
+    assert all(r.ok for r in results)
+    # 20 a second with a one-second burst: request k cannot start before (k - 20) / 20 s.
+    assert all(arrivals[k] - arrivals[0] >= (k - 20) / 20 - 0.02 for k in range(20, 30))
+
+
+def test_token_bucket_charges_estimates_and_is_corrected_by_reported_usage() -> None:
+    limits = RateLimits(tokens_per_minute=6000)  # 100 tokens a second, a burst of 100
+    assert limits.tokens.try_take(80) == 0.0
+    assert 0.5 < limits.tokens.try_take(80) <= 0.6  # 20 left: 60 more needed at 100/s
+    limits.settle(estimated_tokens=80, reported_tokens=30)  # the request used 50 tokens fewer
+    assert limits.tokens.try_take(70) == 0.0
+    # A request larger than the burst still goes once the bucket is full, then the debt is waited out.
+    big = TokenBucket(per_minute=60)
+    assert big.try_take(500) == 0.0 and big.try_take(1) > 400
+
+
+def test_settings_that_cannot_work_are_rejected_up_front() -> None:
+    with pytest.raises(ValueError, match="http:// or https://"):
+        OpenAICompatibleVLM(base_url="localhost:8000/v1", model="m")
+    with pytest.raises(ValueError, match="temperature"):
+        OpenAICompatibleVLM(base_url="http://h/v1", model="m", temperature=-1)
+    with pytest.raises(ValueError, match="positive"):
+        OpenAICompatibleVLM(base_url="http://h/v1", model="m", requests_per_minute=-5)

@@ -175,15 +175,18 @@ def test_pipeline_runs_and_saves_parquet(sample: dict, tmp_path: Path) -> None:
             "curated_images": MemoryDataset(sample["images"], copy_mode="assign"),
             "annotator": MemoryDataset(OfflineVLM(), copy_mode="assign"),
             "params:annotate": MemoryDataset(PARAMS),
+            "params:aibench": MemoryDataset({}),
             "annotations": ParquetDataset(filepath=str(tmp_path / "annotations.parquet")),
             "checklists": ParquetDataset(filepath=str(tmp_path / "checklists.parquet")),
         }
     )
     pipeline = create_pipeline()
-    assert pipeline.inputs() == {"curated", "curated_images", "annotator", "params:annotate"}
+    inputs = {"curated", "curated_images", "annotator", "params:annotate", "params:aibench"}  # + AIBench
+    assert pipeline.inputs() == inputs
     free = SequentialRunner().run(pipeline, catalog)
     saved = catalog.load("annotations")
     assert list(saved["sample_id"]) == ["process-p0", "law-p0"]
     assert str(saved["label_law"].dtype) == "boolean" and saved["label_law"].all()
     assert len(catalog.load("checklists")) > 0
     assert free["annotate_metrics"].load()["annotated_ok"] == 2
+    assert set(free["aibench_qa"].load()["sample_id"]) == {"process-p0", "law-p0"}  # AIBench questions too

@@ -17,6 +17,7 @@ from sciir.testing.fake_openai_server import (
     FaultPlan,
     answer_checklist_yes,
     checklist_ids,
+    checklist_responder,
 )
 
 CHECKLIST = [
@@ -181,3 +182,25 @@ def test_runs_as_a_module_on_a_chosen_port() -> None:
             proc.terminate()
     assert models.status_code == 200
     assert chat.status_code == 503
+
+
+def test_stats_route_reports_the_counts_and_the_servers_cpu_time() -> None:
+    with FakeOpenAIServer(faults=FaultPlan(script=["503"])) as srv:
+        _post(srv)
+        _post(srv)
+        reply = httpx.get(srv.base_url.removesuffix("/v1") + "/stats")
+    stats = reply.json()
+    assert (stats["chat_requests"], stats["faults"], stats["max_in_flight"]) == (2, {"503": 1}, 1)
+    assert stats["requests"] == 3 and stats["cpu_s"] > 0  # the stats request counts itself
+
+
+def test_a_checklist_responder_answers_each_question_id_once_with_its_verdict() -> None:
+    verdicts = {"q1": "no", "q2": None}
+    doubled = {**JUDGE_BODY, "messages": [*JUDGE_BODY["messages"], JUDGE_BODY["messages"][1]]}
+    with FakeOpenAIServer(responder=checklist_responder(verdicts.get, note="by id")) as srv:
+        reply = _post(srv, doubled)
+    answers = json.loads(reply.json()["choices"][0]["message"]["content"])["answers"]
+    assert [(a["id"], a["verdict"], a["reasoning"]) for a in answers] == [
+        ("q1", "no", "by id"),
+        ("q2", None, "by id"),
+    ]

@@ -3,6 +3,11 @@
 A backend returns one result per request, in order. A result is either parsed
 output or an explicit failure with its reason; a failure is never turned into
 a verdict, a score or a default answer by anything downstream.
+
+``generate_streaming`` is the same call that also reports each result the moment
+it exists, so a caller (the response cache) can keep it before the batch ends.
+A backend that finishes requests one by one overrides it; the default reports
+every result once ``generate`` returns.
 """
 
 from __future__ import annotations
@@ -10,8 +15,8 @@ from __future__ import annotations
 import hashlib
 import json
 from abc import abstractmethod
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Callable, Sequence
+from typing import Any, TypeVar
 
 from pydantic import BaseModel, Field
 
@@ -82,12 +87,17 @@ class GenerationRequest(BaseModel):
 
 
 class GenerationResult(BaseModel):
-    """PNG bytes, or a failure with its reason. ``meta`` records what the generator did."""
+    """PNG bytes, or a failure with its reason. ``meta`` records what the generator did.
+
+    ``usage`` holds what a paid call consumed (``http_requests``, tokens, ``cost_usd``), as in
+    :class:`VLMResult`; empty for local generators.
+    """
 
     sample_id: str
     image: bytes | None = Field(default=None, repr=False)
     failure: str | None = None
     meta: dict[str, Any] = Field(default_factory=dict)
+    usage: dict[str, float] = Field(default_factory=dict)
     cached: bool = False
 
     @property
@@ -103,11 +113,23 @@ class Backend:
 
     def identity(self) -> dict[str, Any]:
         """Backend name, model and decoding settings; never secrets."""
-        public = {k: v for k, v in self.config.items() if "key" not in k.lower() and "secret" not in k.lower()}
+        public = {
+            k: v for k, v in self.config.items() if "key" not in k.lower() and "secret" not in k.lower()
+        }
         return {"backend": type(self).__name__, "config": public}
 
     def identity_hash(self) -> str:
         return sha256_hex(json.dumps(self.identity(), sort_keys=True, default=str).encode())
+
+
+Result = TypeVar("Result", VLMResult, GenerationResult)
+
+
+def report_each(results: list[Result], on_result: Callable[[int, Result], None]) -> list[Result]:
+    """Call ``on_result(index, result)`` for every result of a finished batch; returns ``results``."""
+    for index, result in enumerate(results):
+        on_result(index, result)
+    return results
 
 
 class VisionLanguageModel(Backend):
@@ -115,8 +137,20 @@ class VisionLanguageModel(Backend):
     def generate(self, requests: Sequence[VLMRequest]) -> list[VLMResult]:
         """One result per request, in order; never raises for a single bad request."""
 
+    def generate_streaming(
+        self, requests: Sequence[VLMRequest], on_result: Callable[[int, VLMResult], None]
+    ) -> list[VLMResult]:
+        """As :meth:`generate`, and ``on_result(index, result)`` once for each request as it completes."""
+        return report_each(self.generate(requests), on_result)
+
 
 class ImageGenerator(Backend):
     @abstractmethod
     def generate(self, requests: Sequence[GenerationRequest]) -> list[GenerationResult]:
         """One result per request, in order; never raises for a single bad request."""
+
+    def generate_streaming(
+        self, requests: Sequence[GenerationRequest], on_result: Callable[[int, GenerationResult], None]
+    ) -> list[GenerationResult]:
+        """As :meth:`generate`, and ``on_result(index, result)`` once for each request as it completes."""
+        return report_each(self.generate(requests), on_result)

@@ -1,19 +1,26 @@
 """SQLite response cache wrapped around any backend.
 
-Keyed by a hash of the backend's identity (name, model, decoding settings) and the
-request's content (prompt template version, prompt, image hashes, seed). Results are
-written as each chunk of requests returns, so a crashed stage resumes where it stopped
-and a rerun costs nothing. Failures are not cached: a rerun tries them again.
+Keyed by a hash of the backend's identity (name, model, decoding settings) and the request's content
+(prompt template version, prompt, image hashes, seed). Each answer is written the moment the backend
+reports it (``generate_streaming``), one transaction per response, so a process killed mid-stage
+loses at most the requests in flight and a rerun pays only for what is missing. Failures are not
+cached: a rerun tries them again. Identical requests in one batch are sent once.
+
+The wrappers' ``stats`` count cache hits, misses (requests sent to the backend) and failures, and add up
+what the sent calls consumed (``http_requests``, ``prompt_tokens``, ``completion_tokens``,
+``cost_usd``); cached answers cost nothing. :func:`stats_metrics` turns them into stage metrics.
 """
 
 from __future__ import annotations
 
 import json
 import logging
+import os
 import sqlite3
-from collections.abc import Callable, Sequence
+import threading
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, Generic, TypeVar, cast
 
 from sciir.backends.base import (
     Backend,
@@ -31,75 +38,174 @@ logger = logging.getLogger(__name__)
 Req = TypeVar("Req", VLMRequest, GenerationRequest)
 Res = TypeVar("Res", VLMResult, GenerationResult)
 
+CACHE_COUNTS = ("hits", "misses", "failures")
+USAGE_SUMS = ("http_requests", "prompt_tokens", "completion_tokens", "cost_usd")
+_SQLITE_MAX_PARAMS = 500  # SQLite caps bound parameters per statement
+
 
 class ResponseCache:
-    """A key -> bytes store in one SQLite file, safe for concurrent writers (WAL)."""
+    """A key -> bytes store in one SQLite file, safe for concurrent writers (WAL).
+
+    One connection per process, opened on first use and shared by its threads under a lock; a forked or
+    unpickled copy opens its own.
+    """
 
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        with self._connect() as conn:
-            conn.execute("PRAGMA journal_mode=WAL")
+        self._lock = threading.Lock()
+        self._conn: sqlite3.Connection | None = None
+        self._pid = 0
+        with self._lock, self._connection() as conn:
             conn.execute("CREATE TABLE IF NOT EXISTS responses (key TEXT PRIMARY KEY, value BLOB NOT NULL)")
 
-    def _connect(self) -> sqlite3.Connection:
-        return sqlite3.connect(self.path, timeout=60)
+    def _connection(self) -> sqlite3.Connection:
+        """This process's connection; callers hold ``_lock``."""
+        if self._conn is None or self._pid != os.getpid():
+            self._conn = sqlite3.connect(self.path, timeout=60, check_same_thread=False)
+            self._conn.execute("PRAGMA journal_mode=WAL")
+            # In WAL mode NORMAL commits without an fsync: a commit survives a killed process (only a power
+            # cut can lose the latest ones), which keeps one transaction per response cheap.
+            self._conn.execute("PRAGMA synchronous=NORMAL")
+            self._pid = os.getpid()
+        return self._conn
 
     def get_many(self, keys: Sequence[str]) -> dict[str, bytes]:
+        """The stored values of those ``keys`` that are in the cache."""
         found: dict[str, bytes] = {}
-        with self._connect() as conn:
-            for start in range(0, len(keys), 500):  # SQLite caps bound parameters per statement
-                chunk = list(keys[start : start + 500])
+        with self._lock:
+            conn = self._connection()
+            for start in range(0, len(keys), _SQLITE_MAX_PARAMS):
+                chunk = list(keys[start : start + _SQLITE_MAX_PARAMS])
                 marks = ",".join("?" * len(chunk))
-                rows = conn.execute(f"SELECT key, value FROM responses WHERE key IN ({marks})", chunk)
-                found.update(dict(rows))
+                found.update(conn.execute(f"SELECT key, value FROM responses WHERE key IN ({marks})", chunk))
         return found
 
-    def put_many(self, items: dict[str, bytes]) -> None:
+    def put(self, key: str, value: bytes) -> None:
+        """Store one value, committed before returning."""
+        self.put_many({key: value})
+
+    def put_many(self, items: Mapping[str, bytes]) -> None:
+        """Store several values in one transaction."""
         if items:
-            with self._connect() as conn:
+            with self._lock, self._connection() as conn:
                 conn.executemany("INSERT OR REPLACE INTO responses VALUES (?, ?)", items.items())
 
     def __len__(self) -> int:
-        with self._connect() as conn:
-            return conn.execute("SELECT COUNT(*) FROM responses").fetchone()[0]
+        with self._lock:
+            return self._connection().execute("SELECT COUNT(*) FROM responses").fetchone()[0]
+
+    def close(self) -> None:
+        """Close this process's connection (it reopens on the next use)."""
+        with self._lock:
+            if self._conn is not None and self._pid == os.getpid():
+                self._conn.close()
+            self._conn = None
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {"path": self.path}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.path = state["path"]
+        self._lock = threading.Lock()
+        self._conn = None
+        self._pid = 0
 
 
 def request_key(backend: Backend, request: VLMRequest | GenerationRequest) -> str:
+    """The cache key of ``request`` sent to ``backend``."""
     payload = {"backend": backend.identity(), "request": request.content_key()}
     return sha256_hex(json.dumps(payload, sort_keys=True, default=str).encode())
 
 
-class _CacheStats:
-    def __init__(self) -> None:
-        self.stats = {"hits": 0, "misses": 0, "failures": 0}
+def stats_metrics(stats: Mapping[str, float], prefix: str = "") -> dict[str, float]:
+    """Stage metrics from a wrapper's ``stats``: ``{prefix}cache_hits`` ... and ``{prefix}prompt_tokens`` ..."""
+    return {
+        (f"{prefix}cache_{name}" if name in CACHE_COUNTS else f"{prefix}{name}"): float(value)
+        for name, value in stats.items()
+    }
 
-    def _run_cached(
+
+class _CachingWrapper(Generic[Req, Res]):
+    """The cache logic shared by :class:`CachedVLM` and :class:`CachedGenerator`."""
+
+    inner: Any  # the wrapped backend; typed precisely by each subclass
+    cache: ResponseCache
+    chunk_size: int
+
+    def __init__(self, encode: Callable[[Res], bytes], decode: Callable[[bytes], Res]) -> None:
+        self._encode, self._decode = encode, decode
+        self._stats_lock = threading.Lock()
+        self.stats: dict[str, float] = dict.fromkeys(CACHE_COUNTS, 0) | dict.fromkeys(USAGE_SUMS, 0.0)
+
+    def identity(self) -> dict[str, Any]:
+        return self.inner.identity()
+
+    def __getstate__(self) -> dict[str, Any]:
+        # Kedro's MemoryDataset deep-copies what it holds; a lock cannot be copied, only made anew.
+        return {name: value for name, value in self.__dict__.items() if name != "_stats_lock"}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self._stats_lock = threading.Lock()
+
+    def _count(self, name: str, amount: float = 1) -> None:
+        with self._stats_lock:
+            self.stats[name] += amount
+
+    def _record_sent(self, key: str, result: Res) -> None:
+        """Keep one answer the backend just gave: cached when it succeeded, counted either way."""
+        if result.ok:
+            self.cache.put(key, self._encode(result))
+        with self._stats_lock:
+            self.stats["misses"] += 1
+            self.stats["failures"] += not result.ok
+            for name in USAGE_SUMS:
+                self.stats[name] += result.usage.get(name, 0.0)
+
+    def _run_cached(self, requests: Sequence[Req], on_result: Callable[[int, Res], None]) -> list[Res]:
+        """Serve what the cache has, send the rest (each distinct request once), keep each answer as it comes."""
+        keys = [request_key(self.inner, request) for request in requests]
+        stored = self.cache.get_many(list(dict.fromkeys(keys)))
+        results: list[Res | None] = [None] * len(requests)
+        waiting: dict[str, list[int]] = {}  # key -> the requests that share it, still without a result
+        for index, key in enumerate(keys):
+            if key in stored:
+                results[index] = self._decode(stored[key])
+                on_result(index, results[index])
+            else:
+                waiting.setdefault(key, []).append(index)
+        self._count("hits", len(requests) - len(waiting))  # duplicates ride on the first one's answer
+        unique = list(waiting)
+        for start in range(0, len(unique), self.chunk_size):
+            self._send(unique[start : start + self.chunk_size], waiting, requests, results, on_result)
+        return cast(list[Res], results)  # _send fills every index or raises
+
+    def _send(
         self,
-        inner: Backend,
-        cache: ResponseCache,
+        chunk: list[str],
+        waiting: dict[str, list[int]],
         requests: Sequence[Req],
-        call: Callable[[list[Req]], list[Res]],
-        encode: Callable[[Res], bytes],
-        decode: Callable[[bytes], Res],
-        chunk_size: int,
-    ) -> list[Res]:
-        keys = [request_key(inner, r) for r in requests]
-        stored = cache.get_many(keys)
-        results: list[Res | None] = [decode(stored[k]) if k in stored else None for k in keys]
-        self.stats["hits"] += len(keys) - sum(r is None for r in results)
-        missing = [i for i, r in enumerate(results) if r is None]
-        for start in range(0, len(missing), chunk_size):
-            idx = missing[start : start + chunk_size]
-            answers = call([requests[i] for i in idx])
-            if len(answers) != len(idx):
-                raise RuntimeError(f"{type(inner).__name__} returned {len(answers)} results for {len(idx)} requests")
-            for i, answer in zip(idx, answers, strict=True):
-                results[i] = answer
-            cache.put_many({keys[i]: encode(a) for i, a in zip(idx, answers, strict=True) if a.ok})
-            self.stats["misses"] += len(idx)
-            self.stats["failures"] += sum(not a.ok for a in answers)
-        return [r for r in results if r is not None]
+        results: list[Res | None],
+        on_result: Callable[[int, Res], None],
+    ) -> None:
+        """Send one request per key in ``chunk`` and fill in every request waiting on each answer."""
+        reported: set[int] = set()
+
+        def arrived(position: int, result: Res) -> None:
+            key = chunk[position]
+            self._record_sent(key, result)
+            reported.add(position)
+            for index in waiting[key]:
+                results[index] = result
+                on_result(index, result)
+
+        answers = self.inner.generate_streaming([requests[waiting[key][0]] for key in chunk], arrived)
+        if len(answers) != len(chunk) or len(reported) != len(chunk):
+            raise RuntimeError(
+                f"{type(self.inner).__name__} returned {len(answers)} results and reported {len(reported)} "
+                f"for {len(chunk)} requests"
+            )
 
 
 def _encode_vlm(result: VLMResult) -> bytes:
@@ -111,7 +217,8 @@ def _decode_vlm(value: bytes) -> VLMResult:
 
 
 def _encode_generation(result: GenerationResult) -> bytes:
-    header = json.dumps({"sample_id": result.sample_id, "meta": result.meta}).encode()
+    """A length-prefixed JSON header (id, meta, usage) followed by the raw image bytes."""
+    header = json.dumps({"sample_id": result.sample_id, "meta": result.meta, "usage": result.usage}).encode()
     return len(header).to_bytes(4, "big") + header + (result.image or b"")
 
 
@@ -121,41 +228,43 @@ def _decode_generation(value: bytes) -> GenerationResult:
     return GenerationResult(image=value[4 + size :], cached=True, **header)
 
 
-class CachedVLM(_CacheStats, VisionLanguageModel):
-    """A vision-language model whose answers are served from the cache when already paid for."""
+class CachedVLM(_CachingWrapper[VLMRequest, VLMResult], VisionLanguageModel):
+    """A vision-language model whose answers are served from the cache when already paid for.
 
-    def __init__(self, inner: VisionLanguageModel, cache: ResponseCache, chunk_size: int = 64) -> None:
+    ``chunk_size`` is the most requests handed to the inner backend per call. Answers are written one
+    by one as they arrive, so chunks need not be small; a chunk smaller than the backend's concurrency
+    would leave its slots idle at each chunk's end.
+    """
+
+    def __init__(self, inner: VisionLanguageModel, cache: ResponseCache, chunk_size: int = 1024) -> None:
         VisionLanguageModel.__init__(self)
-        _CacheStats.__init__(self)
+        _CachingWrapper.__init__(self, _encode_vlm, _decode_vlm)
         self.inner, self.cache, self.chunk_size = inner, cache, chunk_size
 
-    def identity(self) -> dict[str, Any]:
-        return self.inner.identity()
-
     def generate(self, requests: Sequence[VLMRequest]) -> list[VLMResult]:
-        return self._run_cached(
-            self.inner, self.cache, requests, self.inner.generate, _encode_vlm, _decode_vlm, self.chunk_size
-        )
+        return self._run_cached(requests, lambda index, result: None)
+
+    def generate_streaming(
+        self, requests: Sequence[VLMRequest], on_result: Callable[[int, VLMResult], None]
+    ) -> list[VLMResult]:
+        return self._run_cached(requests, on_result)
 
 
-class CachedGenerator(_CacheStats, ImageGenerator):
-    """An image generator whose images are served from the cache when already made."""
+class CachedGenerator(_CachingWrapper[GenerationRequest, GenerationResult], ImageGenerator):
+    """An image generator whose images are served from the cache when already made.
+
+    ``chunk_size`` is the most requests handed to the inner generator per call.
+    """
 
     def __init__(self, inner: ImageGenerator, cache: ResponseCache, chunk_size: int = 8) -> None:
         ImageGenerator.__init__(self)
-        _CacheStats.__init__(self)
+        _CachingWrapper.__init__(self, _encode_generation, _decode_generation)
         self.inner, self.cache, self.chunk_size = inner, cache, chunk_size
 
-    def identity(self) -> dict[str, Any]:
-        return self.inner.identity()
-
     def generate(self, requests: Sequence[GenerationRequest]) -> list[GenerationResult]:
-        return self._run_cached(
-            self.inner,
-            self.cache,
-            requests,
-            self.inner.generate,
-            _encode_generation,
-            _decode_generation,
-            self.chunk_size,
-        )
+        return self._run_cached(requests, lambda index, result: None)
+
+    def generate_streaming(
+        self, requests: Sequence[GenerationRequest], on_result: Callable[[int, GenerationResult], None]
+    ) -> list[GenerationResult]:
+        return self._run_cached(requests, on_result)

@@ -1,8 +1,9 @@
 """The ``openai`` backend: any OpenAI-compatible chat-completions server as a vision-language model.
 
 Works with vLLM and SGLang (serving Qwen3-VL, InternVL ...), OpenAI, and Gemini's compatible endpoint.
-Transport (event loop, shared client, concurrency, retries, timeouts) lives in
-:mod:`sciir.backends.http_client`; this module builds payloads and parses replies.
+Transport (event loop, shared session, concurrency, retries, timeouts, rate limits) lives in
+:mod:`sciir.backends.http_client`; this module builds payloads, parses replies and checks them against
+the request's JSON schema, and accounts tokens and cost.
 """
 
 from __future__ import annotations
@@ -12,14 +13,25 @@ import base64
 import io
 import json
 import logging
+import math
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from PIL import Image
 
 from sciir.backends.base import VisionLanguageModel, VLMRequest, VLMResult
-from sciir.backends.http_client import CallFailed, HTTPSession, HTTPTransport, RetryPolicy
+from sciir.backends.http_client import CallFailed, HTTPSession, HTTPTransport, Reply, RetryPolicy
+from sciir.backends.replies import (  # noqa: F401  (re-exported: the parsing API predates its own module)
+    InvalidReply,
+    UnsupportedSchema,
+    parse_json_object,
+    parse_reply,
+    reply_validator,
+    schema_problems,
+    strip_wrappers,
+)
 
 log = logging.getLogger(__name__)
 
@@ -27,22 +39,14 @@ CHAT_PATH = "/chat/completions"
 # Payload fields the backend sets itself; passing them as extra settings would silently fight it.
 _RESERVED_EXTRA = frozenset({"messages", "response_format", "seed", "stream", "n"})
 _PNG_MODES = frozenset({"1", "L", "LA", "P", "RGB", "RGBA", "I", "I;16"})
-_FENCED = re.compile(r"^```[\w-]*[ \t]*\n?(.*?)\n?```$", re.DOTALL)
-# Reasoning models served without a reasoning parser put their thinking before the answer.
-_THINKING = re.compile(r"^<think>.*?</think>", re.DOTALL)
 _SCHEMA_NAME_CHARS = re.compile(r"[^A-Za-z0-9_-]")
+# For the tokens-per-minute estimate: about four characters a text token, one token per 28-pixel patch.
+_CHARS_PER_TOKEN = 4
+_IMAGE_PATCH_PX = 28
 
 
 class UnreadableImage(ValueError):
     """An input image Pillow cannot decode."""
-
-
-class InvalidReply(ValueError):
-    """A reply that does not hold the JSON object asked for; ``raw`` is what came back."""
-
-    def __init__(self, reason: str, raw: str | None) -> None:
-        super().__init__(reason)
-        self.raw = raw
 
 
 def png_for_upload(image: bytes, max_side: int) -> bytes:
@@ -96,27 +100,6 @@ def reply_text(body: dict[str, Any]) -> str:
     return content
 
 
-def strip_wrappers(text: str) -> str:
-    """``text`` without a leading ``<think>`` block and without Markdown code fences around it."""
-    cleaned = _THINKING.sub("", text.strip()).strip()
-    fenced = _FENCED.match(cleaned)
-    return fenced.group(1).strip() if fenced else cleaned
-
-
-def parse_json_object(text: str, required: Iterable[str] = ()) -> dict[str, Any]:
-    """The JSON object in ``text`` (fences stripped), checked to hold every ``required`` key."""
-    try:
-        value = json.loads(strip_wrappers(text))
-    except json.JSONDecodeError as err:
-        raise InvalidReply(str(err), raw=text) from None
-    if not isinstance(value, dict):
-        raise InvalidReply(f"expected a JSON object, got {type(value).__name__}", raw=text)
-    missing = [key for key in required if key not in value]
-    if missing:
-        raise InvalidReply(f"missing required keys {missing}", raw=text)
-    return value
-
-
 def usage_of(body: dict[str, Any]) -> dict[str, float]:
     """Prompt and completion token counts reported by the server (absent counts are left out)."""
     usage = body.get("usage") or {}
@@ -127,18 +110,65 @@ def usage_of(body: dict[str, Any]) -> dict[str, float]:
     }
 
 
-def _add_usage(total: dict[str, float], more: dict[str, float]) -> None:
+def _add_usage(total: dict[str, float], more: Mapping[str, float]) -> None:
     for name, value in more.items():
         total[name] = total.get(name, 0.0) + value
+
+
+@dataclass(frozen=True)
+class Prices:
+    """What a million prompt and completion tokens cost, in US dollars."""
+
+    per_million_prompt: float = 0.0
+    per_million_completion: float = 0.0
+
+    @classmethod
+    def configured(
+        cls, per_million_prompt: float | None, per_million_completion: float | None
+    ) -> Prices | None:
+        """The prices when either is configured (the other then costs nothing); None when neither is."""
+        if per_million_prompt is None and per_million_completion is None:
+            return None
+        return cls(per_million_prompt or 0.0, per_million_completion or 0.0)
+
+    def cost_usd(self, usage: Mapping[str, float]) -> float:
+        """The estimated cost of the tokens counted in ``usage``."""
+        prompt = usage.get("prompt_tokens", 0.0) * self.per_million_prompt
+        completion = usage.get("completion_tokens", 0.0) * self.per_million_completion
+        return (prompt + completion) / 1_000_000
+
+
+def estimated_tokens(payload: Mapping[str, Any], image_max_side: int) -> float:
+    """A rough upper estimate of the tokens a chat request will consume, for the tokens-per-minute limit.
+
+    Text at about four characters a token, each image as one token per 28-pixel patch at the largest
+    upload size (Qwen-VL's patching; OpenAI bills less), plus the whole completion budget, as OpenAI's
+    own limiter counts it. The server's reported usage corrects the estimate afterwards.
+    """
+    chars, images = 0, 0
+    for message in payload["messages"]:
+        content = message["content"]
+        parts = [{"type": "text", "text": content}] if isinstance(content, str) else content
+        chars += sum(len(part.get("text", "")) for part in parts)
+        images += sum(part.get("type") == "image_url" for part in parts)
+    patches = math.ceil(image_max_side / _IMAGE_PATCH_PX) ** 2
+    return chars / _CHARS_PER_TOKEN + images * patches + payload.get("max_tokens", 0)
 
 
 class OpenAICompatibleVLM(VisionLanguageModel):
     """A vision-language model behind an OpenAI-compatible ``/chat/completions`` endpoint.
 
     Only settings that change what the model answers (model, server, decoding, image size, system
-    prompt, extra payload fields) form the identity and so the cache key; concurrency, retries and
-    timeouts do not, and the API key is never part of it. ``extra`` settings (``top_p``,
-    ``chat_template_kwargs`` ...) are sent as payload fields.
+    prompt, extra payload fields) form the identity and so the cache key; concurrency, retries,
+    timeouts, rate limits, prices and the proxy switch do not, and the API key is never part of it.
+    ``extra`` settings (``top_p``, ``chat_template_kwargs`` ...) are sent as payload fields.
+
+    Decoding is greedy by default (``temperature`` 0). With a higher temperature every request must
+    carry a seed, so that its answer is reproducible and cached under that seed; a request without one
+    fails without being sent.
+
+    Each result's ``usage`` holds ``http_requests`` (attempts sent), ``prompt_tokens`` and
+    ``completion_tokens`` as the server reported them, and ``cost_usd`` when prices are configured.
     """
 
     def __init__(
@@ -157,9 +187,14 @@ class OpenAICompatibleVLM(VisionLanguageModel):
         system_prompt: str | None = None,
         retry_base_delay_s: float = 0.5,
         retry_max_delay_s: float = 30.0,
+        requests_per_minute: float | None = None,
+        tokens_per_minute: float | None = None,
+        price_per_million_prompt_tokens: float | None = None,
+        price_per_million_completion_tokens: float | None = None,
+        use_env_proxy: bool = False,
         **extra: Any,
     ) -> None:
-        _check_settings(max_retries, invalid_reply_retries, image_max_side, extra)
+        _check_settings(max_retries, invalid_reply_retries, image_max_side, temperature, extra)
         super().__init__(
             base_url=base_url.rstrip("/"),
             model=model,
@@ -172,11 +207,19 @@ class OpenAICompatibleVLM(VisionLanguageModel):
         self.model = model
         self.invalid_reply_retries = invalid_reply_retries
         self._extra = extra
+        self._prices = Prices.configured(price_per_million_prompt_tokens, price_per_million_completion_tokens)
         retry = RetryPolicy(
             max_retries=max_retries, base_delay_s=retry_base_delay_s, max_delay_s=retry_max_delay_s
         )
         self._transport = HTTPTransport(
-            base_url=base_url, api_key=api_key, concurrency=concurrency, timeout_s=timeout_s, retry=retry
+            base_url=base_url,
+            api_key=api_key,
+            concurrency=concurrency,
+            timeout_s=timeout_s,
+            retry=retry,
+            requests_per_minute=requests_per_minute,
+            tokens_per_minute=tokens_per_minute,
+            use_env_proxy=use_env_proxy,
         )
 
     def __repr__(self) -> str:
@@ -185,6 +228,12 @@ class OpenAICompatibleVLM(VisionLanguageModel):
     def generate(self, requests: Sequence[VLMRequest]) -> list[VLMResult]:
         """One result per request, in order; transport and parse problems become failures with a reason."""
         return self._transport.run_batch(requests, self._complete, self._failure)
+
+    def generate_streaming(
+        self, requests: Sequence[VLMRequest], on_result: Callable[[int, VLMResult], None]
+    ) -> list[VLMResult]:
+        """As :meth:`generate`, calling ``on_result(index, result)`` the moment each request completes."""
+        return self._transport.run_batch(requests, self._complete, self._failure, on_result)
 
     def build_payload(self, request: VLMRequest) -> dict[str, Any]:
         """The chat-completions body for ``request``: system prompt, then the prompt text and its images."""
@@ -211,49 +260,85 @@ class OpenAICompatibleVLM(VisionLanguageModel):
         return payload
 
     async def _complete(self, session: HTTPSession, request: VLMRequest) -> VLMResult:
-        """Ask until the reply parses, at most ``invalid_reply_retries`` extra times; tokens add up."""
+        """The result of one request: checked for a seed, its payload built, then asked."""
+        if self.config["temperature"] > 0 and request.seed is None:
+            reason = (
+                f"task {request.task}: sampled decoding (temperature {self.config['temperature']:g}) needs "
+                "a seed on the request, so that its answer can be reproduced and cached; none was given"
+            )
+            return self._failed(request, reason, None, {"http_requests": 0.0})
+        if request.json_schema is not None:
+            reply_validator(request.json_schema)  # a schema replies cannot be checked against fails unpaid
         # Decoding and downscaling images is CPU work; keep it off the event loop.
         payload = await asyncio.to_thread(self.build_payload, request)
-        required = (request.json_schema or {}).get("required", [])
-        usage: dict[str, float] = {}
+        return await self._ask(session, request, payload)
+
+    async def _ask(self, session: HTTPSession, request: VLMRequest, payload: dict[str, Any]) -> VLMResult:
+        """Ask until the reply fits the schema, at most ``invalid_reply_retries`` extra times; usage adds up."""
+        estimate = estimated_tokens(payload, self.config["image_max_side"])
+        usage: dict[str, float] = {"http_requests": 0.0}
         for _ in range(self.invalid_reply_retries + 1):
-            body = await session.post_json(CHAT_PATH, payload)
-            _add_usage(usage, usage_of(body))
             try:
-                text = reply_text(body)
-                return VLMResult(output=parse_json_object(text, required), raw=text, usage=usage)
+                reply = await session.post(CHAT_PATH, payload, estimate)
+            except CallFailed as err:
+                usage["http_requests"] += err.attempts
+                return self._failed(request, f"task {request.task}: {err}", None, usage)
+            usage["http_requests"] += reply.attempts
+            _add_usage(usage, usage_of(reply.body))
+            try:
+                text = reply_text(reply.body)
+                output = parse_reply(text, request.json_schema)
             except InvalidReply as err:
                 last_error = err
-                log.info("reply for task %s is not valid JSON: %s", request.task, err)
-        reason = f"reply is not valid JSON for task {request.task}: {last_error}{self._cut_hint(body)}"
-        return VLMResult(failure=reason, raw=last_error.raw, usage=usage)
+                log.info("reply for task %s is invalid: %s", request.task, err)
+                continue
+            return VLMResult(output=output, raw=text, usage=self._priced(usage))
+        reason = f"invalid reply for task {request.task}: {last_error}{self._cut_hint(reply)}"
+        return self._failed(request, reason, last_error.raw, usage)
 
-    def _cut_hint(self, body: dict[str, Any]) -> str:
+    def _priced(self, usage: dict[str, float]) -> dict[str, float]:
+        """``usage`` with its estimated cost when prices are configured."""
+        return {**usage, "cost_usd": self._prices.cost_usd(usage)} if self._prices else usage
+
+    def _failed(
+        self, request: VLMRequest, reason: str, raw: str | None, usage: dict[str, float]
+    ) -> VLMResult:
+        log.warning("%s request failed: %s", self.model, reason)
+        return VLMResult(failure=reason, raw=raw, usage=self._priced(usage))
+
+    def _cut_hint(self, reply: Reply) -> str:
         """A note when the server stopped the reply at the token limit, the usual cause of broken JSON."""
-        choices = body.get("choices")
+        choices = reply.body.get("choices")
         first = choices[0] if isinstance(choices, list) and choices else None
         if isinstance(first, dict) and first.get("finish_reason") == "length":
             return f" (the reply was cut at max_tokens={self.config['max_tokens']})"
         return ""
 
     def _failure(self, request: VLMRequest, err: Exception) -> VLMResult:
-        """The failure result for a request whose call raised."""
-        if isinstance(err, CallFailed | UnreadableImage):
+        """The failure result for a request whose preparation raised (an unreadable image, a bug)."""
+        if isinstance(err, UnreadableImage):
             reason = f"task {request.task}: {err}"
+        elif isinstance(err, UnsupportedSchema):
+            reason = f"task {request.task}: replies cannot be checked against its JSON schema: {err}"
         else:
             reason = f"task {request.task}: unexpected {type(err).__name__}: {err}"
-        log.warning("%s request failed: %s", self.model, reason)
-        return VLMResult.failed(reason)
+        return self._failed(request, reason, None, {"http_requests": 0.0})
 
 
 def _check_settings(
-    max_retries: int, invalid_reply_retries: int, image_max_side: int, extra: dict[str, Any]
+    max_retries: int,
+    invalid_reply_retries: int,
+    image_max_side: int,
+    temperature: float,
+    extra: dict[str, Any],
 ) -> None:
     """Reject settings that could only fail later, on every request."""
     if max_retries < 0 or invalid_reply_retries < 0:
         raise ValueError("max_retries and invalid_reply_retries must not be negative")
     if image_max_side < 1:
         raise ValueError(f"image_max_side must be positive, got {image_max_side}")
+    if temperature < 0:
+        raise ValueError(f"temperature must not be negative, got {temperature}")
     clashing = sorted(_RESERVED_EXTRA & extra.keys())
     if clashing:
         raise ValueError(f"extra settings {clashing} are set by the backend itself and cannot be overridden")

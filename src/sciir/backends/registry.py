@@ -15,10 +15,12 @@ _REGISTRY: dict[Kind, dict[str, str]] = {
         "offline": "sciir.backends.offline:OfflineVLM",
         "ocr": "sciir.backends.ocr:OcrVLM",
         "openai": "sciir.backends.openai_compat:OpenAICompatibleVLM",
+        "transformers": "sciir.backends.transformers_vlm:TransformersVLM",
     },
     "generator": {
         "programmatic": "sciir.backends.programmatic:ProgrammaticGenerator",
         "diffusers": "sciir.backends.diffusers_gen:DiffusersGenerator",
+        "openai_images": "sciir.backends.openai_images:OpenAIImagesGenerator",
     },
 }
 

@@ -9,13 +9,16 @@ and keep-alive. Responders run on the server's event loop, so they must answer q
         srv.base_url   # "http://127.0.0.1:PORT/v1"
         srv.stats      # requests received, faults injected, most requests in flight at once
 
-Also runnable: ``python -m sciir.testing.fake_openai_server --port 8000 --fault 503=0.1``.
+Also runnable: ``python -m sciir.testing.fake_openai_server --port 8000 --fault 503=0.1``; then
+``GET /stats`` (outside the OpenAI API's ``/v1``) returns the same counts and the server process's CPU
+seconds as JSON, for benchmarks that run the server in its own process.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import dataclasses
 import functools
 import json
 import random
@@ -152,23 +155,30 @@ def checklist_ids(text: str) -> list[str]:
     return found
 
 
+def checklist_responder(verdict_for: Callable[[str], str | None], note: str = "scripted") -> Responder:
+    """A responder answering every checklist question in a SciIR judge request with ``verdict_for(id)``."""
+
+    def answer(request: dict[str, Any]) -> str:
+        ids = [qid for text in message_texts(request) for qid in checklist_ids(text)]
+        if not ids:
+            raise NoScriptedAnswer(
+                "no JSON checklist (objects with 'id' and 'question') in the request's messages"
+            )
+        answers = [
+            {"id": qid, "verdict": verdict_for(qid), "evidence": "scripted", "reasoning": note}
+            for qid in dict.fromkeys(ids)
+        ]
+        return json.dumps({"answers": answers})
+
+    return answer
+
+
+_SAY_YES = checklist_responder(lambda qid: "yes", note="the fake server says yes to everything")
+
+
 def answer_checklist_yes(request: dict[str, Any]) -> str:
     """Answer a SciIR judge request "yes" to every checklist question found in its messages."""
-    ids = [qid for text in message_texts(request) for qid in checklist_ids(text)]
-    if not ids:
-        raise NoScriptedAnswer(
-            "no JSON checklist (objects with 'id' and 'question') in the request's messages"
-        )
-    answers = [
-        {
-            "id": qid,
-            "verdict": "yes",
-            "evidence": "scripted",
-            "reasoning": "the fake server says yes to everything",
-        }
-        for qid in dict.fromkeys(ids)
-    ]
-    return json.dumps({"answers": answers})
+    return _SAY_YES(request)
 
 
 @dataclass(frozen=True)
@@ -327,6 +337,7 @@ class FakeOpenAIServer:
         self._routes: dict[tuple[str, str], Callable[[_HTTPRequest], Awaitable[_Reply]]] = {
             ("POST", "/v1/chat/completions"): self._chat_completions,
             ("GET", "/v1/models"): self._models,
+            ("GET", "/stats"): self._stats,
         }
         self._fault_replies: dict[Fault, Callable[[_HTTPRequest, dict[str, Any], int], _Reply]] = {
             Fault.RATE_LIMITED: functools.partial(self._status_fault, 429),
@@ -457,6 +468,9 @@ class FakeOpenAIServer:
         return _json_reply(
             200, {"object": "list", "data": [{"id": self.model, "object": "model", "owned_by": "sciir-fake"}]}
         )
+
+    async def _stats(self, request: _HTTPRequest) -> _Reply:
+        return _json_reply(200, {**dataclasses.asdict(self.stats), "cpu_s": time.process_time()})
 
     async def _chat_completions(self, request: _HTTPRequest) -> _Reply:
         """Record the request, wait the injected latency, then misbehave or answer via the responder."""

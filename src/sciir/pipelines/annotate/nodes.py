@@ -33,6 +33,7 @@ from sciir.annotation import (
     parse_output,
 )
 from sciir.backends.base import VisionLanguageModel
+from sciir.backends.cache import stats_metrics
 
 logger = logging.getLogger(__name__)
 
@@ -255,7 +256,8 @@ def annotations_frame(rows: Sequence[dict[str, Any]]) -> pd.DataFrame:
 def annotate_metrics(
     annotations: pd.DataFrame, checklists: pd.DataFrame, annotator: VisionLanguageModel
 ) -> dict[str, float]:
-    """Counts of the run, label counts per track, and the response cache's hits and misses when exposed."""
+    """Counts of the run, label counts per track, and, when the annotator is cached, its cache hits and
+    misses with the HTTP requests, tokens and estimated cost of the calls sent (see ``stats_metrics``)."""
     ok = annotations["status"] == "ok"
     metrics = {
         "samples": float(len(annotations)),
@@ -270,7 +272,7 @@ def annotate_metrics(
         metrics[f"label_{track}"] = float(annotations[f"label_{track}"].fillna(False).sum())
     stats = getattr(annotator, "stats", None)
     if isinstance(stats, Mapping):
-        metrics.update({f"cache_{name}": float(value) for name, value in stats.items()})
+        metrics.update(stats_metrics(stats))
     return metrics
 
 

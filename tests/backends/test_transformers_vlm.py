@@ -1,0 +1,216 @@
+"""The ``transformers`` backend on a tiny random-weight Qwen2.5-VL built locally: batching, order,
+determinism, seeded sampling, usage, and failures as results (random weights never write valid JSON)."""
+
+from __future__ import annotations
+
+import importlib.util
+import io
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+from PIL import Image
+
+from sciir.backends.base import VLMRequest
+from sciir.backends.registry import build_backend
+from sciir.backends.transformers_vlm import (
+    TransformersVLM,
+    completion_length,
+    load_processor,
+    reply_result,
+)
+from sciir.tiny_vlm import save_tiny_vlm
+
+SRC = Path(__file__).resolve().parents[2] / "src"
+MAX_NEW_TOKENS = 8
+SCHEMA = {"type": "object", "properties": {"verdict": {"type": "string"}}, "required": ["verdict"]}
+
+
+@pytest.fixture(scope="module")
+def model_folder(tmp_path_factory):
+    return save_tiny_vlm(tmp_path_factory.mktemp("tiny_vlm") / "model", seed=0)
+
+
+@pytest.fixture(scope="module")
+def batched(model_folder):
+    return TransformersVLM(model_path=str(model_folder), batch_size=2, max_new_tokens=MAX_NEW_TOKENS)
+
+
+def _png(colour: str, size: int = 56) -> bytes:
+    buffer = io.BytesIO()
+    Image.new("RGB", (size, size), colour).save(buffer, format="PNG")
+    return buffer.getvalue()
+
+
+def _requests(seed: int | None = None) -> list[VLMRequest]:
+    """Three requests that differ in prompt, image or both (the first and last share the prompt)."""
+    return [
+        VLMRequest(
+            task="judge", prompt="Is there an arrow?", images=[_png("red")], json_schema=SCHEMA, seed=seed
+        ),
+        VLMRequest(
+            task="judge",
+            prompt="Does the diagram show a membrane with three labelled channels and an arrow between them?",
+            images=[_png("blue", 84)],
+            json_schema=SCHEMA,
+            seed=seed,
+        ),
+        VLMRequest(
+            task="judge", prompt="Is there an arrow?", images=[_png("green")], json_schema=SCHEMA, seed=seed
+        ),
+    ]
+
+
+def test_importing_the_backend_does_not_import_torch():
+    code = "import sys, sciir.backends.transformers_vlm; assert 'torch' not in sys.modules, 'torch imported'"
+    subprocess.run([sys.executable, "-c", code], check=True, env={**os.environ, "PYTHONPATH": str(SRC)})
+
+
+def test_registered_under_its_name(model_folder):
+    backend = build_backend("vlm", "transformers", model_path=str(model_folder))
+    assert isinstance(backend, TransformersVLM)
+
+
+def test_random_weights_give_explicit_failures_that_keep_the_generated_text(batched):
+    results = batched.generate(_requests())
+    assert len(results) == 3
+    for result in results:
+        assert not result.ok and result.output is None
+        assert "invalid reply for task judge: not JSON" in (result.failure or "")
+        assert result.raw  # what the model wrote is kept, not replaced by a default
+        assert result.usage["prompt_tokens"] > 0
+        assert 1 <= result.usage["completion_tokens"] <= MAX_NEW_TOKENS
+
+
+def test_batches_come_back_in_order_and_equal_generating_one_by_one(model_folder, batched):
+    one_by_one = TransformersVLM(model_path=str(model_folder), batch_size=1, max_new_tokens=MAX_NEW_TOKENS)
+    together = batched.generate(_requests())  # a batch of two, then a batch of one
+    alone = one_by_one.generate(_requests())
+    assert [r.raw for r in together] == [r.raw for r in alone]
+    assert len({r.raw for r in together}) == 3  # replies depend on prompt and image, so order is visible
+    # Left padding is not counted: each prompt's tokens are the same alone or padded in a batch.
+    assert [r.usage for r in together] == [r.usage for r in alone]
+    short, long, _ = together
+    assert long.usage["prompt_tokens"] > short.usage["prompt_tokens"]
+
+
+def test_greedy_decoding_is_deterministic(batched):
+    assert [r.raw for r in batched.generate(_requests())] == [r.raw for r in batched.generate(_requests())]
+
+
+def test_sampling_depends_on_the_seed_only_and_leaves_the_callers_random_stream(model_folder):
+    sampler = TransformersVLM(
+        model_path=str(model_folder), temperature=1.0, batch_size=3, max_new_tokens=MAX_NEW_TOKENS
+    )
+    state = torch.random.get_rng_state()
+    first = [r.raw for r in sampler.generate(_requests(seed=1))]
+    again = [r.raw for r in sampler.generate(_requests(seed=1))]
+    other_seed = [r.raw for r in sampler.generate(_requests(seed=2))]
+    assert torch.equal(torch.random.get_rng_state(), state)
+    assert first == again
+    assert first != other_seed
+    [alone] = sampler.generate(_requests(seed=1)[1:2])  # the same sample without its batch companions
+    assert alone.raw == first[1]
+
+
+def test_sampling_without_a_seed_fails_that_request_without_generating(model_folder):
+    sampler = TransformersVLM(model_path=str(model_folder), temperature=1.0, max_new_tokens=MAX_NEW_TOKENS)
+    unseeded, seeded = sampler.generate([_requests()[0], _requests(seed=3)[1]])
+    assert unseeded.raw is None and "needs a seed on the request" in (unseeded.failure or "")
+    assert seeded.raw
+
+
+def test_streaming_reports_each_result_once_as_its_batch_completes(batched):
+    reported: list[tuple[int, str | None]] = []
+    results = batched.generate_streaming(
+        _requests(), lambda index, result: reported.append((index, result.raw))
+    )
+    assert sorted(reported) == sorted(enumerate(r.raw for r in results))
+    assert [index for index, _ in reported] == [0, 1, 2]  # batches of two then one, in order
+
+
+def test_an_unreadable_image_fails_only_its_own_request(batched):
+    requests = _requests()
+    requests[1] = requests[1].model_copy(update={"images": [_png("red"), b"not an image"]})
+    good, bad, other = batched.generate(requests)
+    assert bad.raw is None and "image 2 of 2 is not a readable image" in (bad.failure or "")
+    assert good.raw and other.raw
+    assert [good.raw, other.raw] == [r.raw for r in batched.generate([_requests()[0], _requests()[2]])]
+
+
+def test_a_missing_model_folder_fails_every_request_and_names_the_path(tmp_path):
+    missing = tmp_path / "no_model_here"
+    results = TransformersVLM(model_path=str(missing)).generate(_requests())
+    assert len(results) == 3
+    for result in results:
+        assert not result.ok and result.raw is None
+        assert f"model folder {missing} does not exist" in (result.failure or "")
+
+
+def test_identity_follows_the_weights_and_decoding_not_device_or_batch_size(model_folder, tmp_path):
+    base = TransformersVLM(model_path=str(model_folder), batch_size=1)
+    assert (
+        base.identity()
+        == TransformersVLM(model_path=str(model_folder), batch_size=8, device="cuda").identity()
+    )
+    assert base.identity() != TransformersVLM(model_path=str(model_folder), temperature=0.7).identity()
+    copy = shutil.copytree(model_folder, tmp_path / "model")
+    before = TransformersVLM(model_path=str(copy)).identity()["weights"]
+    config = json.loads((copy / "generation_config.json").read_text())
+    (copy / "generation_config.json").write_text(json.dumps({**config, "repetition_penalty": 1.1}))
+    assert TransformersVLM(model_path=str(copy)).identity()["weights"] != before
+
+
+@pytest.mark.skipif(importlib.util.find_spec("torchvision") is not None, reason="torchvision is installed")
+def test_without_torchvision_the_processor_loads_with_the_pillow_image_processor(model_folder):
+    processor = load_processor(model_folder)
+    assert type(processor).__name__ == "ImageOnlyQwen2_5_VLProcessor"
+    assert type(processor.image_processor).__name__ == "Qwen2VLImageProcessorPil"
+
+
+@pytest.mark.parametrize(
+    ("text", "output"),
+    [
+        ('{"verdict": "yes"}', {"verdict": "yes"}),
+        ('```json\n{"verdict": "no", "evidence": "arrow"}\n```', {"verdict": "no", "evidence": "arrow"}),
+        ('<think>look at the arrow</think>{"verdict": "yes"}', {"verdict": "yes"}),
+    ],
+)
+def test_a_reply_holding_the_required_keys_is_parsed(text, output):
+    request = _requests()[0]
+    result = reply_result(request, text, {"completion_tokens": 5.0}, cut_at=None)
+    assert result.ok and result.output == output and result.raw == text
+
+
+@pytest.mark.parametrize(
+    ("text", "cut_at", "reason"),
+    [
+        ('{"answer": "yes"}', None, "verdict: Field required"),
+        ('{"verdict": 1}', None, "verdict: Input should be a valid string"),
+        ('["yes"]', None, "expected a JSON object"),
+        ('{"verdict": "ye', 8, "(the reply was cut at max_new_tokens=8)"),
+    ],
+)
+def test_a_reply_without_the_required_json_is_a_failure_that_keeps_it(text, cut_at, reason):
+    result = reply_result(_requests()[0], text, {}, cut_at=cut_at)
+    assert not result.ok and result.output is None and result.raw == text
+    assert reason in (result.failure or "")
+
+
+def test_completion_length_stops_at_the_first_end_token():
+    assert completion_length([5, 7, 2, 0, 0], frozenset({2})) == (3, True)
+    assert completion_length([5, 7, 9], frozenset({2, 3})) == (3, False)
+
+
+@pytest.mark.parametrize(
+    "settings",
+    [{"batch_size": 0}, {"max_new_tokens": 0}, {"temperature": -0.1}, {"do_sample": True}],
+)
+def test_settings_that_could_only_fail_later_are_rejected(settings):
+    with pytest.raises(ValueError):
+        TransformersVLM(model_path="unused", **settings)
