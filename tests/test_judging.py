@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 import pandas as pd
+import pytest
 from PIL import Image
 
 from sciir.backends.base import VLMResult
@@ -14,9 +15,12 @@ from sciir.judging import (
     VERDICT_COLUMNS,
     build_judge_request,
     checklist_items,
+    external_verdicts,
     image_png_bytes,
     parse_judge_reply,
+    read_verdict_value,
     verdicts_frame,
+    with_parent_ids,
 )
 
 CHECKLIST = pd.DataFrame(
@@ -128,3 +132,55 @@ def test_verdicts_frame_has_contract_columns():
     frame = verdicts_frame(list(rows.values()))
     assert list(frame.columns) == list(VERDICT_COLUMNS)
     assert frame["layer"].dtype == "int64"
+
+
+# ---- verdict tables from elsewhere
+
+
+def test_with_parent_ids_joins_the_checklist():
+    verdicts = verdicts_frame(parse_judge_reply(VLMResult.failed("down"), items(), "m", "s1").rows)
+    joined = with_parent_ids(verdicts, CHECKLIST).set_index("question_id")
+    assert joined.loc["q3", "parent_ids"] == '["q2"]' and joined.loc["q1", "parent_ids"] == "[]"
+
+
+@pytest.mark.parametrize(
+    ("value", "expected"),
+    [("YES", "yes"), (" no ", "no"), (True, "yes"), (0, "no"), ("1", "yes"), (None, None), ("", None)],
+)
+def test_read_verdict_value(value, expected):
+    assert read_verdict_value(value) == expected
+
+
+def test_read_verdict_value_refuses_anything_else():
+    with pytest.raises(ValueError, match="unreadable verdict 'maybe'"):
+        read_verdict_value("maybe")
+
+
+def test_external_verdicts_keep_every_row_with_its_reason():
+    other = pd.DataFrame(
+        {
+            "sample_id": ["s1", "s1", "s1", "x9", "x9", "x9"],
+            "question_id": ["q1", "q2", "q3", "a", "b", "b"],
+            "verdict": ["yes", "no", "maybe", None, "yes", "no"],
+            "evidence": ["top left", None, None, None, None, None],
+        }
+    )
+    table = external_verdicts(other, CHECKLIST, "tifa_run").set_index(["sample_id", "question_id"])
+    assert list(table.columns) == [
+        c for c in (*VERDICT_COLUMNS, "parent_ids") if c not in ("sample_id", "question_id")
+    ]
+    assert set(table.model) == {"tifa_run"}
+    assert table.loc[("s1", "q1"), ["verdict", "status", "layer", "track", "evidence"]].tolist() == [
+        "yes", "judged", 1, "text", "top left"
+    ]  # fmt: skip
+    assert table.loc[("s1", "q3"), "status"] == "failed" and table.loc[("s1", "q3"), "parent_ids"] == '["q2"]'
+    assert table.loc[("s1", "q3"), "reason"] == "tifa_run row 4: unreadable verdict 'maybe'"
+    assert table.loc[("x9", "a"), ["status", "layer", "track"]].tolist() == ["abstained", 0, "other"]
+    twice = table.loc[("x9", "b")]
+    assert set(twice.status) == {"failed"} and twice.verdict.isna().all()
+    assert "answered more than once" in twice.reason.iloc[0]
+
+
+def test_external_verdicts_name_missing_columns():
+    with pytest.raises(ValueError, match=r"lacks the columns \['verdict'\]"):
+        external_verdicts(pd.DataFrame({"sample_id": ["s1"], "question_id": ["q1"]}), CHECKLIST, "f")

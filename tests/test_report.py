@@ -1,4 +1,4 @@
-"""The HTML report: failed checks highlighted, images embedded, missing images explained."""
+"""The HTML report: failed checks highlighted, images embedded, intervals, heatmap, missing images explained."""
 
 from __future__ import annotations
 
@@ -9,8 +9,18 @@ import pandas as pd
 from lxml import html
 from PIL import Image
 
-from sciir.report import image_views, render_report, table_from_frame
-from sciir.scoring import leaderboard, score_samples
+from sciir.bootstrap import BootstrapConfig
+from sciir.report import (
+    coverage_table,
+    heat_colour,
+    heatmap,
+    image_views,
+    interval_text,
+    leaderboard_table,
+    missing_images,
+    render_report,
+)
+from sciir.scoring import leaderboard, score_samples, score_table
 
 BENCHMARK = pd.DataFrame(
     {
@@ -45,13 +55,21 @@ VERDICTS = pd.DataFrame(
 )
 
 
+UNAVAILABLE = {"missing/s1": "no image from model missing for sample s1: OOM"}
+
+
 def render() -> html.HtmlElement:
     scores = score_samples(VERDICTS, BENCHMARK, "exclude")
+    table = score_table(scores, BootstrapConfig(n_boot=50))
+    board = leaderboard(table)
     images = {"drawn/s1": lambda: Image.new("RGB", (1024, 512), "white")}
-    unavailable = {"missing/s1": "no image from model missing for sample s1: OOM"}
-    views = image_views(VERDICTS, CHECKLISTS, scores, BENCHMARK, images, unavailable, thumbnail_px=256)
+    views = image_views(VERDICTS, CHECKLISTS, scores, BENCHMARK, images, UNAVAILABLE, thumbnail_px=256)
     page = render_report(
-        [table_from_frame("Leaderboard", leaderboard(scores))], views, {"judge template": "t1"}
+        [leaderboard_table("Leaderboard", board), coverage_table("Coverage", board)],
+        views,
+        {"judge template": "t1"},
+        heatmaps=[heatmap("Per group", table, "group")],
+        missing=missing_images(UNAVAILABLE),
     )
     return html.fromstring(page)
 
@@ -89,3 +107,48 @@ def test_missing_image_explained_and_prompt_escaped():
     assert "Draw <ATP>." in doc.xpath('//section[@id="drawn/s1"]//details/p')[0].text_content()
     leaderboard_cells = [cell.text_content() for cell in doc.xpath("//table[@class='summary']//td")]
     assert "drawn" in leaderboard_cells and "n/a" in leaderboard_cells
+
+
+def test_interval_text():
+    assert interval_text(0.8333, 0.7083, 0.9583) == "0.833 [0.708, 0.958]"
+    assert interval_text(float("nan"), float("nan"), float("nan")) == "n/a"
+    assert interval_text(0.5, float("nan"), float("nan")) == "0.500"
+
+
+def test_leaderboard_shows_intervals_and_coverage_per_track():
+    doc = render()
+    tables = doc.xpath("//table[@class='summary']")
+    header = [cell.text_content() for cell in tables[0].xpath(".//th")]
+    assert header == ["model", "final", "text", "entity", "process", "law", "coverage", "n_samples"]
+    drawn = [cell.text_content() for cell in tables[0].xpath(".//tr[td[1]='drawn']/td")]
+    assert drawn[1:4] == ["0.000 [0.000, 0.000]", "1.000 [1.000, 1.000]", "n/a"]
+    coverage = [cell.text_content() for cell in tables[1].xpath(".//tr[td[1]='drawn']/td")]
+    assert coverage == ["drawn", "0.667", "1.000", "n/a", "1.000", "0.000"]
+
+
+def test_group_heatmap_colours_cells_by_score():
+    cells = render().xpath("//table[@class='heatmap']//td[@class='cell']")
+    assert [cell.text_content() for cell in cells] == ["0.000", "n/a"]  # drawn, then missing
+    assert (
+        cells[0].get("style") == f"background: {heat_colour(0.0)}"
+        and cells[0].get("title") == "0.000 [0.000, 0.000]"
+    )
+    assert (
+        heat_colour(0.0) == "#f9c8c8"
+        and heat_colour(1.0) == "#c8f0c8"
+        and heat_colour(float("nan")) == "#eeeeee"
+    )
+
+
+def test_missing_images_listed_per_model_with_reasons():
+    entry = render().xpath('//li[@id="missing-missing"]')[0]
+    assert (
+        "1 missing" in entry.text_content() and "s1" in entry.text_content() and "OOM" in entry.text_content()
+    )
+
+
+def test_images_are_marked_once_decoded_by_the_page_script():
+    doc = render()
+    assert doc.xpath("//img[@class='generated']")
+    script = doc.xpath("//script")[0].text_content()
+    assert 'querySelectorAll("img.generated")' in script and "dataset.loaded" in script

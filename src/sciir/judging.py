@@ -245,3 +245,114 @@ def verdicts_frame(rows: Sequence[Mapping[str, Any]]) -> pd.DataFrame:
     """The ``verdicts`` table from verdict rows, with the contract's columns in order."""
     frame = pd.DataFrame(list(rows), columns=list(VERDICT_COLUMNS))
     return frame.astype({"layer": "int64"})
+
+
+# ---- verdict tables from elsewhere: parent ids, and other systems' verdicts read from a file
+
+PARENT_IDS = "parent_ids"
+# Layer of a file's question that no checklist holds: not a SciIR question, scored in ``final`` only.
+UNKNOWN_LAYER = 0
+UNKNOWN_TRACK = "other"
+_YES_WORDS = frozenset({"yes", "true", "1", "1.0"})
+_NO_WORDS = frozenset({"no", "false", "0", "0.0"})
+REQUIRED_FILE_COLUMNS = ("sample_id", "question_id", "verdict")
+
+
+def with_parent_ids(verdicts: pd.DataFrame, checklists: pd.DataFrame) -> pd.DataFrame:
+    """``verdicts`` plus the ``parent_ids`` (JSON list) of each question from the checklists ("[]" if none)."""
+    parents = checklists[["sample_id", "question_id", PARENT_IDS]].drop_duplicates(
+        ["sample_id", "question_id"]
+    )
+    merged = verdicts.drop(columns=[PARENT_IDS], errors="ignore").merge(
+        parents, on=["sample_id", "question_id"], how="left"
+    )
+    merged[PARENT_IDS] = merged[PARENT_IDS].map(
+        lambda value: "[]" if _optional_text(value) is None else value
+    )
+    return merged
+
+
+def read_verdict_value(value: Any) -> str | None:
+    """ "yes" / "no" from a file's verdict cell (yes/no, true/false, 1/0 in any case); None when empty.
+
+    Raises ValueError for any other value, so the caller records the row as failed.
+    """
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    text = _optional_text(value)
+    if text is None or not text.strip():
+        return None
+    word = text.strip().lower()
+    if word in _YES_WORDS:
+        return "yes"
+    if word in _NO_WORDS:
+        return "no"
+    raise ValueError(f"unreadable verdict {value!r}")
+
+
+def _file_row(record: Mapping[str, Any], where: str) -> dict[str, Any]:
+    """Verdict, status and reason of one file row (evidence and reasoning kept when the file has them)."""
+    row = {
+        "evidence": _optional_text(record.get("evidence")),
+        "reasoning": _optional_text(record.get("reasoning")),
+    }
+    try:
+        verdict = read_verdict_value(record["verdict"])
+    except ValueError as exc:
+        return row | {"verdict": None, "status": "failed", "reason": f"{where}: {exc}"}
+    if verdict is not None:
+        return row | {"verdict": verdict, "status": "judged", "reason": None}
+    status = "failed" if record.get("status") == "failed" else "abstained"
+    return row | {
+        "verdict": None,
+        "status": status,
+        "reason": _optional_text(record.get("reason")) or f"{where}: no verdict",
+    }
+
+
+def _question_fields(frame: pd.DataFrame, checklists: pd.DataFrame) -> pd.DataFrame:
+    """``frame`` with layer, track and parent_ids: the file's own, else the checklists', else unknown."""
+    known = checklists[["sample_id", "question_id", "layer", "track", PARENT_IDS]].drop_duplicates(
+        ["sample_id", "question_id"]
+    )
+    merged = frame.merge(known, on=["sample_id", "question_id"], how="left", suffixes=("", "_checklist"))
+    for column, unknown in (("layer", UNKNOWN_LAYER), ("track", UNKNOWN_TRACK), (PARENT_IDS, "[]")):
+        merged[column] = merged[column].where(merged[column].notna(), merged.pop(f"{column}_checklist"))
+        merged[column] = merged[column].where(merged[column].notna(), unknown)
+    merged[PARENT_IDS] = merged[PARENT_IDS].map(
+        lambda value: value if isinstance(value, str) else json.dumps(list(value))
+    )
+    return merged.astype({"layer": "int64"})
+
+
+def external_verdicts(frame: pd.DataFrame, checklists: pd.DataFrame, source: str) -> pd.DataFrame:
+    """A verdicts table (``VERDICT_COLUMNS`` + ``parent_ids``) from another system's verdict table.
+
+    Required columns: sample_id, question_id, verdict; optional: model (default ``source``), parent_ids,
+    layer, track (taken from the checklists when absent), status, evidence, reasoning, reason. An empty
+    verdict is an abstention; an unreadable one, or a question answered twice, a failed row with its reason.
+    """
+    missing = [column for column in REQUIRED_FILE_COLUMNS if column not in frame.columns]
+    if missing:
+        raise ValueError(
+            f"verdicts file {source} lacks the columns {missing} (needs {list(REQUIRED_FILE_COLUMNS)})"
+        )
+    frame = frame.reset_index(drop=True)
+    if "model" not in frame.columns:
+        frame = frame.assign(model=source)
+    frame = frame.astype({"model": str, "sample_id": str, "question_id": str})
+    rows = [
+        {"model": record["model"], "sample_id": record["sample_id"], "question_id": record["question_id"]}
+        | _file_row(record, f"{source} row {index + 2}")  # +2: the header line and 1-based numbering
+        for index, record in enumerate(frame.to_dict("records"))
+    ]
+    table = pd.DataFrame(rows, index=frame.index, columns=[*VERDICT_COLUMNS])
+    for column in ("layer", "track", PARENT_IDS):
+        table[column] = frame[column] if column in frame.columns else None
+    repeated = table.duplicated(["model", "sample_id", "question_id"], keep=False)
+    table.loc[repeated, ["verdict", "status"]] = [None, "failed"]
+    table.loc[repeated, "reason"] = (
+        f"{source}: the question is answered more than once for this model and sample"
+    )
+    table = _question_fields(table, checklists)
+    return table[[*VERDICT_COLUMNS, PARENT_IDS]]

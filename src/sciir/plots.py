@@ -17,8 +17,18 @@ if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
 
-def plot_track_pass_rates(board: pd.DataFrame, tracks: Sequence[str]) -> Figure:
-    """Grouped bars: per model, one bar per track's pass rate; a track with nothing judged reads n/a."""
+def _whiskers(board: pd.DataFrame, track: str, rates: np.ndarray) -> np.ndarray | None:
+    """Error-bar lengths (below, above) from ``<track>_lo`` / ``<track>_hi``; None without intervals."""
+    if f"{track}_lo" not in board or f"{track}_hi" not in board:
+        return None
+    low = board[f"{track}_lo"].astype(float).to_numpy()
+    high = board[f"{track}_hi"].astype(float).to_numpy()
+    return np.nan_to_num(np.vstack([rates - low, high - rates]))
+
+
+def plot_track_pass_rates(board: pd.DataFrame, tracks: Sequence[str], ylabel: str = "pass rate") -> Figure:
+    """Grouped bars: per model, one bar per track's score with its interval as a whisker (when the
+    board has ``<track>_lo`` / ``<track>_hi``); a track with nothing scored reads n/a."""
     from matplotlib.figure import Figure
 
     figure = Figure(figsize=(max(6.0, 1.4 * len(board) * len(tracks) / 3), 4.2))
@@ -28,15 +38,38 @@ def plot_track_pass_rates(board: pd.DataFrame, tracks: Sequence[str]) -> Figure:
     for offset, track in enumerate(tracks):
         rates = board[track].astype(float).to_numpy()
         x = positions + (offset - (len(tracks) - 1) / 2) * width
-        axes.bar(x, np.nan_to_num(rates), width, label=track)
+        axes.bar(x, np.nan_to_num(rates), width, label=track, yerr=_whiskers(board, track, rates), capsize=2)
         for xi, rate in zip(x, rates, strict=True):
             if math.isnan(rate):
                 axes.text(xi, 0.01, "n/a", ha="center", va="bottom", rotation=90, fontsize=7)
     axes.set_xticks(positions, list(board["model"]), rotation=20, ha="right")
     axes.set_ylim(0, 1.05)
-    axes.set_ylabel("pass rate (strict veto)")
-    axes.set_title("SciIR-Bench pass rate per track")
+    axes.set_ylabel(ylabel)
+    axes.set_title("SciIR-Bench score per track (whiskers: bootstrap 95% interval)")
     axes.legend(ncols=min(len(tracks), 5), fontsize=8, loc="upper right")
+    figure.tight_layout()
+    return figure
+
+
+def plot_group_heatmap(table: pd.DataFrame, title: str) -> Figure:
+    """Heatmap of a models x groups table (column ``model`` plus one column per group), values 0-1
+    written in each cell; a cell with nothing scored is blank and reads n/a."""
+    from matplotlib.figure import Figure
+
+    groups = [column for column in table.columns if column != "model"]
+    values = table[groups].astype(float).to_numpy()
+    figure = Figure(figsize=(max(4.5, 1.5 * len(groups) + 2), max(2.2, 0.5 * len(table) + 1.4)))
+    axes = figure.subplots()
+    image = axes.imshow(np.ma.masked_invalid(values), vmin=0.0, vmax=1.0, cmap="viridis", aspect="auto")
+    for (row, column), value in np.ndenumerate(values):
+        label, colour = (
+            ("n/a", "black") if math.isnan(value) else (f"{value:.2f}", "white" if value < 0.6 else "black")
+        )
+        axes.text(column, row, label, ha="center", va="center", fontsize=8, color=colour)
+    axes.set_xticks(range(len(groups)), groups, rotation=20, ha="right")
+    axes.set_yticks(range(len(table)), list(table["model"]))
+    axes.set_title(title)
+    figure.colorbar(image, ax=axes)
     figure.tight_layout()
     return figure
 

@@ -1,9 +1,10 @@
 """A self-contained HTML report of an evaluation (jinja2 template shipped in ``sciir/templates``).
 
-It shows the leaderboard and pass-rate breakdowns, then per model and sample the image (embedded
-as a downscaled base64 PNG) beside its checklist: failed checks carry the class ``fail``,
-abstained or failed questions the class ``unjudged`` with their reason, and each row the judge's
-evidence and reasoning.
+It shows the leaderboard with bootstrap intervals, coverage, a models x groups heatmap, the
+breakdowns and the images that were missing, then per model and sample the image (embedded as a
+downscaled base64 PNG) beside its checklist: failed checks carry the class ``fail``, abstained or
+failed questions the class ``unjudged`` with their reason, and each row the judge's evidence and
+reasoning. A small script marks each image ``data-loaded`` once the browser has decoded it.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from jinja2 import Environment, PackageLoader, select_autoescape
 from PIL import Image
 
 from sciir.judging import image_png_bytes
+from sciir.scoring import CATEGORIES, FINAL, TRACKS, breakdown_table
 
 CHECK_CLASS = {"yes": "pass", "no": "fail"}
 
@@ -75,6 +77,118 @@ def table_from_frame(title: str, frame: pd.DataFrame) -> Table:
     """A display table from a data frame (index dropped)."""
     rows = [[format_cell(value) for value in record] for record in frame.itertuples(index=False)]
     return Table(title=title, columns=[str(column) for column in frame.columns], rows=rows)
+
+
+def interval_text(score: Any, low: Any, high: Any) -> str:
+    """A score with its interval, e.g. ``0.833 [0.708, 0.958]``; n/a when there is no score."""
+    if pd.isna(score):
+        return "n/a"
+    if pd.isna(low) or pd.isna(high):
+        return format_cell(float(score))
+    return f"{score:.3f} [{low:.3f}, {high:.3f}]"
+
+
+def leaderboard_table(title: str, board: pd.DataFrame) -> Table:
+    """The leaderboard with each track's interval beside its score, then coverage and sample count."""
+    frame = pd.DataFrame({"model": board["model"]})
+    for track in TRACKS:
+        frame[track] = [
+            interval_text(*values)
+            for values in zip(board[track], board[f"{track}_lo"], board[f"{track}_hi"], strict=True)
+        ]
+    frame["coverage"] = board["coverage"]
+    frame["n_samples"] = board["n_samples"]
+    return table_from_frame(title, frame)
+
+
+def coverage_table(title: str, board: pd.DataFrame) -> Table:
+    """Coverage (judged / all questions) per model, overall and per category."""
+    columns = {"coverage": FINAL} | {f"coverage_{category}": category for category in CATEGORIES}
+    return table_from_frame(title, board[["model", *columns]].rename(columns=columns))
+
+
+Interval = tuple[float, float, float]  # score, low, high
+
+
+def _breakdown_cells(
+    scores: pd.DataFrame, breakdown: str
+) -> tuple[list[str], list[tuple[str, list[Interval]]]]:
+    """The groups (or settings) in name order, and per model (score, low, high) for each of them."""
+    tables = [breakdown_table(scores, breakdown, column) for column in ("score", "ci_low", "ci_high")]
+    values = [column for column in tables[0].columns if column != "model"]
+    rows = [
+        (str(model), [tuple(float(table.at[index, value]) for table in tables) for value in values])
+        for index, model in enumerate(tables[0]["model"])
+    ]
+    return values, rows
+
+
+def breakdown_intervals(title: str, scores: pd.DataFrame, breakdown: str) -> Table:
+    """Scores with intervals per model (rows) and group or setting (columns)."""
+    values, rows = _breakdown_cells(scores, breakdown)
+    cells = [[model, *(interval_text(*cell) for cell in cells)] for model, cells in rows]
+    return Table(title=title, columns=["model", *values], rows=cells)
+
+
+@dataclass(frozen=True)
+class HeatCell:
+    """One heatmap cell: its text, background colour and hover title."""
+
+    text: str
+    colour: str
+    title: str
+
+
+@dataclass(frozen=True)
+class Heatmap:
+    """A models x values table whose cells are coloured by score (0 red, 1 green, grey when n/a)."""
+
+    title: str
+    columns: list[str]
+    rows: list[tuple[str, list[HeatCell]]]
+
+
+def heat_colour(value: float) -> str:
+    """Background for a score in [0, 1]: from light red (0) through light yellow to light green (1)."""
+    if math.isnan(value):
+        return "#eeeeee"
+    value = min(max(value, 0.0), 1.0)
+    red = 249 if value < 0.5 else round(249 - (value - 0.5) * 2 * (249 - 200))
+    green = round(200 + min(value, 0.5) * 2 * (240 - 200))
+    return f"#{red:02x}{green:02x}c8"
+
+
+def heatmap(title: str, scores: pd.DataFrame, breakdown: str) -> Heatmap:
+    """A heatmap of final scores per model and group (or setting), intervals in the hover titles."""
+    values, rows = _breakdown_cells(scores, breakdown)
+    cells = [
+        (
+            model,
+            [
+                HeatCell(format_cell(score), heat_colour(score), interval_text(score, low, high))
+                for score, low, high in intervals
+            ],
+        )
+        for model, intervals in rows
+    ]
+    return Heatmap(title=title, columns=values, rows=cells)
+
+
+@dataclass(frozen=True)
+class MissingImages:
+    """One model's (model, sample) pairs that had no usable image, each with why."""
+
+    model: str
+    items: list[tuple[str, str]]
+
+
+def missing_images(unavailable: Mapping[str, str]) -> list[MissingImages]:
+    """Per model, in name order, the samples without a usable image and the reason for each."""
+    by_model: dict[str, list[tuple[str, str]]] = {}
+    for image_id, reason in sorted(unavailable.items()):
+        model, sample_id = image_id.rsplit("/", 1)
+        by_model.setdefault(model, []).append((sample_id, reason))
+    return [MissingImages(model, items) for model, items in by_model.items()]
 
 
 def thumbnail_data_uri(image: Image.Image, size: int) -> str:
@@ -160,9 +274,17 @@ def image_views(
     return views
 
 
-def render_report(tables: Sequence[Table], views: Sequence[ImageView], meta: Mapping[str, str]) -> str:
-    """The HTML report from its summary tables, image views and run facts (template version ...)."""
+def render_report(
+    tables: Sequence[Table],
+    views: Sequence[ImageView],
+    meta: Mapping[str, str],
+    heatmaps: Sequence[Heatmap] = (),
+    missing: Sequence[MissingImages] = (),
+) -> str:
+    """The HTML report from its summary tables, heatmaps, missing images, image views and run facts."""
     environment = Environment(
         loader=PackageLoader("sciir", "templates"), autoescape=select_autoescape(["html"]), trim_blocks=True
     )
-    return environment.get_template("report.html").render(tables=tables, views=views, meta=meta)
+    return environment.get_template("report.html").render(
+        tables=tables, heatmaps=heatmaps, missing=missing, views=views, meta=meta
+    )

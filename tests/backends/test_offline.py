@@ -186,3 +186,61 @@ def test_caption_terms_count_only_when_read_in_the_image_outside_labels() -> Non
     assert labels == ["Glucose"]  # the second line's mean confidence is too low for a label
     caption = "Glucose is oxidised to pyruvate and lactate with their enzymes."
     assert visible_caption_terms(caption, reading, labels, min_confidence=60) == ["pyruvate"]
+
+
+def _blank_png() -> bytes:
+    buffer = io.BytesIO()
+    Image.new("RGB", (256, 256), "white").save(buffer, format="PNG")
+    return buffer.getvalue()
+
+
+def test_aibench_component_existence_is_answered_from_the_text_read(
+    offline: OfflineVLM, figure: bytes
+) -> None:
+    items = [
+        {"id": "present", "level": 1, "question": "q", "label": "Sample collection"},
+        {"id": "other case", "level": 1, "question": "q", "label": "rna extraction"},
+        {"id": "absent", "level": 1, "question": "q", "label": "Aspirin"},
+        {"id": "near", "level": 1, "question": "q", "label": "Sequencng"},
+        {"id": "topology", "level": 2, "question": 'Does "Sequencing" feed directly into "RNA extraction"?'},
+    ]
+    [result] = offline.generate(
+        [VLMRequest(task="aibench_qa", prompt="p", images=[figure], context={"questions": items})]
+    )
+    answers = {a["id"]: a for a in result.output["answers"]}
+    assert {qid: a["answer"] for qid, a in answers.items()} == {
+        "present": "yes",
+        "other case": "yes",
+        "absent": "no",
+        "near": None,  # a misspelt label or a misread one: OCR cannot tell, so it does not say "no"
+        "topology": None,
+    }
+    assert "Sample collection" in answers["present"]["evidence"]
+    assert "cannot answer a level-2 question" in answers["topology"]["evidence"]
+
+
+def test_aibench_abstains_when_no_text_is_read_and_fails_bad_requests(offline: OfflineVLM) -> None:
+    item = {"id": "q", "level": 1, "question": "q", "label": "Glucose"}
+    blank, no_questions, malformed = offline.generate(
+        [
+            VLMRequest(task="aibench_qa", prompt="p", images=[_blank_png()], context={"questions": [item]}),
+            VLMRequest(task="aibench_qa", prompt="p", images=[_blank_png()], context={"questions": []}),
+            VLMRequest(
+                task="aibench_qa", prompt="p", images=[_blank_png()], context={"questions": [{"id": 1}]}
+            ),
+        ]
+    )
+    assert blank.output["answers"] == [
+        {"id": "q", "answer": None, "evidence": "abstained: no text was read in the image"}
+    ]
+    assert not no_questions.ok and "no questions" in no_questions.failure
+    assert not malformed.ok and "malformed questions" in malformed.failure
+
+
+def test_aesthetics_are_abstained_on_for_every_criterion(offline: OfflineVLM, figure: bytes) -> None:
+    from sciir.aibench import AESTHETICS_RUBRIC, build_aesthetics_request, parse_aesthetics_reply
+
+    [result] = offline.generate([build_aesthetics_request(figure)])
+    assert {name: result.output[name] for name in AESTHETICS_RUBRIC} == dict.fromkeys(AESTHETICS_RUBRIC)
+    rating = parse_aesthetics_reply(result, "offline/s1")
+    assert rating.status == "abstained" and "cannot judge visual design" in rating.rationale

@@ -1,7 +1,9 @@
-"""The evaluate pipeline end to end on 2 models x 2 samples with a scripted judge.
+"""The evaluate pipeline end to end with a scripted judge.
 
 good/s1: white image, every check passes.      good/s2: the judge request fails.
 bad/s1: black image, layer-2 checks fail and the reply invents an id.   bad/s2: generation failed.
+retired/s1: an image file with no manifest rows: judged like any other.   retired/s2: no file.
+good and bad record what they drew (manifest meta), so the judge is validated on them.
 """
 
 from __future__ import annotations
@@ -9,7 +11,9 @@ from __future__ import annotations
 import io
 import json
 from collections.abc import Sequence
+from pathlib import Path
 
+import mlflow
 import pandas as pd
 import pytest
 from kedro.io import DataCatalog, MemoryDataset
@@ -23,10 +27,22 @@ from PIL import Image
 from sciir.backends.base import VisionLanguageModel, VLMRequest, VLMResult
 from sciir.backends.cache import CachedVLM, ResponseCache
 from sciir.pipelines.evaluate import create_pipeline
-from sciir.pipelines.evaluate.nodes import judge_generations
+from sciir.pipelines.evaluate.nodes import judge_generations, validate_judge
+from sciir.pipelines.evaluate.pipeline import sciir_evaluation_pipeline
 
-PARAMS = {"unjudged_policy": "exclude", "batch_size": 2, "thumbnail_px": 64}
+PARAMS = {"unjudged_policy": "exclude", "batch_size": 2, "thumbnail_px": 64, "bootstrap": {"n_boot": 100}}
 JUDGE_INPUTS = ("benchmark", "checklists", "generations", "generation_manifest", "judge", "params:evaluate")
+SAVED = {
+    "verdicts": lambda folder: ParquetDataset(filepath=str(folder / "verdicts.parquet")),
+    "sample_scores": lambda folder: ParquetDataset(filepath=str(folder / "sample_scores.parquet")),
+    "report": lambda folder: TextDataset(filepath=str(folder / "report.html")),
+} | {
+    name: lambda folder, name=name: CSVDataset(
+        filepath=str(folder / f"{name}.csv"), save_args={"index": False}
+    )
+    for name in ("leaderboard", "evaluate_scores", "missing_images", "judge_validation")
+}
+WHITE, BLACK = (lambda: Image.new("RGB", (96, 96), "white")), (lambda: Image.new("RGB", (96, 96), "black"))
 
 
 class ScriptedJudge(VisionLanguageModel):
@@ -54,7 +70,11 @@ class ScriptedJudge(VisionLanguageModel):
         return VLMResult(output={"answers": answers})
 
 
-def inputs(tmp_path) -> dict:
+def drawn(labels: list[str], edges: list[list[str]], faults: list[dict]) -> str:
+    return json.dumps({"drawn_labels": labels, "drawn_edges": edges, "planted_faults": faults})
+
+
+def inputs(tmp_path: Path) -> dict:
     benchmark = pd.DataFrame(
         {
             "sample_id": ["s1", "s2"],
@@ -62,7 +82,10 @@ def inputs(tmp_path) -> dict:
             "setting": ["instruction_following", "intrinsic_reasoning"],
             "term_count": [4, 5],
             "prompt": ["Draw the ATP cycle.", "Draw the outage diagram."],
-            "plan": [json.dumps({"labels": ["ATP"], "edges": []})] * 2,
+            "plan": [
+                json.dumps({"labels": ["ATP", "Enzyme", "ADP"], "edges": [["ADP", "ATP"]]}),
+                json.dumps({"labels": ["Grid"], "edges": []}),
+            ],
         }
     )
     checklists = pd.DataFrame(
@@ -71,9 +94,15 @@ def inputs(tmp_path) -> dict:
             "question_id": ["t1", "e1", "p1", "t1", "e1"],
             "layer": [1, 2, 2, 1, 2],
             "track": ["text", "entity", "process", "text", "entity"],
-            "question": ["ATP spelled?", "Enzyme shown?", "ADP to ATP?", "Grid spelled?", "Grid shown?"],
+            "question": [
+                'Is the text "ATP" rendered with exactly this spelling?',
+                'Is "Enzyme" drawn as a distinct, identifiable component?',
+                'Is there an arrow from "ADP" to "ATP"?',
+                'Is the text "Grid" rendered with exactly this spelling?',
+                'Is "Grid" drawn as a distinct, identifiable component?',
+            ],
             "expected_text": ["ATP", None, None, "Grid", None],
-            "parent_ids": ["[]"] * 5,
+            "parent_ids": ["[]", "[]", '["e1"]', "[]", "[]"],
         }
     )
     manifest = pd.DataFrame(
@@ -85,15 +114,22 @@ def inputs(tmp_path) -> dict:
             "status": ["ok", "ok", "ok", "failed"],
             "reason": [None, None, None, "CUDA out of memory"],
             "seconds": [0.1] * 4,
-            "meta": ["{}"] * 4,
+            "meta": [
+                drawn(["ATP", "Enzyme", "ADP"], [["ADP", "ATP"]], []),
+                drawn(["Grid"], [], []),
+                drawn(
+                    ["ATP", "ADP"],
+                    [["ATP", "ADP"]],
+                    [
+                        {"kind": "drop_node", "label": "Enzyme"},
+                        {"kind": "reverse_edge", "edge": ["ADP", "ATP"]},
+                    ],
+                ),
+                "{}",
+            ],
         }
     )
-    generations = {
-        "good/s1": lambda: Image.new("RGB", (96, 96), "white"),
-        "good/s2": lambda: Image.new("RGB", (96, 96), "white"),
-        "bad/s1": lambda: Image.new("RGB", (96, 96), "black"),
-        "retired/s1": lambda: Image.new("RGB", (96, 96), "white"),  # stale: not in the manifest
-    }
+    generations = {"good/s1": WHITE, "good/s2": WHITE, "bad/s1": BLACK, "retired/s1": WHITE}
     judge = CachedVLM(ScriptedJudge(), ResponseCache(tmp_path / "responses.sqlite"))
     return {
         "benchmark": benchmark,
@@ -105,37 +141,38 @@ def inputs(tmp_path) -> dict:
     }
 
 
+def run_pipeline(folder: Path, params: dict = PARAMS) -> dict:
+    """Run the pipeline with the catalog's file formats for the tables, so they must be saveable."""
+    data = inputs(folder) | {"params:evaluate": params}
+    datasets = {name: MemoryDataset(value) for name, value in data.items()}
+    datasets["judge"] = MemoryDataset(data["judge"], copy_mode="assign")
+    datasets |= {name: make(folder) for name, make in SAVED.items()}
+    catalog = DataCatalog(datasets)
+    free = SequentialRunner().run(sciir_evaluation_pipeline(), catalog)
+    saved = {name: catalog.load(name) for name in SAVED}
+    return {name: free[name].load() for name in free} | saved | {"judge": data["judge"]}
+
+
 @pytest.fixture(scope="module")
 def outputs(tmp_path_factory) -> dict:
-    """Run the pipeline with the catalog's file formats for the tables, so they must be saveable."""
-    folder = tmp_path_factory.mktemp("eval")
-    datasets = {name: MemoryDataset(data) for name, data in inputs(folder).items()}
-    datasets["judge"] = MemoryDataset(datasets["judge"].load(), copy_mode="assign")
-    datasets |= {
-        "verdicts": ParquetDataset(filepath=str(folder / "verdicts.parquet")),
-        "sample_scores": ParquetDataset(filepath=str(folder / "sample_scores.parquet")),
-        "leaderboard": CSVDataset(filepath=str(folder / "leaderboard.csv"), save_args={"index": False}),
-        "report": TextDataset(filepath=str(folder / "report.html")),
-    }
-    catalog = DataCatalog(datasets)
-    free = SequentialRunner().run(create_pipeline(), catalog)
-    saved = {name: catalog.load(name) for name in ("verdicts", "sample_scores", "leaderboard", "report")}
-    return {name: free[name].load() for name in free} | saved
+    return run_pipeline(tmp_path_factory.mktemp("eval"))
 
 
 def test_pipeline_matches_the_contract():
-    pipeline = create_pipeline()
+    pipeline = sciir_evaluation_pipeline()
+    assert set(pipeline.nodes) <= set(create_pipeline().nodes)  # part of the registered evaluate pipeline
     assert pipeline.inputs() == set(JUDGE_INPUTS)
     assert pipeline.all_outputs() - {"evaluate_judge_summary"} == {
-        "verdicts", "sample_scores", "leaderboard", "report", "evaluate_plot_tracks", "evaluate_metrics"
+        "verdicts", "sample_scores", "evaluate_scores", "leaderboard", "missing_images", "judge_validation",
+        "report", "evaluate_plot_tracks", "evaluate_plot_groups", "evaluate_model_runs", "evaluate_metrics",
     }  # fmt: skip
 
 
 def test_verdicts_record_every_question_with_reasons(outputs):
     verdicts = outputs["verdicts"].set_index(["model", "sample_id", "question_id"]).sort_index()
-    assert len(verdicts) == 10
-    assert set(outputs["verdicts"].model) == {"good", "bad"}
-    assert verdicts.loc[("good", "s1", "p1"), "verdict"] == "yes"
+    assert len(verdicts) == 15
+    assert set(outputs["verdicts"].model) == {"good", "bad", "retired"}
+    assert verdicts.loc[("good", "s1", "p1"), ["verdict", "parent_ids"]].tolist() == ["yes", '["e1"]']
     assert verdicts.loc[("bad", "s1", "e1"), ["verdict", "status"]].tolist() == ["no", "judged"]
     assert verdicts.loc[("bad", "s1", "t1"), "verdict"] == "yes"
     failed_request = verdicts.loc[("good", "s2")]
@@ -144,34 +181,73 @@ def test_verdicts_record_every_question_with_reasons(outputs):
     missing = verdicts.loc[("bad", "s2")]
     assert set(missing.status) == {"failed"}
     assert set(missing.reason) == {"no image from model bad for sample s2: CUDA out of memory"}
+    assert set(verdicts.loc[("retired", "s1")].verdict) == {"yes"}  # an image without manifest rows counts
+    assert set(verdicts.loc[("retired", "s2")].reason) == {
+        "no image from model retired for sample s2: no image file"
+    }
     assert "invented" not in outputs["verdicts"].question_id.tolist()
 
 
-def test_scores_and_leaderboard(outputs):
+def test_scores_and_leaderboard_with_intervals(outputs):
     board = outputs["leaderboard"].set_index("model")
-    assert list(outputs["leaderboard"].model) == ["good", "bad"]
+    assert list(outputs["leaderboard"].model) == ["good", "retired", "bad"]
     assert board.loc["good", "final"] == 1.0 and board.loc["good", "coverage"] == pytest.approx(3 / 5)
+    assert (board.loc["good", "final_lo"], board.loc["good", "final_hi"]) == (1.0, 1.0)
     assert board.loc["bad", "final"] == 0.0 and board.loc["bad", "text"] == 1.0
     assert board.loc["bad", "entity"] == 0.0 and board.loc["bad", "coverage"] == pytest.approx(3 / 5)
-    assert board.loc["good", "n_samples"] == 2
+    assert board.loc["retired", "coverage_text"] == 0.5 and board.loc["good", "n_samples"] == 2
+    assert set(board.aggregation) == {"sciir_veto"}
     scores = outputs["sample_scores"]
     unjudged = scores[(scores.model == "good") & (scores.sample_id == "s2")]
     assert unjudged.passed.isna().all() and (unjudged.n_judged == 0).all()
+    groups = outputs["evaluate_scores"].query("breakdown == 'group'").set_index(["model", "value"])
+    assert (
+        groups.loc[("bad", "All_Three"), "score"] == 0.0 and groups.loc[("bad", "All_Three"), "n_scored"] == 1
+    )
 
 
-def test_metrics_report_and_plot(outputs):
+def test_missing_images_listed_per_model(outputs):
+    missing = outputs["missing_images"]
+    assert missing.values.tolist() == [
+        ["bad", "s2", "no image from model bad for sample s2: CUDA out of memory"],
+        ["retired", "s2", "no image from model retired for sample s2: no image file"],
+    ]
+
+
+def test_metrics_report_and_plots(outputs):
     metrics = outputs["evaluate_metrics"]
     assert metrics["good.final"] == 1.0 and metrics["bad.coverage"] == pytest.approx(0.6)
+    assert metrics["good.final.ci_low"] == 1.0 and metrics["good.setting.instruction_following"] == 1.0
     assert metrics["bad.missing_images"] == 1.0 and metrics["good.missing_images"] == 0.0
+    assert metrics["retired.missing_images"] == 1.0 and metrics["unused_images"] == 0.0
     assert metrics["judge_failed_requests"] == 1.0 and metrics["judge_ignored_answers"] == 1.0
-    assert metrics["judge_cache_misses"] == 3.0 and metrics["judge_cache_hits"] == 0.0
+    # retired/s1 is the same white image with the same prompt and checklist as good/s1: served from the cache.
+    assert metrics["judge_cache_misses"] == 3.0 and metrics["judge_cache_hits"] == 1.0
     assert metrics["good.coverage.process"] == 1.0 and metrics["bad.group.All_Three"] == 0.0
-    assert isinstance(outputs["evaluate_plot_tracks"], Figure)
+    kinds = [type(container).__name__ for container in outputs["evaluate_plot_tracks"].axes[0].containers]
+    assert kinds.count("BarContainer") == 5 and kinds.count("ErrorbarContainer") == 5  # whiskers per track
+    heat = outputs["evaluate_plot_groups"]
+    assert isinstance(heat, Figure) and heat.axes[0].images[0].get_array().shape == (3, 2)  # models x groups
     doc = html.fromstring(outputs["report"])
     failed = doc.xpath('//section[@id="bad/s1"]//tr[contains(concat(" ", @class, " "), " fail ")]')
     assert {row.get("data-question-id") for row in failed} == {"e1", "p1"}
-    assert len(doc.xpath("//img")) == 3  # good/s2 is shown although its judge request failed
+    assert len(doc.xpath("//img")) == 4  # good/s2 is shown although its judge request failed
     assert "CUDA out of memory" in doc.xpath('//section[@id="bad/s2"]')[0].text_content()
+    assert "1 missing" in doc.xpath('//li[@id="missing-retired"]')[0].text_content()
+    assert len(doc.xpath("//table[@class='heatmap']//td[@class='cell']")) == 6  # 3 models x 2 groups
+    assert "1.000 [1.000, 1.000]" in doc.xpath("//table[@class='summary']")[0].text_content()
+
+
+def test_judge_validated_on_the_images_whose_content_is_known(outputs):
+    table = outputs["judge_validation"].set_index("question_type")
+    assert set(table.judge) == {"ScriptedJudge"}
+    # entity e1: holds on good/s1 (yes), dropped on bad/s1 (no: detected); good/s2 e1 unjudged (outage).
+    entity = table.loc["entity"]
+    assert (entity.n_questions, entity.n_faulty, entity.n_detected, entity.n_unjudged) == (3, 1, 1, 1)
+    assert entity.detection_rate == 1.0 and entity.false_alarm_rate == 0.0
+    # process p1: holds on good/s1, reversed on bad/s1 (detected).
+    assert table.loc["process", "detection_rate"] == 1.0 and table.loc["process", "n_correct"] == 1
+    assert outputs["evaluate_metrics"]["judge_validation.all.detection_rate"] == 1.0
 
 
 def test_unreadable_image_file_is_recorded_not_judged(tmp_path):
@@ -183,5 +259,81 @@ def test_unreadable_image_file_is_recorded_not_judged(tmp_path):
     assert rows.reason.iloc[0].startswith(
         "no image from model good for sample s1: the image file could not be read"
     )
-    assert summary["missing_images"] == {"bad": 1, "good": 1}
-    assert summary["cache"]["misses"] == 2  # only good/s2 and bad/s1 reached the judge
+    assert summary["missing_images"] == {"bad": 1, "good": 1, "retired": 1}
+    assert summary["cache"]["misses"] == 3  # only good/s2, bad/s1 and retired/s1 reached the judge
+
+
+def test_a_failed_generation_is_not_judged_from_a_leftover_file(tmp_path):
+    data = inputs(tmp_path)
+    data["generations"]["bad/s2"] = WHITE
+    verdicts, summary = judge_generations(*(data[name] for name in JUDGE_INPUTS))
+    assert (
+        "CUDA out of memory (the image file there is from an earlier run" in summary["unavailable"]["bad/s2"]
+    )
+
+
+def test_a_folder_of_own_images_needs_no_manifest(tmp_path):
+    folder = tmp_path / "mine"
+    for name, colour in (("alpha/s1.png", "white"), ("alpha/s2.jpg", "white"), ("beta/s1.png", "black")):
+        (folder / name).parent.mkdir(parents=True, exist_ok=True)
+        Image.new("RGB", (80, 80), colour).save(folder / name)
+    Image.new("RGB", (80, 80), "white").save(folder / "beta" / "s9.png")  # not a benchmark sample
+    (folder / "beta" / "notes.txt").write_text("not an image")
+    data = inputs(tmp_path)
+    data["params:evaluate"] = PARAMS | {"images_dir": str(folder)}
+    verdicts, summary = judge_generations(*(data[name] for name in JUDGE_INPUTS))
+    assert set(verdicts.model) == {"alpha", "beta"}  # the manifest's models are about another folder
+    assert summary["missing_images"] == {"alpha": 0, "beta": 1}
+    assert summary["unavailable"] == {"beta/s2": "no image from model beta for sample s2: no image file"}
+    assert summary["unused_images"] == ["beta/s9"]
+    judged = verdicts[verdicts.status == "judged"].groupby("model").size().to_dict()
+    assert judged == {"alpha": 3, "beta": 3}  # alpha/s2 fails on the scripted outage, not on its JPEG
+    table = validate_judge(
+        verdicts,
+        data["checklists"],
+        data["benchmark"],
+        data["generation_manifest"],
+        summary,
+        data["params:evaluate"],
+    )
+    assert table.n_questions.sum() == 0  # no ground truth for a user's own images
+
+
+def test_a_verdicts_file_is_reaggregated_without_the_judge(tmp_path):
+    # Another system's answers on sample s1: the entity check fails, so under DSG its child p1 fails too.
+    answers = pd.DataFrame(
+        {
+            "model": ["other"] * 3,
+            "sample_id": ["s1"] * 3,
+            "question_id": ["t1", "e1", "p1"],
+            "parent_ids": ["[]", "[]", '["e1"]'],
+            "verdict": ["yes", "no", "yes"],
+        }
+    )
+    answers.to_csv(tmp_path / "answers.csv", index=False)
+    params = PARAMS | {"verdicts_file": str(tmp_path / "answers.csv")}
+    results = {
+        rule: run_pipeline(tmp_path / rule, params | {"aggregation": rule}) for rule in ("tifa", "dsg")
+    }
+    for rule, expected in (("tifa", 2 / 3), ("dsg", 1 / 3)):
+        board = results[rule]["leaderboard"].set_index("model")
+        assert list(board.index) == ["other"] and board.loc["other", "final"] == pytest.approx(expected)
+    assert results["dsg"]["judge"].stats["misses"] == 0 and results["dsg"]["judge"].stats["hits"] == 0
+    assert "verdicts_file:answers.csv" in html.fromstring(results["dsg"]["report"]).text_content()
+
+
+def test_each_model_gets_a_nested_mlflow_run(tmp_path, mlflow_store):
+    with mlflow.start_run(run_name="evaluate") as parent:
+        outputs = run_pipeline(tmp_path)
+    runs = outputs["evaluate_model_runs"]
+    assert set(runs) == {"good", "bad", "retired"}
+    for model, run_id in runs.items():
+        run = mlflow_store.get_run(run_id)
+        assert run.data.tags["mlflow.parentRunId"] == parent.info.run_id
+        assert run.data.tags["mlflow.runName"] == model
+        artifacts = {item.path for item in mlflow_store.list_artifacts(run_id)}
+        assert {"verdicts.csv", "missing_images.csv"} <= artifacts
+    good = mlflow_store.get_run(runs["good"]).data.metrics
+    assert good["final"] == 1.0 and good["final.ci_low"] == 1.0 and good["coverage"] == pytest.approx(0.6)
+    assert "law" not in good  # nothing judged: NaN is not logged
+    assert mlflow_store.get_run(runs["bad"]).data.metrics["missing_images"] == 1.0

@@ -2,7 +2,10 @@
 
 The judge answers only what OCR can establish: whether an expected text string is
 rendered with exactly that spelling. Every other question is abstained on (verdict
-null), never guessed.
+null), never guessed. As an AIBench solver (task ``aibench_qa``) it answers only
+component existence (level 1): a label read in the image is "yes", a label clearly
+absent is "no", a near match (misspelt or misread, OCR cannot tell) and every other
+level are abstained on.
 
 Figures draw text inside boxes and beside arrows, which Tesseract misreads as
 characters; before reading, ink that cannot be a glyph (frames enclosing other ink,
@@ -16,6 +19,7 @@ import difflib
 import io
 import re
 import shutil
+import threading
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -42,6 +46,9 @@ _MAX_GLYPH_WIDTH = 0.2
 _MIN_GLYPH_PX = 8
 _INK_THRESHOLD = 128
 _EXCERPT_CHARS = 40
+# A run of words read this similar (0-1, ignoring case) to a label asked about may be that label
+# misspelt or misread; OCR cannot tell which, so the question is abstained on rather than answered "no".
+_NEAR_MATCH = 0.75
 
 
 class OcrUnavailableError(RuntimeError):
@@ -91,19 +98,20 @@ class OcrReading:
         """All text on one line with single spaces, so a phrase matches across line breaks."""
         return normalise_whitespace(self.text)
 
-    def find(self, phrase: str) -> re.Match[str] | None:
-        """Where ``phrase`` occurs, case-sensitively and not inside a longer word."""
+    def find(self, phrase: str, ignore_case: bool = False) -> re.Match[str] | None:
+        """Where ``phrase`` occurs (case-sensitively unless ``ignore_case``), not inside a longer word."""
         wanted = normalise_whitespace(phrase)
         if not wanted:
             return None
-        return re.search(rf"(?<!\w){re.escape(wanted)}(?!\w)", self.normalised_text)
+        flags = re.IGNORECASE if ignore_case else 0
+        return re.search(rf"(?<!\w){re.escape(wanted)}(?!\w)", self.normalised_text, flags)
 
-    def excerpt(self, phrase: str) -> str:
+    def excerpt(self, phrase: str, ignore_case: bool = False) -> str:
         """A short quote of what was read: around ``phrase`` if found, else the closest text read."""
         text = self.normalised_text
         if not text:
             return "no text was read in the image"
-        match = self.find(phrase)
+        match = self.find(phrase, ignore_case)
         if match:
             start, end = max(0, match.start() - _EXCERPT_CHARS), match.end() + _EXCERPT_CHARS
             return f'read "...{text[start:end]}..."'
@@ -263,20 +271,35 @@ def read_text(png: bytes, lang: str = "eng") -> OcrReading:
 class _ReadingMemo:
     """Readings of recently seen images, so several tasks on one image read it once."""
 
-    def __init__(self, read: Callable[[bytes], OcrReading], size: int = 256) -> None:
+    def __init__(self, read: Callable[[bytes], OcrReading], size: int = 1024) -> None:
         self._read, self._size = read, size
         self._readings: OrderedDict[str, OcrReading] = OrderedDict()
+        self._lock = threading.Lock()
 
     def __call__(self, png: bytes) -> OcrReading:
         key = sha256_hex(png)
-        if key in self._readings:
-            self._readings.move_to_end(key)
-            return self._readings[key]
+        with self._lock:
+            if key in self._readings:
+                self._readings.move_to_end(key)
+                return self._readings[key]
         reading = self._read(png)
-        self._readings[key] = reading
-        if len(self._readings) > self._size:
-            self._readings.popitem(last=False)
+        with self._lock:
+            self._readings[key] = reading
+            if len(self._readings) > self._size:
+                self._readings.popitem(last=False)
         return reading
+
+
+# One memo per language for the whole process: Kedro builds a fresh judge for every node, and the
+# nodes of one run (checklist judging, AIBench questions) ask about the same images.
+_SHARED_MEMOS: dict[str, _ReadingMemo] = {}
+
+
+def shared_reader(lang: str) -> _ReadingMemo:
+    """The process-wide memo of Tesseract readings in ``lang`` (a reading depends only on the bytes)."""
+    if lang not in _SHARED_MEMOS:
+        _SHARED_MEMOS[lang] = _ReadingMemo(lambda png: read_text(png, lang))
+    return _SHARED_MEMOS[lang]
 
 
 class JudgeItem(BaseModel):
@@ -322,8 +345,66 @@ def judge_by_ocr(request: VLMRequest, read: Callable[[bytes], OcrReading]) -> VL
     return VLMResult(output={"answers": [judge_item(item, reading) for item in items]})
 
 
+class SolverItem(BaseModel):
+    """One AIBench question as the ``aibench_qa`` task receives it (``label``: the component a level-1
+    question asks about)."""
+
+    id: str
+    level: int
+    question: str
+    label: str | None = None
+
+
+def _solver_answer(item: SolverItem, answer: str | None, evidence: str) -> dict[str, Any]:
+    return {"id": item.id, "answer": answer, "evidence": evidence}
+
+
+def answer_component(item: SolverItem, reading: OcrReading) -> dict[str, Any]:
+    """Answer one AIBench question from what was read: only component existence, and only when clear."""
+    if item.level != 1 or not item.label:
+        return _solver_answer(
+            item, None, f"abstained: OCR reads text only and cannot answer a level-{item.level} question"
+        )
+    text = reading.normalised_text
+    if not text:
+        return _solver_answer(item, None, "abstained: no text was read in the image")
+    if reading.find(item.label, ignore_case=True):
+        return _solver_answer(item, "yes", reading.excerpt(item.label, ignore_case=True))
+    closest = closest_span(text, normalise_whitespace(item.label))
+    similarity = difflib.SequenceMatcher(None, closest.casefold(), item.label.casefold()).ratio()
+    if similarity >= _NEAR_MATCH:
+        return _solver_answer(
+            item,
+            None,
+            f'abstained: read "{closest}", close to "{item.label}" (misspelt or misread: OCR cannot tell)',
+        )
+    return _solver_answer(item, "no", f'"{item.label}" was not read; closest text read: "{closest}"')
+
+
+def answer_aibench_by_ocr(request: VLMRequest, read: Callable[[bytes], OcrReading]) -> VLMResult:
+    """The ``aibench_qa`` task answered from OCR: component existence judged, every other level abstained."""
+    if len(request.images) != 1:
+        return VLMResult.failed(f"aibench_qa request needs exactly one image, got {len(request.images)}")
+    try:
+        items = [SolverItem.model_validate(item) for item in request.context.get("questions", [])]
+    except ValidationError as error:
+        return VLMResult.failed(f"aibench_qa request has malformed questions: {error}")
+    if not items:
+        return VLMResult.failed("aibench_qa request has no questions (context key 'questions')")
+    reading = read(request.images[0])
+    return VLMResult(output={"answers": [answer_component(item, reading) for item in items]})
+
+
+# The tasks OCR can answer honestly, each from the image's text.
+OCR_TASKS: dict[str, Callable[[VLMRequest, Callable[[bytes], OcrReading]], VLMResult]] = {
+    "judge": judge_by_ocr,
+    "aibench_qa": answer_aibench_by_ocr,
+}
+
+
 class OcrVLM(VisionLanguageModel):
-    """Answers the ``judge`` task's exact-spelling questions with Tesseract; abstains on the rest.
+    """Answers exact-spelling checks (``judge``) and component existence (``aibench_qa``) with Tesseract;
+    abstains on the rest.
 
     Config: ``lang`` (Tesseract language codes, default ``eng``).
     """
@@ -332,15 +413,16 @@ class OcrVLM(VisionLanguageModel):
         super().__init__(**config)
         self.lang: str = config.get("lang", "eng")
         require_tesseract(self.lang)
-        self.read = _ReadingMemo(lambda png: read_text(png, self.lang))
+        self.read = shared_reader(self.lang)
 
     def generate(self, requests: Sequence[VLMRequest]) -> list[VLMResult]:
         return [self._answer(request) for request in requests]
 
     def _answer(self, request: VLMRequest) -> VLMResult:
-        if request.task != "judge":
+        handler = OCR_TASKS.get(request.task)
+        if handler is None:
             return VLMResult.failed(f"ocr backend does not handle task {request.task!r}")
         try:
-            return judge_by_ocr(request, self.read)
+            return handler(request, self.read)
         except (ValueError, pytesseract.TesseractError) as error:  # this request fails, the batch goes on
-            return VLMResult.failed(f"judge request could not be read by OCR: {error}")
+            return VLMResult.failed(f"{request.task} request could not be read by OCR: {error}")

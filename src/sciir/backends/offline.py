@@ -10,6 +10,8 @@ It reads the image with OCR and the request's texts with fixed rules, and states
   methods text states as "A leads to B", "A -> B" or "from A to B"; Sci-RCoT narrated from these.
 - ``abstract_prompt``: the style of the Sci-RCoT plus the quoted terms, nothing about layout.
 - ``checklist``: layer 1 per required text; layer 2 per active track from terms and relations.
+- ``aibench_qa``: component existence (level 1) from OCR; every other level abstained on.
+- ``aesthetics``: abstained on for every criterion: rules over OCR cannot judge visual design.
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ import pytesseract
 from pydantic import BaseModel
 
 from sciir.backends.base import VisionLanguageModel, VLMRequest, VLMResult
-from sciir.backends.ocr import OcrReading, OcrVLM, decode_png, judge_by_ocr
+from sciir.backends.ocr import OcrReading, OcrVLM, answer_aibench_by_ocr, decode_png, judge_by_ocr
 
 # Bump when a rule below changes, so cached answers of the old rules are not reused.
 RULES_VERSION = "offline-rules-v1"
@@ -331,6 +333,24 @@ def checklist_questions(context: _ChecklistContext) -> list[dict[str, Any]]:
     return checklist.questions
 
 
+class _Criterion(BaseModel):
+    name: str
+
+
+class _AestheticsContext(BaseModel):
+    criteria: list[_Criterion]
+
+
+def abstain_on_aesthetics(request: VLMRequest) -> VLMResult:
+    """Every rubric criterion unrated (null): no rule over OCR text can judge layout, legibility or colour."""
+    context = _AestheticsContext.model_validate(request.context)
+    if not context.criteria:
+        return VLMResult.failed("aesthetics request names no criteria (context key 'criteria')")
+    ratings = {criterion.name: None for criterion in context.criteria}
+    rationale = "abstained: the offline backend reads text only and cannot judge visual design"
+    return VLMResult(output={**ratings, "rationale": rationale})
+
+
 class OfflineVLM(VisionLanguageModel):
     """Rule-based answers for every VLM task, from OCR and the request's texts only.
 
@@ -348,6 +368,8 @@ class OfflineVLM(VisionLanguageModel):
             "reasoning": self._reasoning,
             "abstract_prompt": self._abstract_prompt,
             "checklist": self._checklist,
+            "aibench_qa": lambda request: answer_aibench_by_ocr(request, self._ocr.read),
+            "aesthetics": abstain_on_aesthetics,
         }
 
     def identity(self) -> dict[str, Any]:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from kedro.pipeline import Pipeline, node
 
+from sciir.pipelines.annotate.aibench_nodes import create_aibench_pipeline
 from sciir.pipelines.annotate.nodes import annotate
 
 
@@ -18,4 +19,4 @@ def create_pipeline(**kwargs) -> Pipeline:
                 name="annotate_samples",
             )
         ]
-    )
+    ) + create_aibench_pipeline()

@@ -1,48 +1,77 @@
-"""Evaluate nodes: judge every generated image against its checklist, score, rank and report.
+"""Evaluate nodes: judge every image against its checklist, score, rank, validate the judge, report.
 
-Every (model, benchmark sample) pair gets one verdict row per checklist question. A pair without a
-usable image (no manifest entry, a failed generation, no file, an unreadable file) gets ``failed``
-rows whose reason says so; it is never scored as a pass or a fail behind the user's back.
+Images come from the ``generations`` folder (``<model>/<sample_id>.png``) or, when ``images_dir`` is
+set, straight from that folder (same layout; .png, .jpg, .jpeg or .webp). Every model with an image
+file, and every model of the generation manifest, is judged on every benchmark sample; for the
+generations folder the manifest adds status and reasons. A (model, sample) pair without a usable image
+(no file, a failed generation, an unreadable file) gets ``failed`` rows whose reason says so: it is
+listed as missing, counted in coverage, and never scored as a pass or a fail behind the user's back.
+With ``verdicts_file`` set, verdicts are read from that file instead of asked from the judge.
 """
 
 from __future__ import annotations
 
 import logging
+import tempfile
 from collections import Counter
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import partial
+from pathlib import Path
 from typing import Any
 
 import pandas as pd
 from PIL import Image
 from pydantic import BaseModel, ConfigDict, Field
 
+from sciir.aggregation import AggregationRule
 from sciir.backends.base import VisionLanguageModel, VLMRequest
+from sciir.backends.cache import stats_metrics
+from sciir.bootstrap import BootstrapConfig
+from sciir.judge_validation import question_truth, validation_metrics, validation_table
 from sciir.judging import (
     JUDGE_TEMPLATE_VERSION,
     ChecklistItem,
     build_judge_request,
     checklist_items,
+    external_verdicts,
     failed_rows,
     image_png_bytes,
     parse_judge_reply,
     verdicts_frame,
+    with_parent_ids,
 )
-from sciir.plots import plot_track_pass_rates
-from sciir.report import image_views, render_report, table_from_frame
+from sciir.plots import plot_group_heatmap, plot_track_pass_rates
+from sciir.report import (
+    breakdown_intervals,
+    coverage_table,
+    heatmap,
+    image_views,
+    leaderboard_table,
+    missing_images,
+    render_report,
+)
 from sciir.scoring import (
-    FINAL,
     TRACKS,
     UnjudgedPolicy,
-    coverage_by_track,
-    final_pass_rate_by,
+    breakdown_table,
     leaderboard,
+    model_metrics,
     score_samples,
+    score_table,
 )
 
 logger = logging.getLogger(__name__)
 
 ImageLoaders = Mapping[str, Callable[[], Image.Image]]
+FOLDER_IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".webp")
+MISSING_IMAGE_COLUMNS = ("model", "sample_id", "reason")
+RULE_LABELS = {
+    "sciir_veto": "pass rate (strict veto)",
+    "tifa": "TIFA score",
+    "question_mean": "question-level mean",
+    "dsg": "DSG score",
+}
 
 
 class EvaluateParams(BaseModel):
@@ -51,6 +80,10 @@ class EvaluateParams(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     unjudged_policy: UnjudgedPolicy = "exclude"
+    aggregation: AggregationRule = "sciir_veto"
+    bootstrap: BootstrapConfig = Field(default_factory=BootstrapConfig)
+    images_dir: str | None = None
+    verdicts_file: str | None = None
     batch_size: int = Field(default=16, ge=1)
     thumbnail_px: int = Field(default=256, ge=16)
 
@@ -88,13 +121,40 @@ class JudgeRun:
         self.rows.extend(failed_rows(job.checklist, job.model, job.sample_id, reason))
 
 
-def model_names(generation_manifest: pd.DataFrame, generations: ImageLoaders) -> list[str]:
-    """The models of the generation manifest; image files of other models are stale and only logged."""
-    models = sorted(set(generation_manifest["model"].astype(str)))
-    stale = sorted({key.rsplit("/", 1)[0] for key in generations} - set(models))
-    if stale:
-        logger.warning("image files of models not in the generation manifest are not judged: %s", stale)
-    return models
+# ---- which images there are
+
+
+def _read_image(path: Path) -> Image.Image:
+    """The decoded image at ``path``, with the file closed again."""
+    with Image.open(path) as image:
+        image.load()
+        return image.copy()
+
+
+def folder_images(folder: Path) -> dict[str, Callable[[], Image.Image]]:
+    """``<model>/<sample_id>`` -> loader, for every image file in the model folders of ``folder``."""
+    if not folder.is_dir():
+        raise FileNotFoundError(f"images_dir {folder} is not a folder of <model>/<sample_id>.png images")
+    loaders: dict[str, Callable[[], Image.Image]] = {}
+    for path in sorted(folder.glob("*/*")):
+        if not path.is_file() or path.suffix.lower() not in FOLDER_IMAGE_SUFFIXES:
+            continue
+        key = f"{path.parent.name}/{path.stem}"
+        if key in loaders:
+            logger.warning("images_dir holds two images for %s: %s is not used", key, path)
+            continue
+        loaders[key] = partial(_read_image, path)
+    return loaders
+
+
+def image_source(generations: ImageLoaders, config: EvaluateParams) -> ImageLoaders:
+    """The images to judge: the ``images_dir`` folder when set, else the ``generations`` dataset."""
+    return folder_images(Path(config.images_dir)) if config.images_dir else generations
+
+
+def model_names(manifest_models: Iterable[str], images: ImageLoaders) -> list[str]:
+    """Every model that has an image file or generation manifest rows, in name order."""
+    return sorted(set(manifest_models) | {key.rsplit("/", 1)[0] for key in images})
 
 
 def image_jobs(benchmark: pd.DataFrame, checklists: pd.DataFrame, models: Sequence[str]) -> list[ImageJob]:
@@ -118,16 +178,19 @@ def image_jobs(benchmark: pd.DataFrame, checklists: pd.DataFrame, models: Sequen
 
 
 def unavailable_reason(
-    job: ImageJob, manifest: Mapping[tuple[str, str], Any], generations: ImageLoaders
+    job: ImageJob, manifest: Mapping[tuple[str, str], Any], images: ImageLoaders
 ) -> str | None:
-    """Why a job has no image to judge, from the manifest and the image files; None when it has one."""
+    """Why a job has no image to judge, from the manifest (when it has the pair) and the image files;
+    None when it has one. A failed generation is not judged even if an older file is still there."""
     entry = manifest.get((job.model, job.sample_id))
-    if entry is None:
-        return job.no_image("not in the generation manifest")
-    if entry.status != "ok":
-        return job.no_image(str(entry.reason))
-    if job.image_id not in generations:
-        return job.no_image("the manifest says ok but there is no image file")
+    has_file = job.image_id in images
+    if entry is not None and entry.status != "ok":
+        stale = " (the image file there is from an earlier run and is not judged)" if has_file else ""
+        return job.no_image(f"{entry.reason}{stale}")
+    if not has_file:
+        return job.no_image(
+            "the manifest says ok but there is no image file" if entry is not None else "no image file"
+        )
     return None
 
 
@@ -137,14 +200,14 @@ def _batches(jobs: Sequence[ImageJob], size: int) -> Iterator[Sequence[ImageJob]
 
 
 def _judge_batch(
-    jobs: Sequence[ImageJob], generations: ImageLoaders, judge: VisionLanguageModel, run: JudgeRun
+    jobs: Sequence[ImageJob], images: ImageLoaders, judge: VisionLanguageModel, run: JudgeRun
 ) -> None:
     """Encode the batch's images, send one request per image, parse the replies into ``run``."""
     sent: list[ImageJob] = []
     requests: list[VLMRequest] = []
     for job in jobs:
         try:
-            png = image_png_bytes(generations[job.image_id]())
+            png = image_png_bytes(images[job.image_id]())
         except (OSError, ValueError) as exc:
             run.mark_unavailable(job, job.no_image(f"the image file could not be read ({exc})"))
             continue
@@ -160,6 +223,46 @@ def _judge_batch(
         run.ignored_answers.extend(parsed.ignored)
 
 
+def judge_label(judge: VisionLanguageModel) -> str:
+    """The judge's backend name, with its model when configured (e.g. ``OpenAICompatVLM:Qwen3-VL-8B``)."""
+    identity = judge.identity()
+    model = (identity.get("config") or {}).get("model")
+    return f"{identity.get('backend', type(judge).__name__)}{f':{model}' if model else ''}"
+
+
+def read_table(path: Path) -> pd.DataFrame:
+    """A CSV or parquet table (ids and parent ids read as text, so "01" stays "01")."""
+    suffix = path.suffix.lower()
+    if suffix == ".csv":
+        text_columns = ("model", "sample_id", "question_id", "parent_ids")
+        return pd.read_csv(path, dtype=dict.fromkeys(text_columns, str), keep_default_na=True)
+    if suffix in (".parquet", ".pq"):
+        return pd.read_parquet(path)
+    raise ValueError(f"verdicts_file {path}: expected a .csv or .parquet file")
+
+
+def verdicts_from_file(path: Path, checklists: pd.DataFrame) -> tuple[pd.DataFrame, dict[str, Any]]:
+    """Verdicts of another system read from ``path`` (see ``sciir.judging.external_verdicts``), and a
+    run summary in which no judge was called and no image was looked for."""
+    verdicts = external_verdicts(read_table(path), checklists, source=path.stem)
+    logger.info(
+        "read %d verdicts of %d models from %s; the judge is not called",
+        len(verdicts),
+        verdicts["model"].nunique(),
+        path,
+    )
+    summary = {
+        "judge": f"verdicts_file:{path.name}",
+        "unavailable": {},
+        "missing_images": {},
+        "unused_images": [],
+        "failed_requests": 0,
+        "ignored_answers": [],
+        "cache": {},
+    }
+    return verdicts, summary
+
+
 def judge_generations(
     benchmark: pd.DataFrame,
     checklists: pd.DataFrame,
@@ -168,62 +271,118 @@ def judge_generations(
     judge: VisionLanguageModel,
     params: dict[str, Any],
 ) -> tuple[pd.DataFrame, dict[str, Any]]:
-    """Judge every (model, sample) image: the ``verdicts`` table and a run summary for later nodes.
+    """Judge every (model, sample) image: the ``verdicts`` table (with ``parent_ids``) and a run summary.
 
-    The summary holds ``unavailable`` (image id -> reason), ``missing_images`` (model -> count),
-    ``failed_requests``, ``ignored_answers`` and the judge's cache ``stats`` when it has them.
+    The summary holds ``judge`` (its label), ``unavailable`` (image id -> reason), ``missing_images``
+    (model -> count), ``unused_images`` (image files of no benchmark sample), ``failed_requests``,
+    ``ignored_answers`` and the judge's cache ``stats`` when it has them.
     """
     config = EvaluateParams.model_validate(params)
-    models = model_names(generation_manifest, generations)
-    manifest = {
-        (str(row.model), str(row.sample_id)): row for row in generation_manifest.itertuples(index=False)
-    }
+    if config.verdicts_file:
+        return verdicts_from_file(Path(config.verdicts_file), checklists)
+    images = image_source(generations, config)
+    # The manifest describes the generations folder only, not a folder the user points at.
+    rows = [] if config.images_dir else generation_manifest.itertuples(index=False)
+    manifest = {(str(row.model), str(row.sample_id)): row for row in rows}
+    models = model_names((model for model, _ in manifest), images)
+    jobs = image_jobs(benchmark, checklists, models)
+    unused = sorted(set(images) - {job.image_id for job in jobs})
+    if unused:
+        logger.warning(
+            "%d image files belong to no benchmark sample and are not judged: %s", len(unused), unused
+        )
     run = JudgeRun()
     available: list[ImageJob] = []
-    for job in image_jobs(benchmark, checklists, models):
-        reason = unavailable_reason(job, manifest, generations)
+    for job in jobs:
+        reason = unavailable_reason(job, manifest, images)
         if reason is None:
             available.append(job)
         else:
             run.mark_unavailable(job, reason)
     for batch in _batches(available, config.batch_size):
-        _judge_batch(batch, generations, judge, run)
+        _judge_batch(batch, images, judge, run)
     for message in run.ignored_answers:
         logger.warning(message)
     missing = Counter(image_id.rsplit("/", 1)[0] for image_id in run.unavailable)
     logger.info(
-        "judged %d images; %d had no image; %d judge requests failed",
+        "judged %d images of %d models; %d had no image; %d judge requests failed",
         len(available),
+        len(models),
         len(run.unavailable),
         run.failed_requests,
     )
     summary = {
+        "judge": judge_label(judge),
         "unavailable": run.unavailable,
         "missing_images": {model: missing.get(model, 0) for model in models},
+        "unused_images": unused,
         "failed_requests": run.failed_requests,
         "ignored_answers": run.ignored_answers,
         "cache": dict(getattr(judge, "stats", {}) or {}),
     }
-    return verdicts_frame(run.rows), summary
+    return with_parent_ids(verdicts_frame(run.rows), checklists), summary
+
+
+# ---- scores
 
 
 def score_verdicts(verdicts: pd.DataFrame, benchmark: pd.DataFrame, params: dict[str, Any]) -> pd.DataFrame:
-    """The ``sample_scores`` table under the configured unjudged policy (see ``sciir.scoring``)."""
-    return score_samples(verdicts, benchmark, EvaluateParams.model_validate(params).unjudged_policy)
+    """The ``sample_scores`` table under the configured policy and aggregation rule (``sciir.scoring``)."""
+    config = EvaluateParams.model_validate(params)
+    return score_samples(verdicts, benchmark, config.unjudged_policy, config.aggregation)
 
 
-def rank_models(sample_scores: pd.DataFrame) -> pd.DataFrame:
-    """The ``leaderboard`` table, best final pass rate first."""
-    return leaderboard(sample_scores)
+def tabulate_scores(sample_scores: pd.DataFrame, params: dict[str, Any]) -> pd.DataFrame:
+    """The ``evaluate_scores`` table: per model and track / group / setting, score, interval, coverage."""
+    return score_table(sample_scores, EvaluateParams.model_validate(params).bootstrap)
 
 
-def plot_tracks(leaderboard: pd.DataFrame) -> Any:
-    """Grouped bars of each model's pass rate per track."""
-    return plot_track_pass_rates(leaderboard, TRACKS)
+def rank_models(evaluate_scores: pd.DataFrame, params: dict[str, Any]) -> pd.DataFrame:
+    """The ``leaderboard`` table with intervals and coverage, best final score first."""
+    return leaderboard(evaluate_scores, EvaluateParams.model_validate(params).aggregation)
+
+
+def list_missing_images(judge_summary: dict[str, Any]) -> pd.DataFrame:
+    """The ``missing_images`` table: every (model, sample) without a usable image and why."""
+    rows = [
+        (*image_id.rsplit("/", 1), reason)
+        for image_id, reason in sorted(judge_summary["unavailable"].items())
+    ]
+    return pd.DataFrame(rows, columns=list(MISSING_IMAGE_COLUMNS))
+
+
+# ---- plots and report
+
+
+def plot_tracks(leaderboard: pd.DataFrame, params: dict[str, Any]) -> Any:
+    """Grouped bars of each model's score per track, with bootstrap interval whiskers."""
+    return plot_track_pass_rates(
+        leaderboard, TRACKS, RULE_LABELS[EvaluateParams.model_validate(params).aggregation]
+    )
+
+
+def plot_groups(evaluate_scores: pd.DataFrame, params: dict[str, Any]) -> Any:
+    """Heatmap of each model's final score per benchmark group."""
+    label = RULE_LABELS[EvaluateParams.model_validate(params).aggregation]
+    return plot_group_heatmap(breakdown_table(evaluate_scores, "group"), f"Final {label} per group")
+
+
+def _report_meta(config: EvaluateParams, judge_summary: dict[str, Any]) -> dict[str, str]:
+    """The run facts printed at the top of the report."""
+    boot = config.bootstrap
+    return {
+        "judge": judge_summary["judge"],
+        "judge template": JUDGE_TEMPLATE_VERSION,
+        "aggregation": config.aggregation,
+        "unjudged questions": config.unjudged_policy,
+        "intervals": f"{boot.confidence:.0%} percentile bootstrap, {boot.n_boot} resamples, seed {boot.seed}",
+        "images": config.verdicts_file or config.images_dir or "data/07_model_output/generations",
+    }
 
 
 def build_report(
     leaderboard: pd.DataFrame,
+    evaluate_scores: pd.DataFrame,
     sample_scores: pd.DataFrame,
     verdicts: pd.DataFrame,
     checklists: pd.DataFrame,
@@ -232,55 +391,130 @@ def build_report(
     judge_summary: dict[str, Any],
     params: dict[str, Any],
 ) -> str:
-    """The self-contained HTML report: summary tables, then every image beside its checklist."""
+    """The self-contained HTML report: scores with intervals, coverage, the group heatmap, the
+    missing images, then every image beside its checklist."""
     config = EvaluateParams.model_validate(params)
+    label = RULE_LABELS[config.aggregation]
     tables = [
-        table_from_frame("Leaderboard (pass rates, strict veto)", leaderboard),
-        table_from_frame("Coverage (judged / all questions)", coverage_by_track(sample_scores)),
-        table_from_frame("Final pass rate per group", final_pass_rate_by(sample_scores, "group")),
-        table_from_frame("Final pass rate per setting", final_pass_rate_by(sample_scores, "setting")),
+        leaderboard_table(f"Leaderboard ({label}, 95% interval)", leaderboard),
+        coverage_table("Coverage (judged / all questions)", leaderboard),
+        breakdown_intervals(f"Final {label} per setting", evaluate_scores, "setting"),
+        breakdown_intervals(f"Final {label} per group", evaluate_scores, "group"),
     ]
     views = image_views(
         verdicts,
         checklists,
         sample_scores,
         benchmark,
-        generations,
+        image_source(generations, config),
         judge_summary["unavailable"],
         config.thumbnail_px,
     )
-    meta = {"judge template": JUDGE_TEMPLATE_VERSION, "unjudged questions": config.unjudged_policy}
-    return render_report(tables, views, meta)
+    return render_report(
+        tables,
+        views,
+        _report_meta(config, judge_summary),
+        heatmaps=[heatmap(f"Final {label} per group (heatmap)", evaluate_scores, "group")],
+        missing=missing_images(judge_summary["unavailable"]),
+    )
 
 
-def _wide_metrics(table: pd.DataFrame, name: Callable[[str, str], str]) -> dict[str, float]:
-    """``{name(model, column): value}`` for every cell of a table with one row per model."""
-    metrics: dict[str, float] = {}
-    for record in table.to_dict("records"):
-        model = record.pop("model")
-        metrics |= {name(model, column): float(value) for column, value in record.items()}
-    return metrics
+# ---- judge validation, MLflow runs per model, metrics
+
+
+def validate_judge(
+    verdicts: pd.DataFrame,
+    checklists: pd.DataFrame,
+    benchmark: pd.DataFrame,
+    generation_manifest: pd.DataFrame,
+    judge_summary: dict[str, Any],
+    params: dict[str, Any],
+) -> pd.DataFrame:
+    """The ``judge_validation`` table: detection, false-alarm and abstention rates per question type on
+    the images whose content is known (``sciir.judge_validation``)."""
+    if EvaluateParams.model_validate(params).images_dir:
+        logger.info(
+            "images_dir is set: the generation manifest does not describe those images; no ground truth"
+        )
+        generation_manifest = generation_manifest.iloc[0:0]
+    truth = question_truth(verdicts, checklists, benchmark, generation_manifest)
+    table = validation_table(truth, judge_summary["judge"])
+    logger.info(
+        "judge validation on %d images with known content:\n%s",
+        truth[["model", "sample_id"]].drop_duplicates().shape[0],
+        table.to_string(index=False),
+    )
+    return table
+
+
+def _finite_metrics(metrics: Mapping[str, float]) -> dict[str, float]:
+    """The metrics MLflow can chart (NaN, e.g. a track with nothing judged, is left out)."""
+    return {name: value for name, value in metrics.items() if pd.notna(value)}
+
+
+def _log_model_run(
+    model: str, metrics: Mapping[str, float], tables: Mapping[str, pd.DataFrame], folder: Path
+) -> str:
+    """One nested MLflow run named after ``model`` with its metrics and tables (CSV artifacts)."""
+    import mlflow
+
+    with mlflow.start_run(run_name=model, nested=True) as run:
+        mlflow.set_tag("sciir.model", model)
+        mlflow.log_metrics(_finite_metrics(metrics))
+        for name, table in tables.items():
+            path = folder / run.info.run_id / f"{name}.csv"
+            path.parent.mkdir(parents=True, exist_ok=True)
+            table.to_csv(path, index=False)
+            mlflow.log_artifact(str(path))
+    return run.info.run_id
+
+
+def log_model_runs(
+    evaluate_scores: pd.DataFrame, verdicts: pd.DataFrame, judge_summary: dict[str, Any]
+) -> dict[str, str]:
+    """One nested MLflow run per model inside the active run (its scores, intervals, coverage and
+    missing images as metrics; its verdicts and missing images as artifacts): model -> run id."""
+    import mlflow
+
+    if mlflow.active_run() is None:
+        logger.info("no active MLflow run: per-model runs are not logged")
+        return {}
+    missing = list_missing_images(judge_summary)
+    runs: dict[str, str] = {}
+    with tempfile.TemporaryDirectory() as folder:
+        for model in sorted(verdicts["model"].unique()):
+            metrics = model_metrics(evaluate_scores, model)
+            metrics["missing_images"] = float(judge_summary["missing_images"].get(model, 0))
+            tables = {
+                "verdicts": verdicts[verdicts["model"] == model],
+                "missing_images": missing[missing["model"] == model],
+            }
+            runs[model] = _log_model_run(model, metrics, tables, Path(folder))
+    return runs
 
 
 def summarise_evaluation(
-    leaderboard: pd.DataFrame, sample_scores: pd.DataFrame, judge_summary: dict[str, Any]
+    leaderboard: pd.DataFrame,
+    evaluate_scores: pd.DataFrame,
+    judge_validation: pd.DataFrame,
+    judge_summary: dict[str, Any],
 ) -> dict[str, float]:
     """``evaluate_metrics`` and a logged leaderboard table.
 
-    Per model: the leaderboard columns, coverage per track, final pass rate per group and setting,
-    missing images. For the judge: failed requests, ignored answers, cache hits / misses / failures.
+    Per model: scores per track, group and setting with their intervals, coverage overall and per
+    track, missing images (``sciir.scoring.model_metrics``). For the judge: its validation rates,
+    failed requests, ignored answers, cache hits / misses / failures, and the HTTP requests, tokens and
+    estimated cost of the calls actually sent (see ``stats_metrics``).
     """
-    metrics = _wide_metrics(leaderboard, lambda model, column: f"{model}.{column}")
-    per_track = coverage_by_track(sample_scores).drop(columns=[FINAL], errors="ignore")
-    metrics |= _wide_metrics(per_track, lambda model, track: f"{model}.coverage.{track}")
-    for column in ("group", "setting"):
-        metrics |= _wide_metrics(
-            final_pass_rate_by(sample_scores, column),
-            lambda model, value, column=column: f"{model}.{column}.{value}",
-        )
+    metrics: dict[str, float] = {}
+    for model in leaderboard["model"]:
+        metrics |= {f"{model}.{name}": value for name, value in model_metrics(evaluate_scores, model).items()}
     metrics |= {f"{model}.missing_images": float(n) for model, n in judge_summary["missing_images"].items()}
+    metrics["unused_images"] = float(len(judge_summary["unused_images"]))
+    metrics |= validation_metrics(judge_validation)
     metrics["judge_failed_requests"] = float(judge_summary["failed_requests"])
     metrics["judge_ignored_answers"] = float(len(judge_summary["ignored_answers"]))
-    metrics |= {f"judge_cache_{key}": float(value) for key, value in judge_summary["cache"].items()}
-    logger.info("leaderboard:\n%s", leaderboard.to_string(index=False, float_format=lambda x: f"{x:.3f}"))
+    metrics |= stats_metrics(judge_summary["cache"], prefix="judge_")
+    shown = leaderboard[["model", *TRACKS, "coverage", "n_samples"]]
+    logger.info("leaderboard:\n%s", shown.to_string(index=False, float_format=lambda x: f"{x:.3f}"))
     return metrics

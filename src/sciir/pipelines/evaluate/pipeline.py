@@ -1,22 +1,35 @@
-"""Evaluate pipeline wiring: images + checklists -> verdicts -> scores -> leaderboard, plot, report, metrics."""
+"""Evaluate pipeline wiring: images + checklists -> verdicts -> scores with intervals -> leaderboard, plots,
+report, judge validation, per-model MLflow runs and metrics."""
 
 from __future__ import annotations
 
 from kedro.pipeline import Pipeline, node
 
+from sciir.pipelines.evaluate.aibench_nodes import create_aibench_pipeline
 from sciir.pipelines.evaluate.nodes import (
     build_report,
     judge_generations,
+    list_missing_images,
+    log_model_runs,
+    plot_groups,
     plot_tracks,
     rank_models,
     score_verdicts,
     summarise_evaluation,
+    tabulate_scores,
+    validate_judge,
 )
 
 
 def create_pipeline(**kwargs) -> Pipeline:
-    """The ``evaluate`` pipeline (inputs: benchmark, checklists, generations, generation_manifest, judge,
-    params:evaluate; outputs: verdicts, sample_scores, leaderboard, report, evaluate_plot_tracks,
+    """The ``evaluate`` pipeline: the SciIR checklist evaluation and the AIBench evaluation."""
+    return sciir_evaluation_pipeline() + create_aibench_pipeline()
+
+
+def sciir_evaluation_pipeline() -> Pipeline:
+    """SciIR checklist evaluation (inputs: benchmark, checklists, generations, generation_manifest, judge,
+    params:evaluate; outputs: verdicts, sample_scores, evaluate_scores, leaderboard, missing_images,
+    judge_validation, report, evaluate_plot_tracks, evaluate_plot_groups, evaluate_model_runs,
     evaluate_metrics)."""
     return Pipeline(
         [
@@ -32,12 +45,39 @@ def create_pipeline(**kwargs) -> Pipeline:
                 "sample_scores",
                 name="score_verdicts",
             ),
-            node(rank_models, "sample_scores", "leaderboard", name="rank_models"),
-            node(plot_tracks, "leaderboard", "evaluate_plot_tracks", name="plot_tracks"),
+            node(
+                tabulate_scores,
+                ["sample_scores", "params:evaluate"],
+                "evaluate_scores",
+                name="tabulate_scores",
+            ),
+            node(rank_models, ["evaluate_scores", "params:evaluate"], "leaderboard", name="rank_models"),
+            node(list_missing_images, "evaluate_judge_summary", "missing_images", name="list_missing_images"),
+            node(plot_tracks, ["leaderboard", "params:evaluate"], "evaluate_plot_tracks", name="plot_tracks"),
+            node(
+                plot_groups,
+                ["evaluate_scores", "params:evaluate"],
+                "evaluate_plot_groups",
+                name="plot_groups",
+            ),
+            node(
+                validate_judge,
+                [
+                    "verdicts",
+                    "checklists",
+                    "benchmark",
+                    "generation_manifest",
+                    "evaluate_judge_summary",
+                    "params:evaluate",
+                ],
+                "judge_validation",
+                name="validate_judge",
+            ),
             node(
                 build_report,
                 [
                     "leaderboard",
+                    "evaluate_scores",
                     "sample_scores",
                     "verdicts",
                     "checklists",
@@ -50,8 +90,14 @@ def create_pipeline(**kwargs) -> Pipeline:
                 name="build_report",
             ),
             node(
+                log_model_runs,
+                ["evaluate_scores", "verdicts", "evaluate_judge_summary"],
+                "evaluate_model_runs",
+                name="log_model_runs",
+            ),
+            node(
                 summarise_evaluation,
-                ["leaderboard", "sample_scores", "evaluate_judge_summary"],
+                ["leaderboard", "evaluate_scores", "judge_validation", "evaluate_judge_summary"],
                 "evaluate_metrics",
                 name="summarise_evaluation",
             ),

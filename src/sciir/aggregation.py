@@ -1,0 +1,214 @@
+"""Aggregation rules that turn per-question verdicts into one score per prompt and per system.
+
+A verdict table needs the columns ``sample_id`` (the prompt / image), ``question_id`` and ``verdict``
+(``"yes"`` / ``"no"`` / null); ``status`` is optional (without it a question is judged exactly when its
+verdict is yes or no), ``model`` is optional (one system when absent) and ``parent_ids`` (a list or a
+JSON list of question ids of the same sample) is needed by the dependency-aware rule only.
+
+Correctness of one question is 1.0 for "yes", 0.0 for "no" and, for an unjudged question (abstained,
+failed, no image), NaN under the ``exclude`` policy (left out of every mean) or 0.0 under ``fail``.
+
+Rules, each a per-prompt value with a weight, so a system's score is the weighted mean over prompts:
+
+- ``tifa`` (Hu et al., TIFA): the mean of per-prompt means of question correctness; weight 1 per prompt.
+- ``question_mean``: all counted questions pooled (AIBench's question-level average): per-prompt mean
+  weighted by the prompt's number of counted questions.
+- ``dsg`` (Cho et al., Davidsonian Scene Graph): as ``tifa``, after dependency propagation: a question
+  whose parent (or any ancestor) failed counts as failed, whatever its own answer.
+- ``sciir_veto`` (SciIR appendix D.3): a prompt passes (1.0) only when every counted question is "yes".
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Mapping, Sequence
+from typing import Any, Literal
+
+import numpy as np
+import pandas as pd
+
+logger = logging.getLogger(__name__)
+
+AggregationRule = Literal["sciir_veto", "tifa", "question_mean", "dsg"]
+UnjudgedPolicy = Literal["exclude", "fail"]
+
+
+def judged_mask(verdicts: pd.DataFrame) -> pd.Series:
+    """Whether each question has a yes/no answer (and, when a ``status`` column exists, is ``judged``)."""
+    answered = verdicts["verdict"].isin(["yes", "no"])
+    if "status" in verdicts.columns:
+        answered &= verdicts["status"] == "judged"
+    return answered
+
+
+def question_correctness(verdicts: pd.DataFrame, policy: UnjudgedPolicy = "exclude") -> pd.Series:
+    """1.0 for "yes", 0.0 for "no", and for an unjudged question NaN (``exclude``) or 0.0 (``fail``)."""
+    judged = judged_mask(verdicts)
+    correct = pd.Series(np.where(verdicts["verdict"] == "yes", 1.0, 0.0), index=verdicts.index)
+    return correct.where(judged, 0.0 if policy == "fail" else np.nan)
+
+
+def parse_parent_ids(value: Any) -> list[str]:
+    """Parent question ids from a list or a JSON list string; none for an empty or missing value."""
+    if value is None or value is pd.NA or (isinstance(value, float) and np.isnan(value)):
+        return []
+    if isinstance(value, str):
+        value = json.loads(value) if value.strip() else []
+    if isinstance(value, np.ndarray):
+        value = value.tolist()
+    if not isinstance(value, list):
+        raise ValueError(f"parent_ids must be a list of question ids, got {value!r}")
+    return [str(parent) for parent in value]
+
+
+def _propagate(
+    correct: Mapping[str, float], parents: Mapping[str, list[str]], context: str
+) -> dict[str, float]:
+    """Correctness after DSG propagation within one prompt: 0.0 when any ancestor is 0.0.
+
+    An unjudged ancestor (NaN) does not flip its children. An unknown parent id is logged and ignored;
+    a dependency cycle is logged and cut there, the parent on the cycle counting with its own answer.
+    """
+    resolved: dict[str, float] = {}
+    visiting: set[str] = set()
+
+    def resolve(question: str) -> float:
+        if question in resolved:
+            return resolved[question]
+        visiting.add(question)
+        value = correct[question]
+        for parent in parents.get(question, []):
+            if parent not in correct:
+                logger.warning("%s: question %s names unknown parent %s: ignored", context, question, parent)
+                continue
+            if parent in visiting:
+                logger.warning("%s: dependency cycle through %s and %s: cut", context, question, parent)
+                parent_value = correct[parent]
+            else:
+                parent_value = resolve(parent)
+            if parent_value == 0.0:
+                value = 0.0
+        visiting.discard(question)
+        resolved[question] = value
+        return value
+
+    for question in correct:
+        resolve(question)
+    return resolved
+
+
+def dependency_correctness(verdicts: pd.DataFrame, policy: UnjudgedPolicy = "exclude") -> pd.Series:
+    """Question correctness after DSG propagation: a question whose parent failed counts as failed.
+
+    Propagation runs within each prompt (and model, when the table has one) along ``parent_ids``.
+    """
+    if "parent_ids" not in verdicts.columns:
+        raise ValueError(
+            "the dsg rule needs a parent_ids column (JSON lists of question ids) in the verdicts"
+        )
+    correct = question_correctness(verdicts, policy)
+    keys = _unit_keys(verdicts)
+    result = pd.Series(np.nan, index=verdicts.index)
+    for unit, rows in verdicts.groupby(keys, sort=False):
+        qids = rows["question_id"].astype(str)
+        parents = dict(zip(qids, (parse_parent_ids(value) for value in rows["parent_ids"]), strict=True))
+        propagated = _propagate(dict(zip(qids, correct.loc[rows.index], strict=True)), parents, str(unit))
+        result.loc[rows.index] = [propagated[qid] for qid in qids]
+    return result
+
+
+def rule_correctness(verdicts: pd.DataFrame, rule: AggregationRule, policy: UnjudgedPolicy) -> pd.Series:
+    """The per-question correctness a rule averages: dependency-propagated for ``dsg``, else plain."""
+    if rule == "dsg":
+        return dependency_correctness(verdicts, policy)
+    return question_correctness(verdicts, policy)
+
+
+def unit_score(n_counted: int, n_correct: float, rule: AggregationRule) -> tuple[float, float]:
+    """(score, weight) of one prompt from its counted questions and their summed correctness.
+
+    The score is NaN and the weight 0 when no question was counted, so the prompt drops out of means.
+    """
+    if n_counted == 0:
+        return float("nan"), 0.0
+    if rule == "sciir_veto":
+        return float(n_correct == n_counted), 1.0
+    weight = float(n_counted) if rule == "question_mean" else 1.0
+    return n_correct / n_counted, weight
+
+
+def with_unit_scores(table: pd.DataFrame, rule: AggregationRule) -> pd.DataFrame:
+    """``table`` (one row per unit with ``n_counted`` and ``n_correct``) plus each unit's score and weight."""
+    pairs = [unit_score(int(row.n_counted), float(row.n_correct), rule) for row in table.itertuples()]
+    return table.assign(score=[score for score, _ in pairs], weight=[weight for _, weight in pairs])
+
+
+def _unit_keys(verdicts: pd.DataFrame) -> list[str]:
+    """The columns that identify one scored unit: (model,) sample_id."""
+    return ["model", "sample_id"] if "model" in verdicts.columns else ["sample_id"]
+
+
+def prompt_scores(
+    verdicts: pd.DataFrame, rule: AggregationRule, policy: UnjudgedPolicy = "exclude"
+) -> pd.DataFrame:
+    """Per prompt (and model): n_questions, n_counted, n_correct, score and weight under ``rule``."""
+    keys = _unit_keys(verdicts)
+    frame = verdicts[keys].assign(correct=rule_correctness(verdicts, rule, policy))
+    table = (
+        frame.groupby(keys, sort=True)
+        .agg(n_questions=("correct", "size"), n_counted=("correct", "count"), n_correct=("correct", "sum"))
+        .reset_index()
+    )
+    return with_unit_scores(table, rule)
+
+
+def weighted_mean(scores: Sequence[float] | np.ndarray, weights: Sequence[float] | np.ndarray) -> float:
+    """Sum of score x weight over the sum of weights (NaN when nothing carries weight)."""
+    scores, weights = np.asarray(scores, dtype=float), np.asarray(weights, dtype=float)
+    total = weights.sum()
+    return float(np.nansum(scores * weights) / total) if total > 0 else float("nan")
+
+
+def aggregate(verdicts: pd.DataFrame, rule: AggregationRule, policy: UnjudgedPolicy = "exclude") -> float:
+    """One system's score under ``rule`` (a table with several models is refused: use ``aggregate_by_model``)."""
+    if "model" in verdicts.columns and verdicts["model"].nunique() > 1:
+        raise ValueError("the verdict table holds several models; use aggregate_by_model")
+    table = prompt_scores(verdicts, rule, policy)
+    return weighted_mean(table["score"], table["weight"])
+
+
+def aggregate_by_model(
+    verdicts: pd.DataFrame, rule: AggregationRule, policy: UnjudgedPolicy = "exclude"
+) -> pd.DataFrame:
+    """Per model: the score under ``rule`` and the number of prompts that carried weight."""
+    table = prompt_scores(verdicts, rule, policy)
+    rows = [
+        {
+            "model": model,
+            "score": weighted_mean(group["score"], group["weight"]),
+            "n_scored": int((group["weight"] > 0).sum()),
+        }
+        for model, group in table.groupby("model", sort=True)
+    ]
+    return pd.DataFrame(rows, columns=["model", "score", "n_scored"])
+
+
+def tifa_score(verdicts: pd.DataFrame, policy: UnjudgedPolicy = "exclude") -> float:
+    """TIFA: the mean over prompts of each prompt's mean question correctness."""
+    return aggregate(verdicts, "tifa", policy)
+
+
+def question_mean_score(verdicts: pd.DataFrame, policy: UnjudgedPolicy = "exclude") -> float:
+    """Question-level mean: correct questions over all counted questions, prompts pooled."""
+    return aggregate(verdicts, "question_mean", policy)
+
+
+def dsg_score(verdicts: pd.DataFrame, policy: UnjudgedPolicy = "exclude") -> float:
+    """Davidsonian Scene Graph: per-prompt mean after dependency propagation, averaged over prompts."""
+    return aggregate(verdicts, "dsg", policy)
+
+
+def veto_score(verdicts: pd.DataFrame, policy: UnjudgedPolicy = "exclude") -> float:
+    """SciIR strict veto: the share of prompts whose every counted question is "yes"."""
+    return aggregate(verdicts, "sciir_veto", policy)

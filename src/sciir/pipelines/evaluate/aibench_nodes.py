@@ -1,0 +1,391 @@
+"""AIBench on the evaluate side: the solver answers each image's questions, the judge rates aesthetics,
+baseline metrics (CLIPScore, VQAScore) are computed when configured, and everything is scored.
+
+Every generating model (the ``<model>`` part of the ``generations`` keys) is expected to have drawn
+every benchmark sample. A missing or unreadable image gives rows marked ``failed`` with the reason,
+so it lowers coverage and is never scored as wrong. The solver sees the image alone, never the
+generation prompt (AIBench section 3.5).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import Counter, defaultdict
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, cast
+
+import pandas as pd
+from kedro.pipeline import Pipeline, node
+from PIL import Image
+
+from sciir import aibench
+from sciir.aibench import AIBenchParams
+from sciir.backends.base import VisionLanguageModel, VLMRequest, VLMResult
+from sciir.backends.cache import ResponseCache, stats_metrics
+from sciir.baseline_metrics import (
+    CLIP_SKIPPED,
+    CLIPSCORE,
+    VQASCORE,
+    VQASCORE_SKIPPED,
+    ClipSettings,
+    VQAScoreSettings,
+    baseline_frame,
+    baseline_summary,
+    build_vqascore_request,
+    failed_row,
+    scored_row,
+    vqascore_from_result,
+)
+from sciir.judging import image_png_bytes
+
+logger = logging.getLogger(__name__)
+
+# Kedro's partitioned dataset gives loaders; a pipeline run in memory may pass the images themselves.
+ImageLoaders = Mapping[str, Callable[[], Image.Image] | Image.Image]
+
+
+@dataclass(frozen=True)
+class ImageJob:
+    """One image to examine: which model drew which sample."""
+
+    model: str
+    sample_id: str
+
+    @property
+    def image_id(self) -> str:
+        return f"{self.model}/{self.sample_id}"
+
+
+class NoImageError(LookupError):
+    """A job whose image is missing or cannot be read; the message names the image and the problem."""
+
+
+def generation_models(generations: ImageLoaders) -> list[str]:
+    """The models that drew images (the folder part of ``<model>/<sample_id>``)."""
+    return sorted({key.rsplit("/", 1)[0] for key in generations if "/" in key})
+
+
+def image_jobs(generations: ImageLoaders, sample_ids: Sequence[str]) -> list[ImageJob]:
+    """Every model x every sample: an image each model is expected to have drawn."""
+    return [ImageJob(model, sample) for model in generation_models(generations) for sample in sample_ids]
+
+
+def load_image(job: ImageJob, generations: ImageLoaders) -> Image.Image:
+    """The job's image, or NoImageError naming what is wrong."""
+    loader = generations.get(job.image_id)
+    if loader is None:
+        raise NoImageError(f"no image from model {job.model} for sample {job.sample_id}")
+    try:
+        image = loader() if callable(loader) else loader
+        image.load()
+    except (OSError, ValueError) as error:
+        raise NoImageError(f"the image {job.image_id} could not be read ({error})") from error
+    return image
+
+
+@dataclass(frozen=True)
+class Asked:
+    """A model's results for one image, by task, or why no request was sent (no usable image)."""
+
+    job: ImageJob
+    results: Mapping[str, VLMResult]
+    unavailable: str | None = None
+
+
+def ask_per_image(
+    jobs: Sequence[ImageJob],
+    generations: ImageLoaders,
+    model: VisionLanguageModel,
+    build: Callable[[ImageJob, bytes], dict[str, VLMRequest]],
+    batch_size: int,
+) -> list[Asked]:
+    """The requests ``build`` makes of each usable image (by task), sent in batches; each image is
+    encoded once and held in memory for one batch only."""
+    asked: list[Asked] = []
+    for start in range(0, len(jobs), batch_size):
+        batch = jobs[start : start + batch_size]
+        unavailable: dict[ImageJob, str] = {}
+        pending: list[tuple[ImageJob, str, VLMRequest]] = []
+        for job in batch:
+            try:
+                png = image_png_bytes(load_image(job, generations))
+            except NoImageError as error:
+                unavailable[job] = str(error)
+                continue
+            pending += [(job, task, request) for task, request in build(job, png).items()]
+        results = model.generate([request for *_, request in pending]) if pending else []
+        if len(results) != len(pending):
+            raise RuntimeError(f"backend returned {len(results)} results for {len(pending)} requests")
+        by_job: dict[ImageJob, dict[str, VLMResult]] = defaultdict(dict)
+        for (job, task, _), result in zip(pending, results, strict=True):
+            by_job[job][task] = result
+        asked += [Asked(job, by_job.get(job, {}), unavailable.get(job)) for job in batch]
+    return asked
+
+
+def failed_requests(asked: Sequence[Asked], task: str) -> int:
+    return sum(1 for item in asked if task in item.results and not item.results[task].ok)
+
+
+def missing_images(asked: Sequence[Asked]) -> dict[str, int]:
+    """Per model, the images it was expected to draw but that are missing or unreadable."""
+    missing = Counter(item.job.model for item in asked if item.unavailable)
+    return {model: missing.get(model, 0) for model in sorted({item.job.model for item in asked})}
+
+
+# ---- the solver answers every question of an image in one request; the judge rates its aesthetics
+
+
+def questions_by_sample(benchmark: pd.DataFrame, aibench_qa: pd.DataFrame) -> dict[str, pd.DataFrame]:
+    """The AIBench questions of each benchmark sample (samples without any are logged)."""
+    questions = {sample: frame for sample, frame in aibench_qa.groupby("sample_id", sort=False)}
+    without = [sample for sample in benchmark["sample_id"] if sample not in questions]
+    if without:
+        logger.warning("%d benchmark samples have no AIBench questions: %s", len(without), ", ".join(without))
+    return {sample: questions[sample] for sample in benchmark["sample_id"] if sample in questions}
+
+
+def image_requests(
+    job: ImageJob, png: bytes, items: Mapping[str, list[dict[str, Any]]]
+) -> dict[str, VLMRequest]:
+    """The aesthetics request of an image, and its solver request when its sample has questions."""
+    requests = {aibench.AESTHETICS_TASK: aibench.build_aesthetics_request(png)}
+    if job.sample_id in items:
+        requests[aibench.SOLVER_TASK] = aibench.build_solver_request(items[job.sample_id], png)
+    return requests
+
+
+def solver_answer_rows(asked: Asked, questions: pd.DataFrame) -> tuple[list[dict[str, Any]], list[str]]:
+    """The ``aibench_answers`` rows of one image, and the answers its reply gave to unknown ids."""
+    job, ids = asked.job, [str(qid) for qid in questions["question_id"]]
+    if asked.unavailable is not None:
+        outcomes = dict.fromkeys(ids, aibench.AnswerOutcome(None, "failed", reason=asked.unavailable))
+        return aibench.answer_rows(job.model, job.sample_id, questions, outcomes), []
+    outcomes, ignored = aibench.parse_solver_reply(asked.results[aibench.SOLVER_TASK], ids, job.image_id)
+    return aibench.answer_rows(job.model, job.sample_id, questions, outcomes), ignored
+
+
+def aesthetics_rating(asked: Asked) -> aibench.AestheticsRating:
+    if asked.unavailable is not None:
+        return aibench.AestheticsRating(reason=asked.unavailable)
+    return aibench.parse_aesthetics_reply(asked.results[aibench.AESTHETICS_TASK], asked.job.image_id)
+
+
+def examine_images(
+    generations: ImageLoaders,
+    benchmark: pd.DataFrame,
+    aibench_qa: pd.DataFrame,
+    judge: VisionLanguageModel,
+    params: dict[str, Any],
+) -> tuple[pd.DataFrame, pd.DataFrame, dict[str, Any]]:
+    """Every model's image of every benchmark sample: the solver answers its AIBench questions (one
+    request, the image alone) and the judge rates its aesthetics (one request).
+
+    Returns ``aibench_answers`` (one row per model, sample and question), ``aesthetics_ratings`` (one row
+    per model and sample) and a run summary: missing images per model, failed requests per task, the
+    answers given to unknown question ids, and the judge's cache stats.
+    """
+    settings = AIBenchParams.model_validate(params)
+    questions = questions_by_sample(benchmark, aibench_qa)
+    items = {sample: aibench.solver_items(frame) for sample, frame in questions.items()}
+    jobs = image_jobs(generations, list(benchmark["sample_id"]))
+    asked = ask_per_image(
+        jobs, generations, judge, lambda job, png: image_requests(job, png, items), settings.batch_size
+    )
+    answers: list[dict[str, Any]] = []
+    ignored: list[str] = []
+    for item in asked:
+        if item.job.sample_id in questions:
+            rows, extra = solver_answer_rows(item, questions[item.job.sample_id])
+            answers += rows
+            ignored += extra
+    ratings = [
+        aibench.aesthetics_row(item.job.model, item.job.sample_id, aesthetics_rating(item)) for item in asked
+    ]
+    for message in ignored:
+        logger.warning(message)
+    summary = {
+        "missing_images": missing_images(asked),
+        "failed_requests": {
+            task: failed_requests(asked, task) for task in (aibench.SOLVER_TASK, aibench.AESTHETICS_TASK)
+        },
+        "ignored_answers": ignored,
+        "cache": dict(getattr(judge, "stats", {}) or {}),
+    }
+    return aibench.answers_frame(answers), aibench.aesthetics_frame(ratings), summary
+
+
+def score_aibench(aibench_answers: pd.DataFrame) -> pd.DataFrame:
+    """``aibench_scores``: accuracy per level, question-level global average and coverage per model."""
+    return aibench.score_answers(aibench_answers)
+
+
+def score_aesthetics(aesthetics_ratings: pd.DataFrame) -> pd.DataFrame:
+    """``aesthetics_scores``: mean rating per criterion, coverage and image count per model."""
+    return aibench.score_aesthetics(aesthetics_ratings)
+
+
+# ---- baseline metrics
+
+
+def clip_rows(
+    jobs: Sequence[ImageJob], generations: ImageLoaders, prompts: Mapping[str, str], settings: ClipSettings
+) -> list[dict[str, Any]]:
+    """CLIPScore of each image against its benchmark prompt (the model is loaded first: a wrong
+    model folder stops the run with its path, as a misconfigured judge would)."""
+    from sciir.backends.clip_score import CLIPScorer
+
+    scorer = CLIPScorer(
+        str(settings.model_path),
+        device=settings.device,
+        batch_size=settings.batch_size,
+        text_prefix=settings.text_prefix,
+    )
+    scorer.load()
+    rows: list[dict[str, Any]] = []
+    for start in range(0, len(jobs), settings.batch_size):
+        loaded: list[tuple[ImageJob, Image.Image]] = []
+        for job in jobs[start : start + settings.batch_size]:
+            try:
+                loaded.append((job, load_image(job, generations)))
+            except NoImageError as error:
+                rows.append(failed_row(job.model, job.sample_id, CLIPSCORE, str(error)))
+        if not loaded:
+            continue
+        try:
+            scores = scorer.score(
+                [image for _, image in loaded], [prompts[job.sample_id] for job, _ in loaded]
+            )
+        except (RuntimeError, ValueError) as error:  # this batch fails, the others go on
+            rows += [
+                failed_row(job.model, job.sample_id, CLIPSCORE, f"CLIP failed on {job.image_id}: {error}")
+                for job, _ in loaded
+            ]
+            continue
+        rows += [
+            scored_row(job.model, job.sample_id, CLIPSCORE, score)
+            for (job, _), score in zip(loaded, scores, strict=True)
+        ]
+    return rows
+
+
+def vqascore_backend(settings: VQAScoreSettings) -> VisionLanguageModel:
+    """The configured VQA model, built like a catalog backend (cached when ``cache_path`` is set)."""
+    from sciir.backends.dataset import make_backend
+
+    cache = ResponseCache(settings.cache_path) if settings.cache_path else None
+    spec = {"backend": settings.backend, **settings.config}
+    # kind "vlm" builds only vision-language models (the registry checks the class)
+    return cast(VisionLanguageModel, make_backend("vqascore", "vlm", spec, cache, None))
+
+
+def vqascore_rows(
+    jobs: Sequence[ImageJob],
+    generations: ImageLoaders,
+    prompts: Mapping[str, str],
+    model: VisionLanguageModel,
+    settings: VQAScoreSettings,
+) -> list[dict[str, Any]]:
+    """VQAScore of each image: P(yes) to the question built from its benchmark prompt."""
+    asked = ask_per_image(
+        jobs,
+        generations,
+        model,
+        lambda job, png: {VQASCORE: build_vqascore_request(prompts[job.sample_id], png, settings.question)},
+        settings.batch_size,
+    )
+    rows = []
+    for item in asked:
+        job = item.job
+        if item.unavailable is not None:
+            rows.append(failed_row(job.model, job.sample_id, VQASCORE, item.unavailable))
+            continue
+        try:
+            probability = vqascore_from_result(item.results[VQASCORE])
+        except ValueError as error:
+            rows.append(
+                failed_row(job.model, job.sample_id, VQASCORE, f"VQAScore of {job.image_id}: {error}")
+            )
+            continue
+        rows.append(scored_row(job.model, job.sample_id, VQASCORE, probability.value, probability.note))
+    return rows
+
+
+def baseline_metrics(
+    generations: ImageLoaders, benchmark: pd.DataFrame, params: dict[str, Any]
+) -> pd.DataFrame:
+    """``baseline_scores``: CLIPScore and VQAScore per image where configured; each metric that is not
+    configured is skipped with one log line and adds no rows."""
+    settings = AIBenchParams.model_validate(params).baseline_metrics
+    prompts = dict(zip(benchmark["sample_id"], benchmark["prompt"], strict=True))
+    jobs = image_jobs(generations, list(benchmark["sample_id"]))
+    rows: list[dict[str, Any]] = []
+    if settings.clip.model_path:
+        rows += clip_rows(jobs, generations, prompts, settings.clip)
+    else:
+        logger.info(CLIP_SKIPPED)
+    if settings.vqascore.backend:
+        rows += vqascore_rows(
+            jobs, generations, prompts, vqascore_backend(settings.vqascore), settings.vqascore
+        )
+    else:
+        logger.info(VQASCORE_SKIPPED)
+    return baseline_frame(rows)
+
+
+# ---- metrics
+
+
+def summarise_aibench(
+    aibench_scores: pd.DataFrame,
+    aesthetics_scores: pd.DataFrame,
+    baseline_scores: pd.DataFrame,
+    run_summary: dict[str, Any],
+) -> dict[str, float]:
+    """``aibench_metrics``: per model the AIBench scores, aesthetics and baseline means with coverage,
+    missing images; for the judge its failed requests per task, ignored answers and cache counts."""
+    metrics = aibench.metrics_from_table(aibench_scores, lambda model, column: f"{model}.{column}")
+    metrics |= aibench.metrics_from_table(
+        aesthetics_scores, lambda model, column: f"{model}.aesthetics.{column}"
+    )
+    for row in baseline_summary(baseline_scores).itertuples(index=False):
+        metrics[f"{row.model}.{row.metric}"] = float(row.mean)
+        metrics[f"{row.model}.{row.metric}.coverage"] = float(row.coverage)
+    metrics |= {f"{model}.missing_images": float(n) for model, n in run_summary["missing_images"].items()}
+    metrics |= {f"{task}_failed_requests": float(n) for task, n in run_summary["failed_requests"].items()}
+    metrics["aibench_qa_ignored_answers"] = float(len(run_summary["ignored_answers"]))
+    metrics |= stats_metrics(run_summary["cache"], prefix="judge_")
+    levels = ", ".join(f"level{level}: {name}" for level, name in aibench.LEVEL_NAMES.items())
+    table = aibench_scores.to_string(index=False, float_format=lambda x: f"{x:.3f}")
+    logger.info("AIBench scores (%s):\n%s", levels, table)
+    return metrics
+
+
+def create_aibench_pipeline(**kwargs: Any) -> Pipeline:
+    """Evaluate-side AIBench (inputs: generations, benchmark, aibench_qa, judge, params:aibench; outputs:
+    aibench_answers, aibench_scores, aesthetics_ratings, aesthetics_scores, baseline_scores, aibench_metrics)."""
+    return Pipeline(
+        [
+            node(
+                examine_images,
+                ["generations", "benchmark", "aibench_qa", "judge", "params:aibench"],
+                ["aibench_answers", "aesthetics_ratings", "aibench_run_summary"],
+                name="examine_aibench_images",
+            ),
+            node(score_aibench, "aibench_answers", "aibench_scores", name="score_aibench_answers"),
+            node(score_aesthetics, "aesthetics_ratings", "aesthetics_scores", name="score_aesthetics"),
+            node(
+                baseline_metrics,
+                ["generations", "benchmark", "params:aibench"],
+                "baseline_scores",
+                name="baseline_metrics",
+            ),
+            node(
+                summarise_aibench,
+                ["aibench_scores", "aesthetics_scores", "baseline_scores", "aibench_run_summary"],
+                "aibench_metrics",
+                name="summarise_aibench",
+            ),
+        ]
+    )

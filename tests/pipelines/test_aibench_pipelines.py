@@ -1,0 +1,308 @@
+"""AIBench end to end in memory: annotations -> logic graphs and questions -> solver, aesthetics, scores.
+
+Three models draw two benchmark samples ("flow", a three-step process, and "mol", one molecule):
+always_yes/*: white images; the scripted solver answers "yes" to everything and rates 4 on each criterion.
+cautious/flow: black image; the solver says "no" on level 1, abstains elsewhere, invents an id.
+cautious/mol: no image.     down/flow: red image; every request about it fails.     down/mol: no image.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import logging
+from collections.abc import Sequence
+from pathlib import Path
+
+import matplotlib
+import pandas as pd
+import pytest
+from kedro.io import DataCatalog, MemoryDataset
+from kedro.runner import SequentialRunner
+from kedro_datasets.pandas import CSVDataset, ParquetDataset
+from PIL import Image, ImageDraw, ImageFont
+
+from sciir.aibench import AESTHETICS_RUBRIC
+from sciir.backends.base import VisionLanguageModel, VLMRequest, VLMResult
+from sciir.backends.cache import CachedVLM, ResponseCache
+from sciir.backends.offline import OfflineVLM
+from sciir.baseline_metrics import BASELINE_COLUMNS, CLIP_SKIPPED, VQASCORE_SKIPPED
+from sciir.pipelines.annotate.aibench_nodes import create_aibench_pipeline as annotate_aibench
+from sciir.pipelines.evaluate.aibench_nodes import baseline_metrics, image_jobs, vqascore_rows
+from sciir.pipelines.evaluate.aibench_nodes import create_aibench_pipeline as evaluate_aibench
+
+FONT = Path(matplotlib.get_data_path()) / "fonts" / "ttf" / "DejaVuSans.ttf"
+STEPS = ["Mixing", "Heating", "Cooling"]
+PARAMS = {"questions": {"seed": 0, "distractors": 2, "non_adjacent": 1, "max_pairs": 2}, "batch_size": 2}
+
+
+def _annotation(sample_id: str, terms, relations, status: str = "ok", reason: str | None = None) -> dict:
+    return {
+        "sample_id": sample_id,
+        "terms": None if terms is None else json.dumps(terms),
+        "required_text": None if terms is None else json.dumps(terms),
+        "relations": None if relations is None else json.dumps(relations),
+        "sci_rcot": "Style: flow diagram." if terms else None,
+        "abstract_prompt": None,
+        "status": status,
+        "reason": reason,
+    }
+
+
+ANNOTATIONS = pd.DataFrame(
+    [
+        _annotation("flow", STEPS, [["Mixing", "Heating"], ["Heating", "Cooling"]]),
+        _annotation("mol", ["Benzene"], []),
+        _annotation("broken", None, None, "failed", "sample broken: reasoning failed: timeout"),
+        _annotation("bare", [], []),
+    ]
+)
+BENCHMARK = pd.DataFrame(
+    {"sample_id": ["flow", "mol"], "prompt": ["SECRET flow prompt", "SECRET molecule prompt"]}
+)
+
+
+def _canvas(colour: str):
+    return lambda: Image.new("RGB", (64, 64), colour)
+
+
+GENERATIONS = {
+    "always_yes/flow": _canvas("white"),
+    "always_yes/mol": _canvas("white"),
+    "cautious/flow": _canvas("black"),
+    "down/flow": _canvas("red"),
+}
+
+
+class ScriptedSolver(VisionLanguageModel):
+    """Answers by the image's colour (see the module docstring) and keeps every request it receives."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.requests: list[VLMRequest] = []
+
+    def generate(self, requests: Sequence[VLMRequest]) -> list[VLMResult]:
+        self.requests += requests
+        return [self._answer(request) for request in requests]
+
+    def _answer(self, request: VLMRequest) -> VLMResult:
+        colour = Image.open(io.BytesIO(request.images[0])).convert("RGB").getpixel((0, 0))
+        if colour == (255, 0, 0):
+            return VLMResult.failed("scripted outage")
+        white = colour == (255, 255, 255)
+        if request.task == "aesthetics":
+            return VLMResult(
+                output={**dict.fromkeys(AESTHETICS_RUBRIC, 4 if white else None), "rationale": "."}
+            )
+        answers = [
+            {"id": q["id"], "answer": "yes" if white else "no" if q["level"] == 1 else None}
+            for q in request.context["questions"]
+        ]
+        return VLMResult(
+            output={"answers": answers + ([] if white else [{"id": "invented", "answer": "yes"}])}
+        )
+
+
+def _run(pipeline, datasets: dict) -> dict:
+    catalog = DataCatalog(datasets)
+    free = SequentialRunner().run(pipeline, catalog)
+    return {name: dataset.load() for name, dataset in free.items()}
+
+
+@pytest.fixture(scope="module")
+def annotated() -> dict:
+    return _run(
+        annotate_aibench(),
+        {"annotations": MemoryDataset(ANNOTATIONS), "params:aibench": MemoryDataset(PARAMS)},
+    )
+
+
+@pytest.fixture(scope="module")
+def evaluated(annotated: dict, tmp_path_factory: pytest.TempPathFactory) -> dict:
+    folder = tmp_path_factory.mktemp("aibench")
+    solver = ScriptedSolver()
+    datasets = {
+        "generations": MemoryDataset(GENERATIONS, copy_mode="assign"),
+        "benchmark": MemoryDataset(BENCHMARK),
+        "aibench_qa": MemoryDataset(annotated["aibench_qa"]),
+        "judge": MemoryDataset(
+            CachedVLM(solver, ResponseCache(folder / "responses.sqlite")), copy_mode="assign"
+        ),
+        "params:aibench": MemoryDataset(PARAMS),
+        # The catalog's file formats, so the tables must be saveable.
+        "aibench_answers": ParquetDataset(filepath=str(folder / "answers.parquet")),
+        "aesthetics_ratings": ParquetDataset(filepath=str(folder / "ratings.parquet")),
+        "baseline_scores": ParquetDataset(filepath=str(folder / "baseline.parquet")),
+        "aibench_scores": CSVDataset(filepath=str(folder / "scores.csv"), save_args={"index": False}),
+        "aesthetics_scores": CSVDataset(filepath=str(folder / "aesthetics.csv"), save_args={"index": False}),
+    }
+    outputs = _run(evaluate_aibench(), datasets)
+    saved = (
+        "aibench_answers",
+        "aesthetics_ratings",
+        "baseline_scores",
+        "aibench_scores",
+        "aesthetics_scores",
+    )
+    return outputs | {name: datasets[name].load() for name in saved} | {"solver": solver}
+
+
+def test_pipelines_match_the_contract() -> None:
+    assert annotate_aibench().inputs() == {"annotations", "params:aibench"}
+    assert evaluate_aibench().inputs() == {
+        "generations",
+        "benchmark",
+        "aibench_qa",
+        "judge",
+        "params:aibench",
+    }
+    assert evaluate_aibench().all_outputs() - {"aibench_run_summary"} == {
+        "aibench_answers", "aibench_scores", "aesthetics_ratings", "aesthetics_scores", "baseline_scores",
+        "aibench_metrics",
+    }  # fmt: skip
+
+
+def test_every_sample_gets_a_graph_or_a_reason(annotated: dict) -> None:
+    graphs = annotated["aibench_graphs"].set_index("sample_id")
+    assert json.loads(graphs.loc["flow", "phases"]) == [["Mixing"], ["Heating"], ["Cooling"]]
+    assert graphs.loc["mol", "status"] == "ok" and json.loads(graphs.loc["mol", "edges"]) == []
+    assert (
+        graphs.loc["broken", "status"] == "skipped" and "reasoning failed" in graphs.loc["broken", "reason"]
+    )
+    assert "no terms and no relations" in graphs.loc["bare", "reason"]
+    qa = annotated["aibench_qa"]
+    assert set(qa.sample_id) == {"flow", "mol"}
+    assert set(qa[qa.sample_id == "flow"].level) == {1, 2, 3, 4} and set(qa[qa.sample_id == "mol"].level) == {
+        1
+    }
+    # Each sample's distractors come from the other sample's components.
+    mol_distractors = qa[(qa.sample_id == "mol") & (qa.kind == "distractor")]
+    assert {json.loads(n)[0] for n in mol_distractors.nodes} <= set(STEPS)
+    assert graphs.loc["flow", "n_questions"] == (qa.sample_id == "flow").sum()
+    metrics = annotated["aibench_qa_metrics"]
+    assert metrics["graphs"] == 2.0 and metrics["skipped"] == 2.0 and metrics["questions"] == len(qa)
+
+
+def test_the_solver_gets_one_request_per_image_and_never_the_prompt(evaluated: dict) -> None:
+    solver_requests = [r for r in evaluated["solver"].requests if r.task == "aibench_qa"]
+    assert len(solver_requests) == 4  # always_yes x 2, cautious/flow, down/flow: images that exist
+    assert not any("SECRET" in r.prompt or "SECRET" in json.dumps(r.context) for r in solver_requests)
+    assert all(len(r.images) == 1 for r in solver_requests)
+
+
+def test_answers_record_every_question_with_reasons(evaluated: dict, annotated: dict) -> None:
+    answers = evaluated["aibench_answers"]
+    n_questions = len(annotated["aibench_qa"])
+    assert len(answers) == 3 * n_questions  # every model x every question, answered or not
+    cautious = answers[answers.model == "cautious"].set_index("sample_id")
+    assert set(cautious.loc["mol", "reason"]) == {"no image from model cautious for sample mol"}
+    down = answers[(answers.model == "down") & (answers.sample_id == "flow")]
+    assert set(down.reason) == {"solver request for down/flow failed: scripted outage"}
+    assert answers.loc[answers.status != "answered", "correct"].isna().all()
+    assert "invented" not in set(answers.question_id)
+
+
+def test_scores_are_accuracies_over_answered_questions_with_coverage(
+    evaluated: dict, annotated: dict
+) -> None:
+    qa = annotated["aibench_qa"]
+    scores = evaluated["aibench_scores"].set_index("model")
+    gold_yes = qa.gold_answer == "yes"
+    assert scores.loc["always_yes", "overall"] == pytest.approx(gold_yes.mean())
+    for level in (1, 2, 3, 4):
+        assert scores.loc["always_yes", f"level{level}"] == pytest.approx(gold_yes[qa.level == level].mean())
+    assert scores.loc["always_yes", "coverage"] == 1.0
+    flow_l1 = qa[(qa.sample_id == "flow") & (qa.level == 1)]
+    assert scores.loc["cautious", "level1"] == pytest.approx((flow_l1.gold_answer == "no").mean())
+    assert scores.loc["cautious", "coverage"] == pytest.approx(len(flow_l1) / len(qa))
+    assert pd.isna(scores.loc["cautious", "level2"]) and scores.loc["cautious", "coverage_level2"] == 0.0
+    assert pd.isna(scores.loc["down", "overall"]) and scores.loc["down", "coverage"] == 0.0
+
+
+def test_aesthetics_baseline_and_metrics(evaluated: dict, annotated: dict) -> None:
+    aesthetics = evaluated["aesthetics_scores"].set_index("model")
+    assert aesthetics.loc["always_yes", "overall"] == 4.0 and aesthetics.loc["always_yes", "coverage"] == 1.0
+    assert pd.isna(aesthetics.loc["cautious", "overall"]) and aesthetics.loc["cautious", "coverage"] == 0.0
+    ratings = evaluated["aesthetics_ratings"].set_index(["model", "sample_id"])
+    assert ratings.loc[("down", "flow"), "status"] == "failed"
+    assert ratings.loc[("cautious", "flow"), "status"] == "abstained"
+    assert list(evaluated["baseline_scores"].columns) == list(BASELINE_COLUMNS)
+    assert evaluated["baseline_scores"].empty  # nothing configured: no rows, never made-up numbers
+    metrics = evaluated["aibench_metrics"]
+    assert metrics["always_yes.overall"] == pytest.approx(
+        (annotated["aibench_qa"].gold_answer == "yes").mean()
+    )
+    assert metrics["cautious.missing_images"] == 1.0 and metrics["down.missing_images"] == 1.0
+    assert metrics["aibench_qa_failed_requests"] == 1.0 and metrics["aesthetics_failed_requests"] == 1.0
+    assert metrics["aibench_qa_ignored_answers"] == 1.0
+    # 4 images that exist x (questions, aesthetics); always_yes's two white images ask the same aesthetics question.
+    assert metrics["judge_cache_misses"] == 7.0 and metrics["judge_cache_hits"] == 1.0
+    assert metrics["always_yes.aesthetics.overall"] == 4.0
+
+
+def test_unconfigured_baselines_say_so(caplog: pytest.LogCaptureFixture) -> None:
+    with caplog.at_level(logging.INFO):
+        scores = baseline_metrics(GENERATIONS, BENCHMARK, PARAMS)
+    assert scores.empty and list(scores.columns) == list(BASELINE_COLUMNS)
+    assert CLIP_SKIPPED in caplog.messages and VQASCORE_SKIPPED in caplog.messages
+
+
+def test_vqascore_from_a_backend_without_logprobs_is_a_failed_row() -> None:
+    params = PARAMS | {"baseline_metrics": {"vqascore": {"backend": "offline"}}}
+    scores = baseline_metrics({"m/flow": _canvas("white")}, BENCHMARK, params)
+    rows = scores.set_index("sample_id")
+    assert set(scores.status) == {"failed"} and scores.score.isna().all()
+    assert "no rule for task 'vqascore'" in rows.loc["flow", "reason"]
+    assert rows.loc["mol", "reason"] == "no image from model m for sample mol"
+
+
+class LogprobModel(VisionLanguageModel):
+    """Says "Yes" with probability 0.8 to a question about a white image, "No" otherwise."""
+
+    def generate(self, requests: Sequence[VLMRequest]) -> list[VLMResult]:
+        return [self._answer(request) for request in requests]
+
+    def _answer(self, request: VLMRequest) -> VLMResult:
+        white = Image.open(io.BytesIO(request.images[0])).convert("L").getpixel((0, 0)) == 255
+        top = [{"token": "Yes", "logprob": -0.2231435513}, {"token": "No", "logprob": -1.609437912}]
+        return VLMResult(
+            output={"answer": "Yes" if white else "No", "top_logprobs": top if white else top[1:]}
+        )
+
+
+def test_vqascore_rows_read_p_yes_from_the_logprobs() -> None:
+    from sciir.baseline_metrics import VQAScoreSettings
+
+    generations = {"m/flow": _canvas("white"), "m/mol": _canvas("black")}
+    jobs = image_jobs(generations, ["flow", "mol"])
+    prompts = dict(zip(BENCHMARK.sample_id, BENCHMARK.prompt, strict=True))
+    rows = {
+        row["sample_id"]: row
+        for row in vqascore_rows(jobs, generations, prompts, LogprobModel(), VQAScoreSettings())
+    }
+    assert rows["flow"]["score"] == pytest.approx(0.8) and rows["flow"]["status"] == "ok"
+    assert rows["mol"]["score"] == 0.0 and "P(yes) < 0.2" in rows["mol"]["reason"]
+
+
+def _flow_png() -> Image.Image:
+    image = Image.new("RGB", (768, 256), "white")
+    draw = ImageDraw.Draw(image)
+    font = ImageFont.truetype(str(FONT), 30)
+    for index, step in enumerate(STEPS):
+        draw.text((40 + 250 * index, 110), step, fill="black", font=font)
+    return image
+
+
+def test_the_offline_judge_answers_component_existence_only(annotated: dict) -> None:
+    datasets = {
+        "generations": MemoryDataset({"drawn/flow": _flow_png}, copy_mode="assign"),
+        "benchmark": MemoryDataset(BENCHMARK.iloc[:1]),
+        "aibench_qa": MemoryDataset(annotated["aibench_qa"]),
+        "judge": MemoryDataset(OfflineVLM(), copy_mode="assign"),
+        "params:aibench": MemoryDataset(PARAMS),
+    }
+    outputs = _run(evaluate_aibench(), datasets)
+    scores = outputs["aibench_metrics"]
+    assert scores["drawn.level1"] == 1.0 and scores["drawn.coverage_level1"] == 1.0
+    assert all(scores[f"drawn.coverage_level{level}"] == 0.0 for level in (2, 3, 4))
+    assert scores["drawn.aesthetics.coverage"] == 0.0
