@@ -1,12 +1,23 @@
-"""Oracle ratings from a hand-made ground-truth file."""
+"""Oracle ratings from a hand-made ground-truth file and a generation manifest."""
 
 from __future__ import annotations
 
 import json
+import logging
 
+import pandas as pd
 import pytest
 
-from sciir.oracle import OracleConfig, OracleInputError, oracle_score, panel_truth, rate_image, truth_path
+from sciir.oracle import (
+    ORACLE_RATER_ID,
+    OracleConfig,
+    OracleInputError,
+    oracle_ratings,
+    oracle_score,
+    panel_truth,
+    rate_image,
+    truth_path,
+)
 
 CONFIG = OracleConfig()
 
@@ -74,3 +85,21 @@ def test_bad_inputs_name_what_is_wrong(figure, tmp_path):
     (tmp_path / "bad.truth.json").write_text("[1, 2")
     with pytest.raises(OracleInputError, match="bad.truth.json is not valid JSON"):
         panel_truth(tmp_path / "bad.png", 0)
+
+
+def test_generated_images_are_rated_from_their_source_panel_and_unusable_ones_logged(figure, caplog):
+    manifest = pd.DataFrame(
+        {
+            "model": ["m", "m", "m", "m"],
+            "sample_id": ["s0", "s1", "s2", "unlisted"],
+            "status": ["ok", "ok", "failed", "ok"],
+            "meta": [json.dumps({"drawn_labels": ["ATP", "ADP"]}), "{}", "{}", "{}"],
+        }
+    )
+    benchmark = pd.DataFrame({"sample_id": ["s0", "s1", "s2"]})
+    curated = pd.DataFrame({"sample_id": ["s0", "s2"], "figure_uid": ["fig2", "fig2"], "panel_index": [0, 1]})
+    figures = pd.DataFrame({"figure_uid": ["fig2"], "image_path": [str(figure)]})
+    with caplog.at_level(logging.WARNING):
+        ratings = oracle_ratings(manifest, benchmark, curated, figures, CONFIG)
+    assert ratings.to_dict("records") == [{"image_id": "m/s0", "rater_id": ORACLE_RATER_ID, "score": 3.0}]
+    assert "m/s1: no curated panel or source figure for sample s1" in caplog.text

@@ -16,11 +16,15 @@ These ratings carry the rater id ``oracle_ground_truth`` and are never presented
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+import pandas as pd
 from pydantic import BaseModel, ConfigDict, Field
+
+logger = logging.getLogger(__name__)
 
 ORACLE_RATER_ID = "oracle_ground_truth"
 LIKERT_MIN, LIKERT_MAX = 1.0, 5.0
@@ -122,3 +126,57 @@ def rate_image(image_path: str | Path, panel_index: int, meta: Any, config: Orac
     if not isinstance(faults, list) or not all(isinstance(fault, dict) for fault in faults):
         raise OracleInputError(f"planted_faults in generator meta is not a list of objects: {faults!r}")
     return oracle_score(required, drawn, faults, config)
+
+
+def _generated_panels(
+    generation_manifest: pd.DataFrame, benchmark: pd.DataFrame, curated: pd.DataFrame, figures: pd.DataFrame
+) -> pd.DataFrame:
+    """Benchmark images a generator made, with the source figure path and panel they stand for."""
+    made = generation_manifest[
+        (generation_manifest["status"] == "ok")
+        & generation_manifest["sample_id"].isin(benchmark["sample_id"])
+    ]
+    panels = curated[["sample_id", "figure_uid", "panel_index"]].drop_duplicates("sample_id")
+    sources = figures[["figure_uid", "image_path"]].drop_duplicates("figure_uid")
+    return made.merge(panels, on="sample_id", how="left").merge(sources, on="figure_uid", how="left")
+
+
+def _rate_generated_panel(row: Any, config: OracleConfig) -> float:
+    """Oracle score of one generated panel; OracleInputError names the image when it cannot be rated."""
+    image_id = f"{row.model}/{row.sample_id}"
+    if pd.isna(row.image_path) or pd.isna(row.panel_index):
+        raise OracleInputError(f"{image_id}: no curated panel or source figure for sample {row.sample_id}")
+    try:
+        return rate_image(row.image_path, int(row.panel_index), row.meta, config)
+    except OracleInputError as exc:
+        raise OracleInputError(f"{image_id}: {exc}") from exc
+
+
+def oracle_ratings(
+    generation_manifest: pd.DataFrame,
+    benchmark: pd.DataFrame,
+    curated: pd.DataFrame,
+    figures: pd.DataFrame,
+    config: OracleConfig,
+) -> pd.DataFrame:
+    """Ratings (image_id, rater_id, score) of every benchmark image a generator made, by the oracle.
+
+    Failed generations have no image to rate. An image whose ground truth or meta cannot be used
+    gets no rating; each is logged with its reason.
+    """
+    made = generation_manifest[generation_manifest["status"] == "ok"]
+    logger.info(
+        "oracle: %d generations failed and have no image to rate", len(generation_manifest) - len(made)
+    )
+    rows, skipped = [], []
+    for row in _generated_panels(generation_manifest, benchmark, curated, figures).itertuples(index=False):
+        try:
+            score = _rate_generated_panel(row, config)
+        except OracleInputError as exc:
+            skipped.append(str(exc))
+            continue
+        rows.append({"image_id": f"{row.model}/{row.sample_id}", "rater_id": ORACLE_RATER_ID, "score": score})
+    for reason in skipped:
+        logger.warning("oracle could not rate %s", reason)
+    logger.info("oracle rated %d images, skipped %d", len(rows), len(skipped))
+    return pd.DataFrame(rows, columns=["image_id", "rater_id", "score"])

@@ -1,9 +1,11 @@
-"""The human_corr pipeline on a hand-made figure with ground truth: oracle ratings and correlations."""
+"""The human_corr pipeline: oracle ratings on a hand-made figure, and rating / metric-score files from users."""
 
 from __future__ import annotations
 
 import json
 import logging
+import math
+from pathlib import Path
 
 import pandas as pd
 import pytest
@@ -16,9 +18,11 @@ from scipy import stats
 from sciir.oracle import ORACLE_RATER_ID
 from sciir.pipelines.human_corr import create_pipeline
 from sciir.scoring import score_samples
-from sciir.statistics import CORRELATION_COLUMNS
+from sciir.statistics import COMPARISON_COLUMNS, correlation_columns
 
-ORACLE_PARAMS = {"ratings": {"source": "oracle", "fault_penalty": 1.0}}
+CONF = Path(__file__).resolve().parents[2] / "conf" / "base"
+FAST = {"bootstrap": {"n_boot": 50, "seed": 0}}
+ORACLE_PARAMS = {"ratings": {"source": "oracle", "fault_penalty": 1.0}, **FAST}
 
 # model, sample, drawn labels, planted fault kinds, status -> expected oracle score
 GENERATIONS = [
@@ -105,14 +109,16 @@ def inputs(tmp_path, params: dict) -> dict:
     }
 
 
-def run(tmp_path, params: dict) -> dict:
-    catalog = DataCatalog({name: MemoryDataset(data) for name, data in inputs(tmp_path, params).items()})
-    catalog["ratings"] = ParquetDataset(filepath=str(tmp_path / "ratings.parquet"))
-    catalog["correlations"] = CSVDataset(
-        filepath=str(tmp_path / "correlations.csv"), save_args={"index": False}
+def run(tmp_path, params: dict, **overrides) -> dict:
+    catalog = DataCatalog(
+        {name: MemoryDataset(data) for name, data in (inputs(tmp_path, params) | overrides).items()}
     )
+    catalog["ratings"] = ParquetDataset(filepath=str(tmp_path / "ratings.parquet"))
+    tables = ("correlations", "rater_agreement", "metric_comparisons")
+    for name in tables:
+        catalog[name] = CSVDataset(filepath=str(tmp_path / f"{name}.csv"), save_args={"index": False})
     free = SequentialRunner().run(create_pipeline(), catalog)
-    saved = {name: catalog.load(name) for name in ("ratings", "correlations")}
+    saved = {name: catalog.load(name) for name in ("ratings", *tables)}
     return {name: free[name].load() for name in free} | saved
 
 
@@ -121,7 +127,9 @@ def test_pipeline_matches_the_contract():
     assert pipeline.inputs() == {
         "sample_scores", "generation_manifest", "benchmark", "curated", "figures", "params:human_corr"
     }  # fmt: skip
-    assert {"ratings", "correlations", "human_corr_plot", "human_corr_metrics"} <= pipeline.all_outputs()
+    assert {
+        "ratings", "correlations", "rater_agreement", "metric_comparisons", "human_corr_plot", "human_corr_metrics"
+    } <= pipeline.all_outputs()  # fmt: skip
 
 
 def test_oracle_ratings_and_correlations(tmp_path, caplog):
@@ -134,7 +142,8 @@ def test_oracle_ratings_and_correlations(tmp_path, caplog):
     assert "programmatic/s3" in caplog.text and "no ground truth file" in caplog.text
 
     table = outputs["correlations"].set_index("metric")
-    assert list(outputs["correlations"].columns) == list(CORRELATION_COLUMNS)
+    assert list(outputs["correlations"].columns) == correlation_columns("b")
+    assert set(table.scope) == {"pooled"}
     order = ["programmatic/s0", "programmatic/s1", "programmatic/s2", "faulty/s0", "faulty/s2"]
     rating = [EXPECTED_RATINGS[image] for image in order]
     expected = {
@@ -151,9 +160,20 @@ def test_oracle_ratings_and_correlations(tmp_path, caplog):
     metrics = outputs["human_corr_metrics"]
     assert metrics["checklist_pass_rate.n"] == 5.0 and metrics["rated_images"] == 5.0
     assert metrics["text_pass.pearson_r"] == pytest.approx(table.loc["text_pass", "pearson_r"])
+    assert metrics["text_pass.pearson_ci_low"] < metrics["text_pass.pearson_r"]
+    assert not [key for key in metrics if key.endswith((".reason", ".group", ".scope"))]
     plot = outputs["human_corr_plot"]
     assert isinstance(plot, Figure) and len(plot.axes) == 3
     assert plot.axes[0].get_ylabel() == f"rating ({ORACLE_RATER_ID})"
+
+    agreement = outputs["rater_agreement"]
+    assert agreement["value"].isna().all() and agreement["reason"].str.contains("only 1 rater").all()
+    assert "agreement between raters is not applicable" in caplog.text
+    comparisons = outputs["metric_comparisons"]
+    assert list(comparisons.columns) == list(COMPARISON_COLUMNS) and len(comparisons) == 3
+    first = comparisons.iloc[0]
+    assert (first.metric_a, first.metric_b) == ("checklist_pass_rate", "text_pass")
+    assert first.r_a == pytest.approx(table.loc["checklist_pass_rate", "pearson_r"])
 
 
 def test_ratings_from_a_file_are_averaged_per_image(tmp_path):
@@ -167,7 +187,8 @@ def test_ratings_from_a_file_are_averaged_per_image(tmp_path):
     path = tmp_path / "ratings.csv"
     ratings.to_csv(path, index=False)
     outputs = run(
-        tmp_path, {"ratings": {"source": "file", "path": str(path)}, "metrics": ["checklist_pass_rate"]}
+        tmp_path,
+        {"ratings": {"source": "file", "path": str(path)}, "metrics": ["checklist_pass_rate"], **FAST},
     )
     assert outputs["ratings"]["score"].tolist() == [5, 3, 2, 3, 1]
     row = outputs["correlations"].iloc[0]
@@ -181,3 +202,127 @@ def test_ratings_from_a_file_are_averaged_per_image(tmp_path):
 def test_unknown_rating_source_is_refused(tmp_path):
     with pytest.raises(Exception, match="source"):
         run(tmp_path, {"ratings": {"source": "crowd"}})
+
+
+# model, sample -> (our_judge, clip) scores; ratings by three raters below
+OTHER_SCORES = {
+    ("sd", "p0"): (0.9, 31.0),
+    ("sd", "p1"): (0.2, 25.0),
+    ("sd", "p2"): (0.6, 30.0),
+    ("sd", "p3"): (0.4, 24.0),
+    ("dalle", "p0"): (0.8, 29.0),
+    ("dalle", "p1"): (0.1, 28.0),
+    ("dalle", "p2"): (0.5, 26.0),
+    ("dalle", "p3"): (None, 27.0),  # our judge had no score for this image
+}
+MEAN_RATING = {"p0": 5.0, "p1": 1.0, "p2": 4.0, "p3": 2.0}
+
+
+def user_files(tmp_path) -> dict:
+    """A ratings CSV (three raters in perfect agreement) and a metric-scores TSV with a model column."""
+    scores = pd.DataFrame(
+        [
+            {"image_id": f"{model}/{sample}", "metric": metric, "score": value, "model": model}
+            for (model, sample), values in OTHER_SCORES.items()
+            for metric, value in zip(("our_judge", "clip"), values, strict=True)
+        ]
+    )
+    scores.to_csv(tmp_path / "scores.tsv", sep="\t", index=False)
+    ratings = pd.DataFrame(
+        [
+            {"image_id": f"{model}/{sample}", "rater_id": rater, "score": MEAN_RATING[sample]}
+            for model, sample in OTHER_SCORES
+            for rater in ("ann", "bo", "cy")
+        ]
+    )
+    ratings.to_parquet(tmp_path / "user_ratings.parquet")
+    return {
+        "ratings": {"source": "file", "path": str(tmp_path / "user_ratings.parquet")},
+        "metric_scores": {"source": "file", "path": str(tmp_path / "scores.tsv")},
+        "metrics": None,
+        **FAST,
+    }
+
+
+def test_other_systems_scores_from_a_file_grouped_by_model(tmp_path):
+    params = user_files(tmp_path) | {"group_by": "model", "fisher_z": "skip_arctanh", "kendall_variant": "c"}
+    outputs = run(tmp_path, params, sample_scores=pd.DataFrame())
+    table = outputs["correlations"]
+    assert list(table.columns) == correlation_columns("c")
+    assert list(zip(table.metric, table.scope, table.group.fillna(""), strict=True)) == [
+        ("our_judge", "pooled", ""),
+        ("our_judge", "group", "dalle"),
+        ("our_judge", "group", "sd"),
+        ("our_judge", "group_average", ""),
+        ("clip", "pooled", ""),
+        ("clip", "group", "dalle"),
+        ("clip", "group", "sd"),
+        ("clip", "group_average", ""),
+    ]
+    rows = table.set_index(["metric", "scope", table.group.fillna("")])
+    judged_dalle = stats.spearmanr([0.8, 0.1, 0.5], [5.0, 1.0, 4.0]).statistic
+    assert rows.loc[("our_judge", "group", "dalle"), "spearman_rho"] == pytest.approx(judged_dalle)
+    assert rows.loc[("our_judge", "group", "dalle"), "n"] == 3
+    assert rows.loc[("our_judge", "pooled", ""), "n"] == 7
+    average = rows.loc[("our_judge", "group_average", "")]
+    assert average.averaging == "fisher_z:skip_arctanh"
+    assert average.spearman_rho == pytest.approx(math.tanh((judged_dalle + 1.0) / 2))
+    assert rows.loc[("clip", "pooled", ""), "kendall_tau_c"] == pytest.approx(
+        stats.kendalltau([31, 25, 30, 24, 29, 28, 26, 27], [5, 1, 4, 2, 5, 1, 4, 2], variant="c").statistic
+    )
+
+    agreement = outputs["rater_agreement"].set_index("statistic")
+    assert agreement.loc["krippendorff_alpha", "value"] == pytest.approx(1.0)
+    assert agreement.loc["krippendorff_alpha", "n_raters"] == 3
+    assert agreement.loc["mean_pairwise_spearman", "value"] == pytest.approx(1.0)
+    comparison = outputs["metric_comparisons"].iloc[0]
+    assert (comparison.metric_a, comparison.metric_b, comparison.n) == ("our_judge", "clip", 7)
+    metrics = outputs["human_corr_metrics"]
+    assert metrics["our_judge.group_average.spearman_rho"] == pytest.approx(average.spearman_rho)
+    assert metrics["agreement.krippendorff_alpha"] == pytest.approx(1.0)
+    assert metrics["raters"] == 3.0 and "compare.our_judge_vs_clip.williams_p" in metrics
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        ({"metrics": ["vqascore"]}, r"metrics \['vqascore'\] have no scores"),
+        ({"group_by": "generator"}, "group_by 'generator' is not a column"),
+        ({"compare_coefficient": "cosine"}, "compare_coefficient"),
+    ],
+)
+def test_configuration_mistakes_are_named(tmp_path, change, message):
+    with pytest.raises(Exception, match=message):
+        run(tmp_path, user_files(tmp_path) | change, sample_scores=pd.DataFrame())
+
+
+def test_bad_files_are_refused_naming_the_rows(tmp_path):
+    params = user_files(tmp_path)
+    ratings = pd.read_parquet(tmp_path / "user_ratings.parquet")
+    pd.concat([ratings, ratings.iloc[:1]]).to_csv(tmp_path / "twice.csv", index=False)
+    with pytest.raises(Exception, match=r"\['image_id', 'rater_id'\] repeated: \[\('sd/p0', 'ann'\)\]"):
+        run(tmp_path, params | {"ratings": {"source": "file", "path": str(tmp_path / "twice.csv")}})
+    scores = pd.read_csv(tmp_path / "scores.tsv", sep="\t")
+    scores["score"] = scores["score"].astype(object)
+    scores.loc[3, "score"] = "high"
+    scores.to_csv(tmp_path / "text.csv", index=False)
+    with pytest.raises(Exception, match=r"rows \[3\] have no numeric score"):
+        run(tmp_path, params | {"metric_scores": {"source": "file", "path": str(tmp_path / "text.csv")}})
+
+
+def test_new_tables_are_logged_as_mlflow_artifacts(tmp_path, mlflow_store):
+    import mlflow
+    import yaml
+
+    entries = yaml.safe_load((CONF / "catalog_human_corr.yml").read_text())
+    for entry in entries.values():
+        entry["dataset"]["filepath"] = str(tmp_path / Path(entry["dataset"]["filepath"]).name)
+    catalog = DataCatalog.from_config(entries)
+    table = pd.DataFrame({"statistic": ["krippendorff_alpha"], "value": [0.8]})
+    experiment = mlflow.create_experiment("human_corr", artifact_location=(tmp_path / "artifacts").as_uri())
+    with mlflow.start_run(experiment_id=experiment) as active:
+        for name in entries:
+            catalog.save(name, table)
+    logged = {item.path for item in mlflow_store.list_artifacts(active.info.run_id)}
+    assert logged == {"rater_agreement.csv", "metric_comparisons.csv"}
+    assert pd.read_csv(tmp_path / "rater_agreement.csv").equals(table)

@@ -1,31 +1,47 @@
-"""Human-correlation nodes: ratings per image, checklist metrics per image, their correlations.
+"""Human-correlation nodes: ratings and metric scores per image, correlations, agreement, comparisons.
 
 Ratings come from a ratings file (columns image_id, rater_id, score) or, on the embedded sample,
 from the ground-truth oracle (``sciir.oracle``), whose rows carry the rater id
-``oracle_ground_truth``. Each image's rating is the mean over its raters (paper G.1).
+``oracle_ground_truth``. Metric scores (columns image_id, metric, score) come from evaluate's
+``sample_scores`` or from a file, so other systems' scores can be correlated too. Each image's
+rating is the mean over its raters (paper G.1). File formats: ``sciir.external_formats`` and
+docs/human_corr.md.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
-from pathlib import Path
-from typing import Annotated, Any, Literal, get_args
+from typing import Annotated, Any, Literal
 
 import pandas as pd
 from pydantic import BaseModel, ConfigDict, Field
 
-from sciir.oracle import ORACLE_RATER_ID, OracleConfig, OracleInputError, rate_image
+from sciir.agreement import Level, agreement_table
+from sciir.bootstrap import BootstrapConfig
+from sciir.external_formats import read_metric_scores_file, read_ratings_file
+from sciir.oracle import OracleConfig, oracle_ratings
 from sciir.plots import plot_metric_scatter
 from sciir.scoring import image_metrics
-from sciir.statistics import correlation_table, mean_ratings
+from sciir.statistics import (
+    COEFFICIENTS,
+    GROUP_AVERAGE,
+    POOLED,
+    Coefficient,
+    CorrelationSettings,
+    FisherZ,
+    KendallVariant,
+    comparison_table,
+    correlation_table,
+    mean_ratings,
+    value_column,
+)
 
 logger = logging.getLogger(__name__)
 
-RATING_COLUMNS = ("image_id", "rater_id", "score")
-MetricName = Literal["checklist_pass_rate", "text_pass", "final_pass"]
-IMAGE_METRICS: tuple[str, ...] = get_args(MetricName)
-_SHOWN_REASONS = 5
+# The per-image checklist metrics evaluate provides (``sciir.scoring.image_metrics``).
+EVALUATE_METRICS = ("checklist_pass_rate", "text_pass", "final_pass")
+# Columns of the paired table that a metric may not be named after.
+PAIR_COLUMNS = ("image_id", "rating", "n_raters")
 
 
 class OracleRatingsParams(OracleConfig):
@@ -43,93 +59,48 @@ class FileRatingsParams(BaseModel):
     path: str
 
 
+class EvaluateScoresParams(BaseModel):
+    """Metric scores from evaluate's ``sample_scores`` (the checklist metrics per image)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    source: Literal["evaluate"]
+
+
+class FileScoresParams(BaseModel):
+    """Metric scores read from a CSV / TSV / parquet file with columns image_id, metric, score."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    source: Literal["file"]
+    path: str
+
+
 class HumanCorrParams(BaseModel):
     """``params:human_corr`` (conf/base/parameters_human_corr.yml)."""
 
     model_config = ConfigDict(extra="forbid")
 
     ratings: Annotated[OracleRatingsParams | FileRatingsParams, Field(discriminator="source")]
-    metrics: list[MetricName] = Field(default_factory=lambda: list(IMAGE_METRICS))
-
-
-def read_ratings_file(path: str | Path) -> pd.DataFrame:
-    """A ratings table from CSV, TSV or parquet; raises ValueError naming the file and what is wrong."""
-    path = Path(path)
-    readers: dict[str, Callable[[Path], pd.DataFrame]] = {
-        ".csv": pd.read_csv,
-        ".tsv": lambda p: pd.read_csv(p, sep="\t"),
-        ".parquet": pd.read_parquet,
-    }
-    if path.suffix not in readers:
-        raise ValueError(f"ratings file {path}: unknown format {path.suffix!r} (use {', '.join(readers)})")
-    table = readers[path.suffix](path)
-    missing = [column for column in RATING_COLUMNS if column not in table.columns]
-    if missing:
-        raise ValueError(f"ratings file {path} lacks columns {missing}")
-    scores = pd.to_numeric(table["score"], errors="coerce")
-    bad = table.index[scores.isna()].tolist()
-    if bad:
-        raise ValueError(f"ratings file {path}: rows {bad[:_SHOWN_REASONS]} have no numeric score")
-    return pd.DataFrame(
-        {
-            "image_id": table["image_id"].astype(str),
-            "rater_id": table["rater_id"].astype(str),
-            "score": scores,
-        }
+    metric_scores: Annotated[EvaluateScoresParams | FileScoresParams, Field(discriminator="source")] = Field(
+        default_factory=lambda: EvaluateScoresParams(source="evaluate")
     )
+    # None: every metric found in the scores.
+    metrics: list[str] | None = None
+    group_by: str | None = None
+    kendall_variant: KendallVariant = "b"
+    fisher_z: FisherZ = "arctanh"
+    bootstrap: BootstrapConfig = Field(default_factory=BootstrapConfig)
+    agreement_level: Level = "interval"
+    compare_coefficient: Coefficient = "pearson"
+
+    def settings(self) -> CorrelationSettings:
+        """The statistics settings these parameters ask for."""
+        return CorrelationSettings(self.kendall_variant, self.fisher_z, self.bootstrap)
 
 
-def _generated_panels(
-    generation_manifest: pd.DataFrame, benchmark: pd.DataFrame, curated: pd.DataFrame, figures: pd.DataFrame
-) -> pd.DataFrame:
-    """Benchmark images a generator made, with the source figure path and panel they stand for."""
-    made = generation_manifest[
-        (generation_manifest["status"] == "ok")
-        & generation_manifest["sample_id"].isin(benchmark["sample_id"])
-    ]
-    panels = curated[["sample_id", "figure_uid", "panel_index"]].drop_duplicates("sample_id")
-    sources = figures[["figure_uid", "image_path"]].drop_duplicates("figure_uid")
-    return made.merge(panels, on="sample_id", how="left").merge(sources, on="figure_uid", how="left")
-
-
-def _oracle_rating(row: Any, config: OracleConfig) -> float:
-    """Oracle score of one generated panel; OracleInputError names the image when it cannot be rated."""
-    image_id = f"{row.model}/{row.sample_id}"
-    if pd.isna(row.image_path) or pd.isna(row.panel_index):
-        raise OracleInputError(f"{image_id}: no curated panel or source figure for sample {row.sample_id}")
-    try:
-        return rate_image(row.image_path, int(row.panel_index), row.meta, config)
-    except OracleInputError as exc:
-        raise OracleInputError(f"{image_id}: {exc}") from exc
-
-
-def oracle_ratings(
-    generation_manifest: pd.DataFrame,
-    benchmark: pd.DataFrame,
-    curated: pd.DataFrame,
-    figures: pd.DataFrame,
-    config: OracleConfig,
-) -> pd.DataFrame:
-    """Oracle ratings of every benchmark image a generator made (failed generations have no image to rate).
-
-    An image whose ground truth or meta cannot be used gets no rating; each is logged with its reason.
-    """
-    made = generation_manifest[generation_manifest["status"] == "ok"]
-    logger.info(
-        "oracle: %d generations failed and have no image to rate", len(generation_manifest) - len(made)
-    )
-    rows, skipped = [], []
-    for row in _generated_panels(generation_manifest, benchmark, curated, figures).itertuples(index=False):
-        try:
-            score = _oracle_rating(row, config)
-        except OracleInputError as exc:
-            skipped.append(str(exc))
-            continue
-        rows.append({"image_id": f"{row.model}/{row.sample_id}", "rater_id": ORACLE_RATER_ID, "score": score})
-    for reason in skipped:
-        logger.warning("oracle could not rate %s", reason)
-    logger.info("oracle rated %d images, skipped %d", len(rows), len(skipped))
-    return pd.DataFrame(rows, columns=list(RATING_COLUMNS))
+def _params(params: dict[str, Any]) -> HumanCorrParams:
+    return HumanCorrParams.model_validate(params)
 
 
 def collect_ratings(
@@ -140,38 +111,104 @@ def collect_ratings(
     params: dict[str, Any],
 ) -> pd.DataFrame:
     """The ``ratings`` table from the configured source (oracle or file)."""
-    source = HumanCorrParams.model_validate(params).ratings
+    source = _params(params).ratings
     if isinstance(source, FileRatingsParams):
         return read_ratings_file(source.path)
     return oracle_ratings(generation_manifest, benchmark, curated, figures, source)
 
 
-def per_image_metrics(sample_scores: pd.DataFrame) -> pd.DataFrame:
-    """The checklist metrics of every judged image (see ``sciir.scoring.image_metrics``)."""
-    return image_metrics(sample_scores)
+def evaluate_metric_scores(sample_scores: pd.DataFrame) -> pd.DataFrame:
+    """Evaluate's checklist metrics as metric scores (image_id, metric, score, model, sample_id, group, setting)."""
+    table = image_metrics(sample_scores)
+    described = [column for column in table.columns if column not in EVALUATE_METRICS]
+    scores = table.melt(
+        id_vars=described, value_vars=list(EVALUATE_METRICS), var_name="metric", value_name="score"
+    )
+    return scores[["image_id", "metric", "score", *[c for c in described if c != "image_id"]]]
 
 
-def pair_metrics_with_ratings(metrics: pd.DataFrame, ratings: pd.DataFrame) -> pd.DataFrame:
-    """Images with both checklist metrics and a mean rating; unmatched images on either side are logged."""
+def collect_metric_scores(sample_scores: pd.DataFrame, params: dict[str, Any]) -> pd.DataFrame:
+    """Metric scores from the configured source (evaluate's sample_scores or a file)."""
+    source = _params(params).metric_scores
+    if isinstance(source, FileScoresParams):
+        return read_metric_scores_file(source.path)
+    return evaluate_metric_scores(sample_scores)
+
+
+def select_metrics(metric_scores: pd.DataFrame, params: dict[str, Any]) -> list[str]:
+    """The metrics to correlate: the configured ones (all found when none are configured), in order.
+
+    Raises ValueError naming a configured metric the scores lack, or a metric named like a table column.
+    """
+    found = list(pd.unique(metric_scores["metric"]))
+    wanted = _params(params).metrics or found
+    missing = [metric for metric in wanted if metric not in found]
+    if missing:
+        raise ValueError(f"metrics {missing} have no scores (scores have {found})")
+    reserved = set(PAIR_COLUMNS) | (set(metric_scores.columns) - {"metric", "score"})
+    clashing = [metric for metric in wanted if metric in reserved]
+    if clashing:
+        raise ValueError(f"metrics {clashing} are named like columns of the paired table; rename them")
+    return wanted
+
+
+def pair_metrics_with_ratings(metric_scores: pd.DataFrame, ratings: pd.DataFrame) -> pd.DataFrame:
+    """Per image: its metric scores (one column each), its extra columns, mean rating and rater count.
+
+    Only images with both metric scores and a rating are kept; unmatched images on either side are logged.
+    """
+    wide = metric_scores.pivot(index="image_id", columns="metric", values="score")
+    extra = [column for column in metric_scores.columns if column not in ("image_id", "metric", "score")]
+    described = metric_scores.drop_duplicates("image_id").set_index("image_id")[extra]
+    scored = described.join(wide).reset_index()
     consensus = mean_ratings(ratings)
-    pairs = metrics.merge(consensus, on="image_id", how="inner")
-    unrated = len(metrics) - len(pairs)
-    unscored = len(consensus) - len(pairs)
+    pairs = scored.merge(consensus, on="image_id", how="inner")
+    unrated, unscored = len(scored) - len(pairs), len(consensus) - len(pairs)
     if unrated or unscored:
         logger.warning(
-            "%d judged images have no rating; %d rated images have no checklist metrics", unrated, unscored
+            "%d scored images have no rating; %d rated images have no metric scores", unrated, unscored
         )
     return pairs
 
 
-def correlate_with_ratings(pairs: pd.DataFrame, params: dict[str, Any]) -> pd.DataFrame:
-    """The ``correlations`` table: each configured metric against the mean rating."""
-    metrics = HumanCorrParams.model_validate(params).metrics
-    table = correlation_table(pairs, metrics, "rating")
+def _group_by(pairs: pd.DataFrame, params: HumanCorrParams) -> str | None:
+    """The grouping column, checked against the paired table."""
+    if params.group_by is not None and params.group_by not in pairs.columns:
+        raise ValueError(
+            f"group_by {params.group_by!r} is not a column of the paired table {list(pairs.columns)}"
+        )
+    return params.group_by
+
+
+def correlate_with_ratings(pairs: pd.DataFrame, metrics: list[str], params: dict[str, Any]) -> pd.DataFrame:
+    """The ``correlations`` table: each metric against the mean rating, pooled and (optionally) per group."""
+    config = _params(params)
+    table = correlation_table(pairs, metrics, "rating", config.settings(), _group_by(pairs, config))
+    shown = [
+        "metric",
+        "scope",
+        "group",
+        "n",
+        *(value_column(c, config.kendall_variant) for c in COEFFICIENTS),
+    ]
     logger.info(
-        "correlations with ratings:\n%s", table.to_string(index=False, float_format=lambda x: f"{x:.4g}")
+        "correlations with ratings:\n%s", table[shown].to_string(index=False, float_format="{:.4f}".format)
     )
     return table
+
+
+def compare_metrics(pairs: pd.DataFrame, metrics: list[str], params: dict[str, Any]) -> pd.DataFrame:
+    """The ``metric_comparisons`` table: every pair of metrics, Williams' test and a paired bootstrap."""
+    config = _params(params)
+    return comparison_table(pairs, metrics, "rating", config.compare_coefficient, config.settings())
+
+
+def rater_agreement(ratings: pd.DataFrame, params: dict[str, Any]) -> pd.DataFrame:
+    """The ``rater_agreement`` table: Krippendorff's alpha and mean pairwise Spearman between raters.
+
+    With a single rater (the oracle on the embedded sample) both are NaN with the reason logged.
+    """
+    return agreement_table(ratings, _params(params).agreement_level)
 
 
 def rating_label(ratings: pd.DataFrame) -> str:
@@ -180,18 +217,38 @@ def rating_label(ratings: pd.DataFrame) -> str:
     return f"rating ({raters[0]})" if len(raters) == 1 else f"mean rating of {len(raters)} raters"
 
 
-def plot_correlations(pairs: pd.DataFrame, ratings: pd.DataFrame, params: dict[str, Any]) -> Any:
-    """Scatter of each configured metric against the mean rating."""
-    metrics = HumanCorrParams.model_validate(params).metrics
+def plot_correlations(pairs: pd.DataFrame, ratings: pd.DataFrame, metrics: list[str]) -> Any:
+    """Scatter of each metric against the mean rating."""
     return plot_metric_scatter(pairs, metrics, "rating", rating_label(ratings))
 
 
-def summarise_correlations(correlations: pd.DataFrame, ratings: pd.DataFrame) -> dict[str, float]:
-    """``human_corr_metrics``: every coefficient, p-value and n per metric, plus rating counts."""
-    metrics: dict[str, float] = {}
-    for record in correlations.to_dict("records"):
-        metric = record.pop("metric")
-        metrics |= {f"{metric}.{key}": float(value) for key, value in record.items()}
+def _numeric_cells(table: pd.DataFrame, prefixes: pd.Series) -> dict[str, float]:
+    """The numeric cells of each row as ``<prefix of the row>.<column>``.
+
+    Label columns are skipped even when read back from CSV as all-NaN floats.
+    """
+    columns = [
+        column for column in table.select_dtypes("number").columns if column not in ("group", "reason")
+    ]
+    return {
+        f"{prefix}.{column}": float(value)
+        for prefix, (_, row) in zip(prefixes, table.iterrows(), strict=True)
+        for column, value in row[columns].items()
+    }
+
+
+def summarise_correlations(
+    correlations: pd.DataFrame, agreement: pd.DataFrame, comparisons: pd.DataFrame, ratings: pd.DataFrame
+) -> dict[str, float]:
+    """``human_corr_metrics``: pooled and group-average coefficients, agreement, comparisons, rating counts."""
+    pooled = correlations[correlations["scope"] == POOLED]
+    averaged = correlations[correlations["scope"] == GROUP_AVERAGE]
+    metrics = _numeric_cells(pooled, pooled["metric"])
+    metrics |= _numeric_cells(averaged, averaged["metric"] + f".{GROUP_AVERAGE}")
+    metrics |= _numeric_cells(
+        comparisons, "compare." + comparisons["metric_a"] + "_vs_" + comparisons["metric_b"]
+    )
+    metrics |= {f"agreement.{row.statistic}": float(row.value) for row in agreement.itertuples(index=False)}
     metrics["rated_images"] = float(ratings["image_id"].nunique())
     metrics["raters"] = float(ratings["rater_id"].nunique())
     return metrics

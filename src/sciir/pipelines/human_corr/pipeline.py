@@ -1,22 +1,26 @@
-"""Human-correlation pipeline wiring: ratings + per-image checklist metrics -> correlations, plot, metrics."""
+"""Human-correlation pipeline wiring: ratings + metric scores -> correlations, agreement, comparisons, plot."""
 
 from __future__ import annotations
 
 from kedro.pipeline import Pipeline, node
 
 from sciir.pipelines.human_corr.nodes import (
+    collect_metric_scores,
     collect_ratings,
+    compare_metrics,
     correlate_with_ratings,
     pair_metrics_with_ratings,
-    per_image_metrics,
     plot_correlations,
+    rater_agreement,
+    select_metrics,
     summarise_correlations,
 )
 
 
 def create_pipeline(**kwargs) -> Pipeline:
     """The ``human_corr`` pipeline (inputs: sample_scores, generation_manifest, benchmark, curated, figures,
-    params:human_corr; outputs: ratings, correlations, human_corr_plot, human_corr_metrics)."""
+    params:human_corr; outputs: ratings, correlations, rater_agreement, metric_comparisons, human_corr_plot,
+    human_corr_metrics)."""
     return Pipeline(
         [
             node(
@@ -25,28 +29,48 @@ def create_pipeline(**kwargs) -> Pipeline:
                 "ratings",
                 name="collect_ratings",
             ),
-            node(per_image_metrics, "sample_scores", "human_corr_image_metrics", name="per_image_metrics"),
+            node(
+                collect_metric_scores,
+                ["sample_scores", "params:human_corr"],
+                "human_corr_metric_scores",
+                name="collect_metric_scores",
+            ),
+            node(
+                select_metrics,
+                ["human_corr_metric_scores", "params:human_corr"],
+                "human_corr_metric_names",
+                name="select_metrics",
+            ),
             node(
                 pair_metrics_with_ratings,
-                ["human_corr_image_metrics", "ratings"],
+                ["human_corr_metric_scores", "ratings"],
                 "human_corr_pairs",
                 name="pair_metrics_with_ratings",
             ),
             node(
                 correlate_with_ratings,
-                ["human_corr_pairs", "params:human_corr"],
+                ["human_corr_pairs", "human_corr_metric_names", "params:human_corr"],
                 "correlations",
                 name="correlate_with_ratings",
             ),
             node(
+                compare_metrics,
+                ["human_corr_pairs", "human_corr_metric_names", "params:human_corr"],
+                "metric_comparisons",
+                name="compare_metrics",
+            ),
+            node(
+                rater_agreement, ["ratings", "params:human_corr"], "rater_agreement", name="rater_agreement"
+            ),
+            node(
                 plot_correlations,
-                ["human_corr_pairs", "ratings", "params:human_corr"],
+                ["human_corr_pairs", "ratings", "human_corr_metric_names"],
                 "human_corr_plot",
                 name="plot_correlations",
             ),
             node(
                 summarise_correlations,
-                ["correlations", "ratings"],
+                ["correlations", "rater_agreement", "metric_comparisons", "ratings"],
                 "human_corr_metrics",
                 name="summarise_correlations",
             ),
