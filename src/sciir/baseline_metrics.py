@@ -3,10 +3,10 @@
 CLIPScore is ``2.5 * max(cos(image embedding, text embedding), 0)`` from a local CLIP model
 (:class:`sciir.backends.clip_score.CLIPScorer`). VQAScore is the probability that a vision-language
 model answers "Yes" to ``Does this figure show "{prompt}"? Please answer yes or no.``, read from the
-log-probabilities of the first answer token. The backend answers task ``vqascore`` with
-``{"answer": str, "top_logprobs": [{"token": str, "logprob": float}, ...]}`` (the top log-probabilities
-of the first generated token; an OpenAI-compatible server gives them with ``logprobs: true,
-top_logprobs: 5``).
+log-probabilities of the first answer token. The request asks for them with ``top_logprobs`` (see
+:class:`sciir.backends.base.VLMRequest`), and the backend answers with
+``{"answer": str, "top_logprobs": [{"token": str, "logprob": float}, ...]}`` (the most likely first
+tokens; the ``openai`` backend sends ``logprobs: true, top_logprobs: 5, max_tokens: 1``).
 
 A metric is computed only when its model is configured; otherwise it is skipped with one log line and
 contributes no rows. A failed model call or an unreadable image is a ``failed`` row with its reason,
@@ -37,6 +37,9 @@ VQASCORE_TASK = "vqascore"
 VQASCORE_TEMPLATE_VERSION = "lin2024-vqascore-v1"
 # t2v_metrics' default question (Lin et al. 2024).
 VQASCORE_QUESTION = 'Does this figure show "{prompt}"? Please answer yes or no.'
+# First-token alternatives asked for: enough for the usual spellings of "yes" and "no", and within
+# the limit of 20 that OpenAI and vLLM set.
+VQASCORE_TOP_LOGPROBS = 5
 
 _PUNCTUATION = re.compile(r"[\W_]+")
 
@@ -91,7 +94,8 @@ def vqascore_question(prompt: str, template: str = VQASCORE_QUESTION) -> str:
 
 
 def build_vqascore_request(prompt: str, image_png: bytes, template: str = VQASCORE_QUESTION) -> VLMRequest:
-    """The yes/no question about one image; no JSON schema (the answer is one word)."""
+    """The yes/no question about one image, asking for the first answer token's log-probabilities
+    (no JSON schema: the answer is one word)."""
     question = vqascore_question(prompt, template)
     return VLMRequest(
         task=VQASCORE_TASK,
@@ -99,6 +103,7 @@ def build_vqascore_request(prompt: str, image_png: bytes, template: str = VQASCO
         images=[image_png],
         context={"question": question},
         template_version=VQASCORE_TEMPLATE_VERSION,
+        top_logprobs=VQASCORE_TOP_LOGPROBS,
     )
 
 

@@ -7,11 +7,13 @@ import asyncio
 import base64
 import io
 import json
+import math
 import re
 from typing import Any
 
 import pytest
 from PIL import Image
+from pydantic import ValidationError
 
 from sciir.annotation import TASKS
 from sciir.backends.base import VLMRequest
@@ -20,13 +22,14 @@ from sciir.backends.openai_compat import (
     InvalidReply,
     OpenAICompatibleVLM,
     UnsupportedSchema,
+    first_token_logprobs,
     parse_json_object,
     reply_text,
     reply_validator,
     schema_problems,
 )
 from sciir.judging import JUDGE_REPLY_SCHEMA, render_judge_prompt
-from sciir.testing.fake_openai_server import FakeOpenAIServer, FaultPlan
+from sciir.testing.fake_openai_server import FakeOpenAIServer, FaultPlan, FirstTokenDistribution
 
 API_KEY = "sk-test-DO-NOT-LEAK-4711"
 CHECKLIST = [
@@ -198,9 +201,10 @@ def test_identity_holds_what_changes_answers_and_not_operational_settings() -> N
     assert fast.identity()["config"]["top_p"] == 0.5
 
 
-def test_settings_the_backend_owns_cannot_be_overridden() -> None:
-    with pytest.raises(ValueError, match="response_format"):
-        OpenAICompatibleVLM(base_url="http://h/v1", model="m", response_format={"type": "text"})
+@pytest.mark.parametrize("setting", [{"response_format": {"type": "text"}}, {"logprobs": True}])
+def test_settings_the_backend_owns_cannot_be_overridden(setting: dict[str, Any]) -> None:
+    with pytest.raises(ValueError, match=next(iter(setting))):
+        OpenAICompatibleVLM(base_url="http://h/v1", model="m", **setting)
 
 
 def test_invalid_json_is_asked_again_then_fails_with_the_raw_text() -> None:
@@ -467,3 +471,77 @@ def test_settings_that_cannot_work_are_rejected_up_front() -> None:
         OpenAICompatibleVLM(base_url="http://h/v1", model="m", temperature=-1)
     with pytest.raises(ValueError, match="positive"):
         OpenAICompatibleVLM(base_url="http://h/v1", model="m", requests_per_minute=-5)
+
+
+# ---- first-token log-probabilities (VQAScore)
+
+
+def _yes_no_request(top_logprobs: int = 3) -> VLMRequest:
+    return VLMRequest(
+        task="vqascore",
+        prompt="Is there an arrow? Answer yes or no.",
+        images=[_png(8, 8)],
+        top_logprobs=top_logprobs,
+    )
+
+
+def test_a_request_for_logprobs_asks_for_one_token_and_returns_its_alternatives() -> None:
+    scripted = FirstTokenDistribution({"Yes": 0.7, " yes": 0.1, "No": 0.15, "no": 0.05})
+    with FakeOpenAIServer(responder=lambda request: scripted) as srv:
+        [result] = _vlm(srv, max_tokens=300).generate([_yes_no_request(top_logprobs=3)])
+        [sent] = srv.requests
+    assert result.ok, result.failure
+    assert "response_format" not in sent.body
+    assert (sent.body["max_tokens"], sent.body["logprobs"], sent.body["top_logprobs"]) == (1, True, 3)
+    assert result.output == {
+        "answer": "Yes",
+        "top_logprobs": [
+            {"token": "Yes", "logprob": math.log(0.7)},
+            {"token": "No", "logprob": math.log(0.15)},
+            {"token": " yes", "logprob": math.log(0.1)},
+        ],
+    }
+    assert result.raw == "Yes" and result.usage["completion_tokens"] == 1
+
+
+def test_a_server_that_returns_no_logprobs_fails_the_request_saying_so() -> None:
+    with FakeOpenAIServer(responder=_fixed("Yes")) as srv:  # a plain answer: no logprobs in the reply
+        [result] = _vlm(srv, invalid_reply_retries=1).generate([_yes_no_request()])
+        attempts = srv.stats.chat_requests
+    assert result.output is None and attempts == 2 == result.usage["http_requests"]
+    assert result.failure == (
+        "invalid reply for task vqascore: the reply has no first-token log-probabilities "
+        "(choices[0].logprobs.content[0].top_logprobs is missing or empty): the server may not support "
+        "logprobs for this model"
+    )  # and no hint about max_tokens: one token is what was asked for
+
+
+def _logprob_reply(top_logprobs: Any, content: Any = "Yes") -> dict[str, Any]:
+    first = {"token": "Yes", "logprob": -0.1, "top_logprobs": top_logprobs}
+    return {"choices": [{"message": {"content": content}, "logprobs": {"content": [first]}}]}
+
+
+def test_first_token_logprobs_reads_the_alternatives_and_rejects_what_is_not_one() -> None:
+    alternatives = [{"token": "Yes", "logprob": -0.1, "bytes": [89]}, {"token": "No", "logprob": -2}]
+    assert first_token_logprobs(_logprob_reply(alternatives, content=None)) == {
+        "answer": "Yes",  # the generated token when the message has no content
+        "top_logprobs": [{"token": "Yes", "logprob": -0.1}, {"token": "No", "logprob": -2.0}],
+    }
+    for body in (_logprob_reply([]), {"choices": [{"message": {"content": "Yes"}, "logprobs": None}]}):
+        with pytest.raises(InvalidReply, match="no first-token log-probabilities"):
+            first_token_logprobs(body)
+    with pytest.raises(InvalidReply, match="malformed first-token log-probability {'token': 'No'}"):
+        first_token_logprobs(_logprob_reply([{"token": "Yes", "logprob": -0.1}, {"token": "No"}]))
+
+
+def test_a_request_asks_for_a_json_object_or_logprobs_and_only_logprobs_change_its_key() -> None:
+    with pytest.raises(ValidationError, match="not both"):
+        VLMRequest(task="t", prompt="p", json_schema=JUDGE_SCHEMA, top_logprobs=5)
+    with pytest.raises(ValidationError, match="less than or equal to 20"):
+        VLMRequest(task="t", prompt="p", top_logprobs=21)
+    plain = VLMRequest(task="t", prompt="p")
+    assert "top_logprobs" not in plain.content_key()  # keys (and cached answers) of other requests stay
+    assert VLMRequest(task="t", prompt="p", top_logprobs=5).content_key() == {
+        **plain.content_key(),
+        "top_logprobs": 5,
+    }

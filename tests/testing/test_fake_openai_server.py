@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import os
 import subprocess
 import sys
@@ -15,6 +16,7 @@ from sciir.testing.fake_openai_server import (
     FakeOpenAIServer,
     Fault,
     FaultPlan,
+    FirstTokenDistribution,
     answer_checklist_yes,
     checklist_ids,
     checklist_responder,
@@ -204,3 +206,38 @@ def test_a_checklist_responder_answers_each_question_id_once_with_its_verdict() 
         ("q1", "no", "by id"),
         ("q2", None, "by id"),
     ]
+
+
+YES_OR_NO = FirstTokenDistribution({"No": 0.15, "Yes": 0.6, " yes": 0.2, "YES": 0.05})
+
+
+def test_a_request_for_logprobs_gets_the_scripted_first_token_distribution() -> None:
+    body = {**JUDGE_BODY, "max_tokens": 1, "logprobs": True, "top_logprobs": 3}
+    with FakeOpenAIServer(responder=lambda request: YES_OR_NO) as srv:
+        choice = _post(srv, body).json()["choices"][0]
+    assert choice["message"]["content"] == "Yes"  # greedy: the most likely token
+    [first] = choice["logprobs"]["content"]
+    assert (first["token"], first["logprob"]) == ("Yes", math.log(0.6))
+    assert [(t["token"], t["logprob"]) for t in first["top_logprobs"]] == [
+        ("Yes", math.log(0.6)),
+        (" yes", math.log(0.2)),
+        ("No", math.log(0.15)),
+    ]
+    assert first["top_logprobs"][1]["bytes"] == list(b" yes")
+
+
+def test_logprobs_are_sent_only_when_asked_for_and_scripted() -> None:
+    asked = {**JUDGE_BODY, "logprobs": True, "top_logprobs": 2}
+    with FakeOpenAIServer(responder=lambda request: YES_OR_NO) as srv:
+        not_asked = _post(srv).json()["choices"][0]
+    with FakeOpenAIServer(responder=lambda request: "Yes") as srv:
+        unscripted = _post(srv, asked).json()["choices"][0]
+    assert not_asked["message"]["content"] == "Yes" and "logprobs" not in not_asked
+    # A plain answer stands for a server that ignores logprobs.
+    assert unscripted["message"]["content"] == "Yes" and "logprobs" not in unscripted
+
+
+@pytest.mark.parametrize("probabilities", [{}, {"Yes": 0.0}, {"Yes": 0.7, "No": 0.4}, {"Yes": 1.5}])
+def test_a_distribution_that_is_not_one_is_rejected(probabilities: dict[str, float]) -> None:
+    with pytest.raises(ValueError, match="lie in \\(0, 1\\] and sum to at most 1"):
+        FirstTokenDistribution(probabilities)

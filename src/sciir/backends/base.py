@@ -18,7 +18,7 @@ from abc import abstractmethod
 from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, model_validator
 
 
 def sha256_hex(data: bytes) -> str:
@@ -30,7 +30,9 @@ class VLMRequest(BaseModel):
 
     ``prompt`` is what a real model reads; ``context`` carries the same facts as
     structured fields (caption, checklist ...) for backends that do not read prose.
-    ``images`` are PNG-encoded bytes.
+    ``images`` are PNG-encoded bytes. ``top_logprobs`` asks, instead of a JSON object, for the first
+    answer token's most likely alternatives with their log-probabilities (VQAScore reads P("yes")
+    from them); a backend that cannot return them fails the request.
     """
 
     task: str
@@ -40,10 +42,22 @@ class VLMRequest(BaseModel):
     context: dict[str, Any] = Field(default_factory=dict)
     template_version: str = "1"
     seed: int | None = None
+    # OpenAI-compatible servers return at most 20 alternatives per token.
+    top_logprobs: int | None = Field(default=None, ge=1, le=20)
+
+    @model_validator(mode="after")
+    def _one_kind_of_answer(self) -> VLMRequest:
+        """A reply is either a JSON object or a token's log-probabilities; asking for both is a bug."""
+        if self.json_schema is not None and self.top_logprobs is not None:
+            raise ValueError(
+                f"task {self.task}: a request asks for a JSON object (json_schema) or for first-token "
+                "log-probabilities (top_logprobs), not both"
+            )
+        return self
 
     def content_key(self) -> dict[str, Any]:
         """What identifies this request's content (images by hash)."""
-        return {
+        key: dict[str, Any] = {
             "task": self.task,
             "template_version": self.template_version,
             "prompt": self.prompt,
@@ -52,6 +66,10 @@ class VLMRequest(BaseModel):
             "context": self.context,
             "seed": self.seed,
         }
+        # Only when set, so every other request keeps its key and so its cached answer.
+        if self.top_logprobs is not None:
+            key["top_logprobs"] = self.top_logprobs
+        return key
 
 
 class VLMResult(BaseModel):

@@ -3,7 +3,8 @@
 Works with vLLM and SGLang (serving Qwen3-VL, InternVL ...), OpenAI, and Gemini's compatible endpoint.
 Transport (event loop, shared session, concurrency, retries, timeouts, rate limits) lives in
 :mod:`sciir.backends.http_client`; this module builds payloads, parses replies and checks them against
-the request's JSON schema, and accounts tokens and cost.
+the request's JSON schema (or reads the first token's log-probabilities when the request asks for them),
+and accounts tokens and cost.
 """
 
 from __future__ import annotations
@@ -37,7 +38,9 @@ log = logging.getLogger(__name__)
 
 CHAT_PATH = "/chat/completions"
 # Payload fields the backend sets itself; passing them as extra settings would silently fight it.
-_RESERVED_EXTRA = frozenset({"messages", "response_format", "seed", "stream", "n"})
+_RESERVED_EXTRA = frozenset(
+    {"messages", "response_format", "seed", "stream", "n", "logprobs", "top_logprobs"}
+)
 _PNG_MODES = frozenset({"1", "L", "LA", "P", "RGB", "RGBA", "I", "I;16"})
 _SCHEMA_NAME_CHARS = re.compile(r"[^A-Za-z0-9_-]")
 # For the tokens-per-minute estimate: about four characters a text token, one token per 28-pixel patch.
@@ -81,23 +84,87 @@ def image_parts(images: Sequence[bytes], max_side: int) -> list[dict[str, Any]]:
     return parts
 
 
-def reply_text(body: dict[str, Any]) -> str:
-    """The text of the first choice of a chat-completion reply (string or list-of-parts content)."""
+def _raw(body: dict[str, Any]) -> str:
+    """The start of a reply body, kept with a failure so the reason can be checked."""
+    return json.dumps(body)[:2000]
+
+
+def first_choice(body: dict[str, Any]) -> dict[str, Any]:
+    """The first choice of a chat-completion reply; raises when the model refused to answer."""
     choices = body.get("choices")
     if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
-        raise InvalidReply("the reply has no choices", raw=json.dumps(body)[:2000])
+        raise InvalidReply("the reply has no choices", raw=_raw(body))
     message = choices[0].get("message") or {}
     if message.get("refusal"):
         raise InvalidReply(f"the model refused: {message['refusal']}", raw=str(message["refusal"]))
-    content = message.get("content")
+    return choices[0]
+
+
+def _message_content(choice: dict[str, Any]) -> Any:
+    """A choice's message content, list-of-parts content joined into one string."""
+    content = (choice.get("message") or {}).get("content")
     if isinstance(content, list):
-        content = "".join(part.get("text", "") for part in content if isinstance(part, dict))
-    if not isinstance(content, str) or not content.strip():
-        finish = choices[0].get("finish_reason")
-        raise InvalidReply(
-            f"the reply has no text content (finish_reason {finish!r})", raw=json.dumps(body)[:2000]
-        )
+        return "".join(part.get("text", "") for part in content if isinstance(part, dict))
     return content
+
+
+def reply_text(body: dict[str, Any]) -> str:
+    """The text of the first choice of a chat-completion reply (string or list-of-parts content)."""
+    choice = first_choice(body)
+    content = _message_content(choice)
+    if not isinstance(content, str) or not content.strip():
+        finish = choice.get("finish_reason")
+        raise InvalidReply(f"the reply has no text content (finish_reason {finish!r})", raw=_raw(body))
+    return content
+
+
+def _token_logprob(entry: Any) -> dict[str, Any] | None:
+    """``{"token", "logprob"}`` of one alternative, or None when it lacks either or is not a number."""
+    if not isinstance(entry, dict):
+        return None
+    token, logprob = entry.get("token"), entry.get("logprob")
+    if not isinstance(token, str) or isinstance(logprob, bool) or not isinstance(logprob, int | float):
+        return None
+    return {"token": token, "logprob": float(logprob)}
+
+
+def first_token_logprobs(body: dict[str, Any]) -> dict[str, Any]:
+    """``{"answer": text, "top_logprobs": [{"token", "logprob"}, ...]}`` from a reply asked for logprobs.
+
+    The alternatives are ``choices[0].logprobs.content[0].top_logprobs``, the first generated token's;
+    a server that ignores ``logprobs`` (or one malformed alternative) makes the reply invalid.
+    """
+    choice = first_choice(body)
+    logprobs = choice.get("logprobs")
+    tokens = logprobs.get("content") if isinstance(logprobs, dict) else None
+    first = tokens[0] if isinstance(tokens, list) and tokens and isinstance(tokens[0], dict) else {}
+    alternatives = first.get("top_logprobs")
+    if not isinstance(alternatives, list) or not alternatives:
+        raise InvalidReply(
+            "the reply has no first-token log-probabilities (choices[0].logprobs.content[0].top_logprobs "
+            "is missing or empty): the server may not support logprobs for this model",
+            raw=_raw(body),
+        )
+    entries = [_token_logprob(entry) for entry in alternatives]
+    if None in entries:
+        bad = alternatives[entries.index(None)]
+        raise InvalidReply(f"malformed first-token log-probability {bad!r}", raw=_raw(body))
+    content = _message_content(choice)
+    answer = content if isinstance(content, str) else str(first.get("token", ""))
+    return {"answer": answer, "top_logprobs": entries}
+
+
+def reply_output(body: dict[str, Any], request: VLMRequest) -> tuple[dict[str, Any], str]:
+    """The output ``request`` asked for, and the reply text it came from.
+
+    First-token log-probabilities when the request asks for them, else the JSON object in the text,
+    checked against the request's schema.
+    """
+    if request.top_logprobs is not None:
+        output = first_token_logprobs(body)
+        return output, output["answer"]
+    text = reply_text(body)
+    return parse_reply(text, request.json_schema), text
 
 
 def usage_of(body: dict[str, Any]) -> dict[str, float]:
@@ -236,7 +303,11 @@ class OpenAICompatibleVLM(VisionLanguageModel):
         return self._transport.run_batch(requests, self._complete, self._failure, on_result)
 
     def build_payload(self, request: VLMRequest) -> dict[str, Any]:
-        """The chat-completions body for ``request``: system prompt, then the prompt text and its images."""
+        """The chat-completions body for ``request``: system prompt, then the prompt text and its images.
+
+        A JSON schema is sent as ``response_format``; a request for first-token log-probabilities
+        asks for one token with ``logprobs`` and ``top_logprobs`` instead.
+        """
         user_content = [{"type": "text", "text": request.prompt}]
         user_content += image_parts(request.images, self.config["image_max_side"])
         system_prompt = self.config["system_prompt"]
@@ -249,6 +320,9 @@ class OpenAICompatibleVLM(VisionLanguageModel):
             "temperature": self.config["temperature"],
             "max_tokens": self.config["max_tokens"],
         }
+        if request.top_logprobs is not None:
+            # Only the first token's alternatives are read, so one token is all there is to pay for.
+            payload |= {"max_tokens": 1, "logprobs": True, "top_logprobs": request.top_logprobs}
         if request.json_schema is not None:
             name = _SCHEMA_NAME_CHARS.sub("_", request.task)[:64] or "reply"
             payload["response_format"] = {
@@ -286,14 +360,13 @@ class OpenAICompatibleVLM(VisionLanguageModel):
             usage["http_requests"] += reply.attempts
             _add_usage(usage, usage_of(reply.body))
             try:
-                text = reply_text(reply.body)
-                output = parse_reply(text, request.json_schema)
+                output, text = reply_output(reply.body, request)
             except InvalidReply as err:
                 last_error = err
                 log.info("reply for task %s is invalid: %s", request.task, err)
                 continue
             return VLMResult(output=output, raw=text, usage=self._priced(usage))
-        reason = f"invalid reply for task {request.task}: {last_error}{self._cut_hint(reply)}"
+        reason = f"invalid reply for task {request.task}: {last_error}{self._cut_hint(request, reply)}"
         return self._failed(request, reason, last_error.raw, usage)
 
     def _priced(self, usage: dict[str, float]) -> dict[str, float]:
@@ -306,8 +379,10 @@ class OpenAICompatibleVLM(VisionLanguageModel):
         log.warning("%s request failed: %s", self.model, reason)
         return VLMResult(failure=reason, raw=raw, usage=self._priced(usage))
 
-    def _cut_hint(self, reply: Reply) -> str:
+    def _cut_hint(self, request: VLMRequest, reply: Reply) -> str:
         """A note when the server stopped the reply at the token limit, the usual cause of broken JSON."""
+        if request.top_logprobs is not None:
+            return ""  # stopping after one token is what was asked for
         choices = reply.body.get("choices")
         first = choices[0] if isinstance(choices, list) and choices else None
         if isinstance(first, dict) and first.get("finish_reason") == "length":

@@ -21,6 +21,7 @@ import asyncio
 import dataclasses
 import functools
 import json
+import math
 import random
 import re
 import threading
@@ -31,8 +32,6 @@ from dataclasses import dataclass, field
 from enum import Enum
 from http import HTTPStatus
 from typing import Any
-
-Responder = Callable[[dict[str, Any]], str]
 
 # What the fake server bills per image; real servers bill hundreds of tokens per image too.
 IMAGE_TOKENS = 256
@@ -111,6 +110,49 @@ class FaultPlan:
         """Seconds to wait before answering one request."""
         low, high = self.latency_s
         return low if low == high else rng.uniform(low, high)
+
+
+@dataclass(frozen=True)
+class FirstTokenDistribution:
+    """A scripted answer of one token: the probability of each candidate first token.
+
+    The reply's content is the most likely token (greedy decoding). A request with ``logprobs: true``
+    also gets ``choices[0].logprobs.content[0]``: that token and its ``top_logprobs`` most likely
+    alternatives, as OpenAI returns them.
+    """
+
+    probabilities: Mapping[str, float]
+
+    def __post_init__(self) -> None:
+        values = list(self.probabilities.values())
+        if not values or any(not 0.0 < p <= 1.0 for p in values) or sum(values) > 1.0 + 1e-9:
+            raise ValueError(
+                "first-token probabilities must lie in (0, 1] and sum to at most 1, "
+                f"got {dict(self.probabilities)}"
+            )
+
+    def ranked(self) -> list[tuple[str, float]]:
+        """The candidate tokens, most likely first."""
+        return sorted(self.probabilities.items(), key=lambda item: item[1], reverse=True)
+
+    @property
+    def most_likely(self) -> str:
+        return self.ranked()[0][0]
+
+    def logprobs(self, top: int) -> dict[str, Any]:
+        """A choice's ``logprobs``: the most likely token as the one generated, ``top`` alternatives."""
+        ranked = self.ranked()
+        alternatives = [_token_logprob(token, probability) for token, probability in ranked[:top]]
+        return {"content": [{**_token_logprob(*ranked[0]), "top_logprobs": alternatives}]}
+
+
+def _token_logprob(token: str, probability: float) -> dict[str, Any]:
+    """One token's entry in a reply's ``logprobs``, as OpenAI writes it."""
+    return {"token": token, "logprob": math.log(probability), "bytes": list(token.encode())}
+
+
+# A plain string is a reply without log-probabilities, as from a server that ignores ``logprobs``.
+Responder = Callable[[dict[str, Any]], str | FirstTokenDistribution]
 
 
 class NoScriptedAnswer(LookupError):
@@ -233,8 +275,26 @@ def _error_reply(status: int, message: str, headers: tuple[tuple[str, str], ...]
     return _json_reply(status, {"error": error}, headers)
 
 
-def _completion(request: dict[str, Any], content: str, index: int, model: str) -> dict[str, Any]:
-    """A chat.completion envelope around ``content``, with approximate token counts."""
+def _choice(request: dict[str, Any], answer: str | FirstTokenDistribution) -> dict[str, Any]:
+    """The one choice of a reply; with log-probabilities when asked for and the answer has them."""
+    content = answer if isinstance(answer, str) else answer.most_likely
+    choice: dict[str, Any] = {
+        "index": 0,
+        "message": {"role": "assistant", "content": content},
+        "finish_reason": "stop",
+    }
+    if isinstance(answer, FirstTokenDistribution) and request.get("logprobs") is True:
+        top = request.get("top_logprobs")
+        choice["logprobs"] = answer.logprobs(top if isinstance(top, int) else 0)
+    return choice
+
+
+def _completion(
+    request: dict[str, Any], answer: str | FirstTokenDistribution, index: int, model: str
+) -> dict[str, Any]:
+    """A chat.completion envelope around ``answer``, with approximate token counts."""
+    choice = _choice(request, answer)
+    content = choice["message"]["content"]
     texts = message_texts(request)
     images = sum(
         1
@@ -250,9 +310,7 @@ def _completion(request: dict[str, Any], content: str, index: int, model: str) -
         "object": "chat.completion",
         "created": int(time.time()),
         "model": request.get("model") or model,
-        "choices": [
-            {"index": 0, "message": {"role": "assistant", "content": content}, "finish_reason": "stop"}
-        ],
+        "choices": [choice],
         "usage": {
             "prompt_tokens": prompt_tokens,
             "completion_tokens": completion_tokens,
@@ -312,8 +370,9 @@ class _Counters:
 class FakeOpenAIServer:
     """OpenAI-compatible ``/v1/chat/completions`` and ``/v1/models`` on loopback, in a background thread.
 
-    ``responder(request_json)`` returns the reply content; when it raises, the server answers HTTP 400
-    with its message. ``requests`` keeps the last ``history_limit`` chat requests (bodies included).
+    ``responder(request_json)`` returns the reply content, or a :class:`FirstTokenDistribution` for
+    replies with log-probabilities; when it raises, the server answers HTTP 400 with its message.
+    ``requests`` keeps the last ``history_limit`` chat requests (bodies included).
     """
 
     def __init__(
@@ -491,10 +550,10 @@ class FakeOpenAIServer:
         if fault is not None:
             return self._fault_replies[fault](request, body, index)
         try:
-            content = self.responder(body)
+            answer = self.responder(body)
         except Exception as err:  # a responder's refusal or bug reaches the client as a clear 400
             return _error_reply(400, f"the responder could not answer: {type(err).__name__}: {err}")
-        return _json_reply(200, _completion(body, content, index, self.model))
+        return _json_reply(200, _completion(body, answer, index, self.model))
 
     def _status_fault(self, status: int, request: _HTTPRequest, body: dict[str, Any], index: int) -> _Reply:
         if status == 401:
