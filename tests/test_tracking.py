@@ -3,8 +3,9 @@ import math
 import subprocess
 
 import mlflow
+import pandas as pd
 
-from sciir.tracking import MetricsDataset, provenance_tags
+from sciir.tracking import MetricsDataset, NestedRun, log_nested_runs, provenance_tags
 
 
 def test_metrics_go_to_json_and_to_the_active_run(tmp_path, mlflow_store):
@@ -43,3 +44,27 @@ def test_provenance_names_the_commit_and_dirtiness(tmp_path):
 
 def test_provenance_outside_git_is_empty(tmp_path):
     assert provenance_tags(tmp_path) == {}
+
+
+def test_nested_runs_carry_their_metrics_and_tables(mlflow_store):
+    runs = {
+        "alpha": NestedRun({"final": 0.5, "law": math.nan}, {"verdicts": pd.DataFrame({"verdict": ["yes"]})}),
+        "beta": NestedRun({"final": 1.0}),
+    }
+    with mlflow.start_run() as parent:
+        ids = log_nested_runs(runs, name_tag="sciir.model")
+    assert list(ids) == ["alpha", "beta"]
+    alpha = mlflow_store.get_run(ids["alpha"])
+    assert alpha.data.tags["mlflow.parentRunId"] == parent.info.run_id
+    assert alpha.data.tags["mlflow.runName"] == "alpha" and alpha.data.tags["sciir.model"] == "alpha"
+    assert alpha.data.metrics == {"final": 0.5}  # NaN cannot be charted: left out
+    assert [item.path for item in mlflow_store.list_artifacts(ids["alpha"])] == ["verdicts.csv"]
+    local = mlflow.artifacts.download_artifacts(run_id=ids["alpha"], artifact_path="verdicts.csv")
+    assert pd.read_csv(local).verdict.tolist() == ["yes"]
+    assert mlflow_store.list_artifacts(ids["beta"]) == []
+
+
+def test_nested_runs_need_an_active_run(mlflow_store):
+    assert log_nested_runs({"alpha": NestedRun({"final": 0.5})}, name_tag="sciir.model") == {}
+    assert mlflow.active_run() is None
+    assert mlflow_store.search_runs(experiment_ids=["0"]) == []

@@ -1,7 +1,8 @@
 """MLflow and DVC bookkeeping shared by the pipelines.
 
 Each stage's metrics are written to a JSON file (so DVC can track and diff them) and logged
-to the active MLflow run under the stage's prefix.
+to the active MLflow run under the stage's prefix. A stage can also log one nested run per item
+(e.g. per model) with its own metrics and tables.
 """
 
 from __future__ import annotations
@@ -10,10 +11,16 @@ import json
 import logging
 import math
 import subprocess
+import tempfile
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kedro.io import AbstractDataset, DatasetError
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 logger = logging.getLogger(__name__)
 
@@ -58,6 +65,40 @@ def log_artifacts(local_dir: str | Path, artifact_path: str) -> bool:
         return False
     mlflow.log_artifacts(str(local_dir), artifact_path=artifact_path)
     return True
+
+
+@dataclass(frozen=True)
+class NestedRun:
+    """What one nested run holds: metrics (NaN ones are skipped) and tables (logged as CSV artifacts)."""
+
+    metrics: Mapping[str, float]
+    tables: Mapping[str, pd.DataFrame] = field(default_factory=dict)
+
+
+def _log_nested_run(name: str, content: NestedRun, name_tag: str, folder: Path) -> str:
+    """One nested run named ``name`` (and tagged ``name_tag``) inside the active run; its run id."""
+    import mlflow
+
+    with mlflow.start_run(run_name=name, nested=True) as run:
+        mlflow.set_tag(name_tag, name)
+        mlflow.log_metrics({key: value for key, value in content.metrics.items() if _finite(value)})
+        for table_name, table in content.tables.items():
+            path = folder / run.info.run_id / f"{table_name}.csv"
+            path.parent.mkdir(parents=True, exist_ok=True)
+            table.to_csv(path, index=False)
+            mlflow.log_artifact(str(path))
+    return run.info.run_id
+
+
+def log_nested_runs(runs: Mapping[str, NestedRun], name_tag: str) -> dict[str, str]:
+    """One nested MLflow run per name inside the active run, in the order given: name -> run id.
+    Without an active run nothing is logged (one log line says so) and the result is empty."""
+    if _active_mlflow() is None:
+        logger.info("no active MLflow run: the nested runs %s are not logged", ", ".join(runs))
+        return {}
+    # The CSV files only need to live until MLflow has copied them into the run's artifacts.
+    with tempfile.TemporaryDirectory() as folder:
+        return {name: _log_nested_run(name, content, name_tag, Path(folder)) for name, content in runs.items()}
 
 
 class MetricsDataset(AbstractDataset[dict[str, MetricValue], dict[str, MetricValue]]):

@@ -10,7 +10,7 @@ generation prompt (AIBench section 3.5).
 from __future__ import annotations
 
 import logging
-from collections import Counter, defaultdict
+from collections import defaultdict
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, cast
@@ -37,67 +37,38 @@ from sciir.baseline_metrics import (
     scored_row,
     vqascore_from_result,
 )
+from sciir.generated_images import (
+    ExpectedImage,
+    ImageLoaders,
+    NoImageError,
+    image_models,
+    load_image,
+    missing_per_model,
+)
 from sciir.judging import image_png_bytes
 
 logger = logging.getLogger(__name__)
 
-# Kedro's partitioned dataset gives loaders; a pipeline run in memory may pass the images themselves.
-ImageLoaders = Mapping[str, Callable[[], Image.Image] | Image.Image]
 
-
-@dataclass(frozen=True)
-class ImageJob:
-    """One image to examine: which model drew which sample."""
-
-    model: str
-    sample_id: str
-
-    @property
-    def image_id(self) -> str:
-        return f"{self.model}/{self.sample_id}"
-
-
-class NoImageError(LookupError):
-    """A job whose image is missing or cannot be read; the message names the image and the problem."""
-
-
-def generation_models(generations: ImageLoaders) -> list[str]:
-    """The models that drew images (the folder part of ``<model>/<sample_id>``)."""
-    return sorted({key.rsplit("/", 1)[0] for key in generations if "/" in key})
-
-
-def image_jobs(generations: ImageLoaders, sample_ids: Sequence[str]) -> list[ImageJob]:
+def image_jobs(generations: ImageLoaders, sample_ids: Sequence[str]) -> list[ExpectedImage]:
     """Every model x every sample: an image each model is expected to have drawn."""
-    return [ImageJob(model, sample) for model in generation_models(generations) for sample in sample_ids]
-
-
-def load_image(job: ImageJob, generations: ImageLoaders) -> Image.Image:
-    """The job's image, or NoImageError naming what is wrong."""
-    loader = generations.get(job.image_id)
-    if loader is None:
-        raise NoImageError(f"no image from model {job.model} for sample {job.sample_id}")
-    try:
-        image = loader() if callable(loader) else loader
-        image.load()
-    except (OSError, ValueError) as error:
-        raise NoImageError(f"the image {job.image_id} could not be read ({error})") from error
-    return image
+    return [ExpectedImage(model, sample) for model in image_models(generations) for sample in sample_ids]
 
 
 @dataclass(frozen=True)
 class Asked:
     """A model's results for one image, by task, or why no request was sent (no usable image)."""
 
-    job: ImageJob
+    job: ExpectedImage
     results: Mapping[str, VLMResult]
     unavailable: str | None = None
 
 
 def ask_per_image(
-    jobs: Sequence[ImageJob],
+    jobs: Sequence[ExpectedImage],
     generations: ImageLoaders,
     model: VisionLanguageModel,
-    build: Callable[[ImageJob, bytes], dict[str, VLMRequest]],
+    build: Callable[[ExpectedImage, bytes], dict[str, VLMRequest]],
     batch_size: int,
 ) -> list[Asked]:
     """The requests ``build`` makes of each usable image (by task), sent in batches; each image is
@@ -105,8 +76,8 @@ def ask_per_image(
     asked: list[Asked] = []
     for start in range(0, len(jobs), batch_size):
         batch = jobs[start : start + batch_size]
-        unavailable: dict[ImageJob, str] = {}
-        pending: list[tuple[ImageJob, str, VLMRequest]] = []
+        unavailable: dict[ExpectedImage, str] = {}
+        pending: list[tuple[ExpectedImage, str, VLMRequest]] = []
         for job in batch:
             try:
                 png = image_png_bytes(load_image(job, generations))
@@ -117,7 +88,7 @@ def ask_per_image(
         results = model.generate([request for *_, request in pending]) if pending else []
         if len(results) != len(pending):
             raise RuntimeError(f"backend returned {len(results)} results for {len(pending)} requests")
-        by_job: dict[ImageJob, dict[str, VLMResult]] = defaultdict(dict)
+        by_job: dict[ExpectedImage, dict[str, VLMResult]] = defaultdict(dict)
         for (job, task, _), result in zip(pending, results, strict=True):
             by_job[job][task] = result
         asked += [Asked(job, by_job.get(job, {}), unavailable.get(job)) for job in batch]
@@ -130,8 +101,8 @@ def failed_requests(asked: Sequence[Asked], task: str) -> int:
 
 def missing_images(asked: Sequence[Asked]) -> dict[str, int]:
     """Per model, the images it was expected to draw but that are missing or unreadable."""
-    missing = Counter(item.job.model for item in asked if item.unavailable)
-    return {model: missing.get(model, 0) for model in sorted({item.job.model for item in asked})}
+    missing = (item.job.image_id for item in asked if item.unavailable)
+    return missing_per_model(missing, sorted({item.job.model for item in asked}))
 
 
 # ---- the solver answers every question of an image in one request; the judge rates its aesthetics
@@ -147,7 +118,7 @@ def questions_by_sample(benchmark: pd.DataFrame, aibench_qa: pd.DataFrame) -> di
 
 
 def image_requests(
-    job: ImageJob, png: bytes, items: Mapping[str, list[dict[str, Any]]]
+    job: ExpectedImage, png: bytes, items: Mapping[str, list[dict[str, Any]]]
 ) -> dict[str, VLMRequest]:
     """The aesthetics request of an image, and its solver request when its sample has questions."""
     requests = {aibench.AESTHETICS_TASK: aibench.build_aesthetics_request(png)}
@@ -230,7 +201,7 @@ def score_aesthetics(aesthetics_ratings: pd.DataFrame) -> pd.DataFrame:
 
 
 def clip_rows(
-    jobs: Sequence[ImageJob], generations: ImageLoaders, prompts: Mapping[str, str], settings: ClipSettings
+    jobs: Sequence[ExpectedImage], generations: ImageLoaders, prompts: Mapping[str, str], settings: ClipSettings
 ) -> list[dict[str, Any]]:
     """CLIPScore of each image against its benchmark prompt (the model is loaded first: a wrong
     model folder stops the run with its path, as a misconfigured judge would)."""
@@ -245,7 +216,7 @@ def clip_rows(
     scorer.load()
     rows: list[dict[str, Any]] = []
     for start in range(0, len(jobs), settings.batch_size):
-        loaded: list[tuple[ImageJob, Image.Image]] = []
+        loaded: list[tuple[ExpectedImage, Image.Image]] = []
         for job in jobs[start : start + settings.batch_size]:
             try:
                 loaded.append((job, load_image(job, generations)))
@@ -281,7 +252,7 @@ def vqascore_backend(settings: VQAScoreSettings) -> VisionLanguageModel:
 
 
 def vqascore_rows(
-    jobs: Sequence[ImageJob],
+    jobs: Sequence[ExpectedImage],
     generations: ImageLoaders,
     prompts: Mapping[str, str],
     model: VisionLanguageModel,

@@ -12,22 +12,30 @@ With ``verdicts_file`` set, verdicts are read from that file instead of asked fr
 from __future__ import annotations
 
 import logging
-import tempfile
-from collections import Counter
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
-from functools import partial
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
-from PIL import Image
 from pydantic import BaseModel, ConfigDict, Field
 
 from sciir.aggregation import AggregationRule
 from sciir.backends.base import VisionLanguageModel, VLMRequest
 from sciir.backends.cache import stats_metrics
 from sciir.bootstrap import BootstrapConfig
+from sciir.generated_images import (
+    ExpectedImage,
+    ImageFiles,
+    image_source,
+    manifest_entries,
+    missing_image_table,
+    missing_per_model,
+    model_names,
+    open_image,
+    unavailable_reason,
+    unused_images,
+)
 from sciir.judge_validation import question_truth, validation_metrics, validation_table
 from sciir.judging import (
     JUDGE_TEMPLATE_VERSION,
@@ -60,12 +68,10 @@ from sciir.scoring import (
     score_samples,
     score_table,
 )
+from sciir.tracking import NestedRun, log_nested_runs
 
 logger = logging.getLogger(__name__)
 
-ImageLoaders = Mapping[str, Callable[[], Image.Image]]
-FOLDER_IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".webp")
-MISSING_IMAGE_COLUMNS = ("model", "sample_id", "reason")
 RULE_LABELS = {
     "sciir_veto": "pass rate (strict veto)",
     "tifa": "TIFA score",
@@ -89,21 +95,11 @@ class EvaluateParams(BaseModel):
 
 
 @dataclass(frozen=True)
-class ImageJob:
+class ImageJob(ExpectedImage):
     """One image to judge: which model drew which sample, its prompt and its checklist."""
 
-    model: str
-    sample_id: str
     prompt: str
     checklist: list[ChecklistItem]
-
-    @property
-    def image_id(self) -> str:
-        return f"{self.model}/{self.sample_id}"
-
-    def no_image(self, detail: str) -> str:
-        """The reason recorded on every question of an image that could not be judged."""
-        return f"no image from model {self.model} for sample {self.sample_id}: {detail}"
 
 
 @dataclass
@@ -121,40 +117,7 @@ class JudgeRun:
         self.rows.extend(failed_rows(job.checklist, job.model, job.sample_id, reason))
 
 
-# ---- which images there are
-
-
-def _read_image(path: Path) -> Image.Image:
-    """The decoded image at ``path``, with the file closed again."""
-    with Image.open(path) as image:
-        image.load()
-        return image.copy()
-
-
-def folder_images(folder: Path) -> dict[str, Callable[[], Image.Image]]:
-    """``<model>/<sample_id>`` -> loader, for every image file in the model folders of ``folder``."""
-    if not folder.is_dir():
-        raise FileNotFoundError(f"images_dir {folder} is not a folder of <model>/<sample_id>.png images")
-    loaders: dict[str, Callable[[], Image.Image]] = {}
-    for path in sorted(folder.glob("*/*")):
-        if not path.is_file() or path.suffix.lower() not in FOLDER_IMAGE_SUFFIXES:
-            continue
-        key = f"{path.parent.name}/{path.stem}"
-        if key in loaders:
-            logger.warning("images_dir holds two images for %s: %s is not used", key, path)
-            continue
-        loaders[key] = partial(_read_image, path)
-    return loaders
-
-
-def image_source(generations: ImageLoaders, config: EvaluateParams) -> ImageLoaders:
-    """The images to judge: the ``images_dir`` folder when set, else the ``generations`` dataset."""
-    return folder_images(Path(config.images_dir)) if config.images_dir else generations
-
-
-def model_names(manifest_models: Iterable[str], images: ImageLoaders) -> list[str]:
-    """Every model that has an image file or generation manifest rows, in name order."""
-    return sorted(set(manifest_models) | {key.rsplit("/", 1)[0] for key in images})
+# ---- judging
 
 
 def image_jobs(benchmark: pd.DataFrame, checklists: pd.DataFrame, models: Sequence[str]) -> list[ImageJob]:
@@ -177,37 +140,20 @@ def image_jobs(benchmark: pd.DataFrame, checklists: pd.DataFrame, models: Sequen
     ]
 
 
-def unavailable_reason(
-    job: ImageJob, manifest: Mapping[tuple[str, str], Any], images: ImageLoaders
-) -> str | None:
-    """Why a job has no image to judge, from the manifest (when it has the pair) and the image files;
-    None when it has one. A failed generation is not judged even if an older file is still there."""
-    entry = manifest.get((job.model, job.sample_id))
-    has_file = job.image_id in images
-    if entry is not None and entry.status != "ok":
-        stale = " (the image file there is from an earlier run and is not judged)" if has_file else ""
-        return job.no_image(f"{entry.reason}{stale}")
-    if not has_file:
-        return job.no_image(
-            "the manifest says ok but there is no image file" if entry is not None else "no image file"
-        )
-    return None
-
-
 def _batches(jobs: Sequence[ImageJob], size: int) -> Iterator[Sequence[ImageJob]]:
     for start in range(0, len(jobs), size):
         yield jobs[start : start + size]
 
 
 def _judge_batch(
-    jobs: Sequence[ImageJob], images: ImageLoaders, judge: VisionLanguageModel, run: JudgeRun
+    jobs: Sequence[ImageJob], images: ImageFiles, judge: VisionLanguageModel, run: JudgeRun
 ) -> None:
     """Encode the batch's images, send one request per image, parse the replies into ``run``."""
     sent: list[ImageJob] = []
     requests: list[VLMRequest] = []
     for job in jobs:
         try:
-            png = image_png_bytes(images[job.image_id]())
+            png = image_png_bytes(open_image(images[job.image_id]))
         except (OSError, ValueError) as exc:
             run.mark_unavailable(job, job.no_image(f"the image file could not be read ({exc})"))
             continue
@@ -266,7 +212,7 @@ def verdicts_from_file(path: Path, checklists: pd.DataFrame) -> tuple[pd.DataFra
 def judge_generations(
     benchmark: pd.DataFrame,
     checklists: pd.DataFrame,
-    generations: ImageLoaders,
+    generations: ImageFiles,
     generation_manifest: pd.DataFrame,
     judge: VisionLanguageModel,
     params: dict[str, Any],
@@ -280,17 +226,12 @@ def judge_generations(
     config = EvaluateParams.model_validate(params)
     if config.verdicts_file:
         return verdicts_from_file(Path(config.verdicts_file), checklists)
-    images = image_source(generations, config)
+    images = image_source(generations, config.images_dir)
     # The manifest describes the generations folder only, not a folder the user points at.
-    rows = [] if config.images_dir else generation_manifest.itertuples(index=False)
-    manifest = {(str(row.model), str(row.sample_id)): row for row in rows}
+    manifest = {} if config.images_dir else manifest_entries(generation_manifest)
     models = model_names((model for model, _ in manifest), images)
     jobs = image_jobs(benchmark, checklists, models)
-    unused = sorted(set(images) - {job.image_id for job in jobs})
-    if unused:
-        logger.warning(
-            "%d image files belong to no benchmark sample and are not judged: %s", len(unused), unused
-        )
+    unused = unused_images(images, jobs)
     run = JudgeRun()
     available: list[ImageJob] = []
     for job in jobs:
@@ -303,7 +244,6 @@ def judge_generations(
         _judge_batch(batch, images, judge, run)
     for message in run.ignored_answers:
         logger.warning(message)
-    missing = Counter(image_id.rsplit("/", 1)[0] for image_id in run.unavailable)
     logger.info(
         "judged %d images of %d models; %d had no image; %d judge requests failed",
         len(available),
@@ -314,7 +254,7 @@ def judge_generations(
     summary = {
         "judge": judge_label(judge),
         "unavailable": run.unavailable,
-        "missing_images": {model: missing.get(model, 0) for model in models},
+        "missing_images": missing_per_model(run.unavailable, models),
         "unused_images": unused,
         "failed_requests": run.failed_requests,
         "ignored_answers": run.ignored_answers,
@@ -344,11 +284,7 @@ def rank_models(evaluate_scores: pd.DataFrame, params: dict[str, Any]) -> pd.Dat
 
 def list_missing_images(judge_summary: dict[str, Any]) -> pd.DataFrame:
     """The ``missing_images`` table: every (model, sample) without a usable image and why."""
-    rows = [
-        (*image_id.rsplit("/", 1), reason)
-        for image_id, reason in sorted(judge_summary["unavailable"].items())
-    ]
-    return pd.DataFrame(rows, columns=list(MISSING_IMAGE_COLUMNS))
+    return missing_image_table(judge_summary["unavailable"])
 
 
 # ---- plots and report
@@ -387,7 +323,7 @@ def build_report(
     verdicts: pd.DataFrame,
     checklists: pd.DataFrame,
     benchmark: pd.DataFrame,
-    generations: ImageLoaders,
+    generations: ImageFiles,
     judge_summary: dict[str, Any],
     params: dict[str, Any],
 ) -> str:
@@ -406,7 +342,7 @@ def build_report(
         checklists,
         sample_scores,
         benchmark,
-        image_source(generations, config),
+        image_source(generations, config.images_dir),
         judge_summary["unavailable"],
         config.thumbnail_px,
     )
@@ -447,50 +383,24 @@ def validate_judge(
     return table
 
 
-def _finite_metrics(metrics: Mapping[str, float]) -> dict[str, float]:
-    """The metrics MLflow can chart (NaN, e.g. a track with nothing judged, is left out)."""
-    return {name: value for name, value in metrics.items() if pd.notna(value)}
-
-
-def _log_model_run(
-    model: str, metrics: Mapping[str, float], tables: Mapping[str, pd.DataFrame], folder: Path
-) -> str:
-    """One nested MLflow run named after ``model`` with its metrics and tables (CSV artifacts)."""
-    import mlflow
-
-    with mlflow.start_run(run_name=model, nested=True) as run:
-        mlflow.set_tag("sciir.model", model)
-        mlflow.log_metrics(_finite_metrics(metrics))
-        for name, table in tables.items():
-            path = folder / run.info.run_id / f"{name}.csv"
-            path.parent.mkdir(parents=True, exist_ok=True)
-            table.to_csv(path, index=False)
-            mlflow.log_artifact(str(path))
-    return run.info.run_id
-
-
 def log_model_runs(
     evaluate_scores: pd.DataFrame, verdicts: pd.DataFrame, judge_summary: dict[str, Any]
 ) -> dict[str, str]:
     """One nested MLflow run per model inside the active run (its scores, intervals, coverage and
     missing images as metrics; its verdicts and missing images as artifacts): model -> run id."""
-    import mlflow
-
-    if mlflow.active_run() is None:
-        logger.info("no active MLflow run: per-model runs are not logged")
-        return {}
     missing = list_missing_images(judge_summary)
-    runs: dict[str, str] = {}
-    with tempfile.TemporaryDirectory() as folder:
-        for model in sorted(verdicts["model"].unique()):
-            metrics = model_metrics(evaluate_scores, model)
-            metrics["missing_images"] = float(judge_summary["missing_images"].get(model, 0))
-            tables = {
+    runs = {
+        model: NestedRun(
+            metrics=model_metrics(evaluate_scores, model)
+            | {"missing_images": float(judge_summary["missing_images"].get(model, 0))},
+            tables={
                 "verdicts": verdicts[verdicts["model"] == model],
                 "missing_images": missing[missing["model"] == model],
-            }
-            runs[model] = _log_model_run(model, metrics, tables, Path(folder))
-    return runs
+            },
+        )
+        for model in sorted(verdicts["model"].unique())
+    }
+    return log_nested_runs(runs, name_tag="sciir.model")
 
 
 def summarise_evaluation(

@@ -1,0 +1,169 @@
+"""Which generated images there are: each model's image of each benchmark sample, and why one is missing.
+
+Images are keyed ``<model>/<sample_id>``: the ``generations`` dataset (``<model>/<sample_id>.png``) or a
+folder of the user's own images with the same layout (.png, .jpg, .jpeg or .webp). Every model that drew
+anything is expected to have drawn every sample; a pair without a usable image (no file, a failed
+generation, an unreadable file) gets a reason that names the model, the sample and what is wrong, and an
+image file of no expected pair is listed as unused. Nothing is dropped silently.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import Counter
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from functools import partial
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+from PIL import Image
+
+logger = logging.getLogger(__name__)
+
+# <model>/<sample_id> -> a loader of that image file (Kedro's partitioned dataset, or ``folder_images``).
+ImageFiles = Mapping[str, Callable[[], Image.Image]]
+# The same, or the images themselves: a pipeline run in memory may pass those.
+ImageLoaders = Mapping[str, Callable[[], Image.Image] | Image.Image]
+# (model, sample_id) -> that pair's generation manifest row (with ``status`` and ``reason``).
+ManifestEntries = Mapping[tuple[str, str], Any]
+
+FOLDER_IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".webp")
+MISSING_IMAGE_COLUMNS = ("model", "sample_id", "reason")
+
+
+@dataclass(frozen=True)
+class ExpectedImage:
+    """The image a model is expected to have drawn for a benchmark sample."""
+
+    model: str
+    sample_id: str
+
+    @property
+    def image_id(self) -> str:
+        return f"{self.model}/{self.sample_id}"
+
+    def no_image(self, detail: str | None = None) -> str:
+        """The reason recorded for this image when there is none to use, with ``detail`` when given."""
+        reason = f"no image from model {self.model} for sample {self.sample_id}"
+        return f"{reason}: {detail}" if detail else reason
+
+
+class NoImageError(LookupError):
+    """An expected image that is missing or cannot be read; the message names the image and the problem."""
+
+
+def model_of(image_id: str) -> str:
+    """The model part of an image id ``<model>/<sample_id>``."""
+    return image_id.rsplit("/", 1)[0]
+
+
+# ---- finding the images
+
+
+def read_image_file(path: Path) -> Image.Image:
+    """The decoded image at ``path``, with the file closed again."""
+    with Image.open(path) as image:
+        image.load()
+        return image.copy()
+
+
+def folder_images(folder: Path) -> dict[str, Callable[[], Image.Image]]:
+    """``<model>/<sample_id>`` -> loader, for every image file in the model folders of ``folder``."""
+    if not folder.is_dir():
+        raise FileNotFoundError(f"images_dir {folder} is not a folder of <model>/<sample_id>.png images")
+    loaders: dict[str, Callable[[], Image.Image]] = {}
+    for path in sorted(folder.glob("*/*")):
+        if not path.is_file() or path.suffix.lower() not in FOLDER_IMAGE_SUFFIXES:
+            continue
+        key = f"{path.parent.name}/{path.stem}"
+        if key in loaders:
+            logger.warning("images_dir holds two images for %s: %s is not used", key, path)
+            continue
+        loaders[key] = partial(read_image_file, path)
+    return loaders
+
+
+def image_source(generations: ImageFiles, images_dir: str | None) -> ImageFiles:
+    """The images to use: the ``images_dir`` folder when set, else the ``generations`` dataset."""
+    return folder_images(Path(images_dir)) if images_dir else generations
+
+
+def image_models(images: ImageLoaders) -> list[str]:
+    """The models that drew images (the folder part of ``<model>/<sample_id>``), in name order."""
+    return sorted({model_of(key) for key in images if "/" in key})
+
+
+def model_names(manifest_models: Iterable[str], images: ImageLoaders) -> list[str]:
+    """Every model that has an image file or generation manifest rows, in name order."""
+    return sorted(set(manifest_models) | set(image_models(images)))
+
+
+def manifest_entries(generation_manifest: pd.DataFrame) -> dict[tuple[str, str], Any]:
+    """The generation manifest's rows by (model, sample_id)."""
+    return {(str(row.model), str(row.sample_id)): row for row in generation_manifest.itertuples(index=False)}
+
+
+# ---- which expected images are usable
+
+
+def open_image(entry: Callable[[], Image.Image] | Image.Image) -> Image.Image:
+    """The image an entry of an image mapping gives, fully decoded; OSError or ValueError when the
+    file cannot be read."""
+    image = entry() if callable(entry) else entry
+    image.load()
+    return image
+
+
+def load_image(expected: ExpectedImage, images: ImageLoaders) -> Image.Image:
+    """The expected image, or NoImageError naming what is wrong."""
+    entry = images.get(expected.image_id)
+    if entry is None:
+        raise NoImageError(expected.no_image())
+    try:
+        return open_image(entry)
+    except (OSError, ValueError) as error:
+        raise NoImageError(f"the image {expected.image_id} could not be read ({error})") from error
+
+
+def unavailable_reason(
+    expected: ExpectedImage, manifest: ManifestEntries, images: ImageLoaders
+) -> str | None:
+    """Why an expected image cannot be used, from the manifest (when it has the pair) and the image
+    files; None when it can. A failed generation is not used even if an older file is still there."""
+    entry = manifest.get((expected.model, expected.sample_id))
+    has_file = expected.image_id in images
+    if entry is not None and entry.status != "ok":
+        stale = " (the image file there is from an earlier run and is not judged)" if has_file else ""
+        return expected.no_image(f"{entry.reason}{stale}")
+    if not has_file:
+        return expected.no_image(
+            "the manifest says ok but there is no image file" if entry is not None else "no image file"
+        )
+    return None
+
+
+def unused_images(images: ImageLoaders, expected: Iterable[ExpectedImage]) -> list[str]:
+    """The image files of no expected (model, sample) pair, in name order (logged as a warning)."""
+    unused = sorted(set(images) - {item.image_id for item in expected})
+    if unused:
+        logger.warning(
+            "%d image files belong to no benchmark sample and are not judged: %s", len(unused), unused
+        )
+    return unused
+
+
+# ---- reporting what is missing
+
+
+def missing_per_model(missing_ids: Iterable[str], models: Iterable[str]) -> dict[str, int]:
+    """Per model (in the order given), how many of its expected images are missing or unusable."""
+    missing = Counter(model_of(image_id) for image_id in missing_ids)
+    return {model: missing.get(model, 0) for model in models}
+
+
+def missing_image_table(unavailable: Mapping[str, str]) -> pd.DataFrame:
+    """One row per image id without a usable image and the reason, in image id order."""
+    rows = [(*image_id.rsplit("/", 1), reason) for image_id, reason in sorted(unavailable.items())]
+    return pd.DataFrame(rows, columns=list(MISSING_IMAGE_COLUMNS))
