@@ -14,6 +14,7 @@ from sciir.judging import (
     JUDGE_TEMPLATE_VERSION,
     VERDICT_COLUMNS,
     build_judge_request,
+    checklist_chunks,
     checklist_items,
     external_verdicts,
     image_png_bytes,
@@ -184,3 +185,14 @@ def test_external_verdicts_keep_every_row_with_its_reason():
 def test_external_verdicts_name_missing_columns():
     with pytest.raises(ValueError, match=r"lacks the columns \['verdict'\]"):
         external_verdicts(pd.DataFrame({"sample_id": ["s1"], "question_id": ["q1"]}), CHECKLIST, "f")
+
+
+def test_checklist_chunks_split_only_when_asked():
+    checklist = [{"id": f"q{i}"} for i in range(5)]
+    assert checklist_chunks(checklist, None) == [checklist]
+    assert checklist_chunks(checklist, 8) == [checklist]
+    assert [[q["id"] for q in chunk] for chunk in checklist_chunks(checklist, 2)] == [
+        ["q0", "q1"],
+        ["q2", "q3"],
+        ["q4"],
+    ]

@@ -131,6 +131,13 @@ def render_judge_prompt(prompt: str, checklist: Sequence[ChecklistItem]) -> str:
     )
 
 
+def checklist_chunks(checklist: Sequence[ChecklistItem], size: int | None) -> list[list[ChecklistItem]]:
+    """The questions sent per request: the whole checklist at once (SciIR D.2) unless ``size`` is set."""
+    if size is None or size >= len(checklist):
+        return [list(checklist)]
+    return [list(checklist[start : start + size]) for start in range(0, len(checklist), size)]
+
+
 def image_png_bytes(image: Image.Image) -> bytes:
     """PNG encoding of an image, as the model seam expects."""
     buffer = io.BytesIO()

@@ -337,3 +337,19 @@ def test_each_model_gets_a_nested_mlflow_run(tmp_path, mlflow_store):
     assert good["final"] == 1.0 and good["final.ci_low"] == 1.0 and good["coverage"] == pytest.approx(0.6)
     assert "law" not in good  # nothing judged: NaN is not logged
     assert mlflow_store.get_run(runs["bad"]).data.metrics["missing_images"] == 1.0
+
+
+def test_one_question_per_request_gives_the_same_verdicts(tmp_path):
+    whole = inputs(tmp_path / "whole")
+    split = inputs(tmp_path / "split") | {"params:evaluate": PARAMS | {"questions_per_request": 1}}
+    together, together_summary = judge_generations(*(whole[name] for name in JUDGE_INPUTS))
+    apart, apart_summary = judge_generations(*(split[name] for name in JUDGE_INPUTS))
+    columns = ["model", "sample_id", "question_id", "verdict", "status"]
+    key = ["model", "sample_id", "question_id"]
+    pd.testing.assert_frame_equal(
+        together[columns].sort_values(key).reset_index(drop=True),
+        apart[columns].sort_values(key).reset_index(drop=True),
+    )
+    # Requests sent: good/s1 (3 questions), good/s2 (2), bad/s1 (3); retired/s1 is the same white image
+    # with the same prompt and checklist as good/s1, so its requests are identical and sent once.
+    assert together_summary["cache"]["misses"] == 3 and apart_summary["cache"]["misses"] == 3 + 2 + 3

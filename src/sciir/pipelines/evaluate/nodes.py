@@ -41,6 +41,7 @@ from sciir.judging import (
     JUDGE_TEMPLATE_VERSION,
     ChecklistItem,
     build_judge_request,
+    checklist_chunks,
     checklist_items,
     external_verdicts,
     failed_rows,
@@ -91,6 +92,7 @@ class EvaluateParams(BaseModel):
     images_dir: str | None = None
     verdicts_file: str | None = None
     batch_size: int = Field(default=16, ge=1)
+    questions_per_request: int | None = Field(default=None, ge=1)
     thumbnail_px: int = Field(default=256, ge=16)
 
 
@@ -146,10 +148,15 @@ def _batches(jobs: Sequence[ImageJob], size: int) -> Iterator[Sequence[ImageJob]
 
 
 def _judge_batch(
-    jobs: Sequence[ImageJob], images: ImageFiles, judge: VisionLanguageModel, run: JudgeRun
+    jobs: Sequence[ImageJob],
+    images: ImageFiles,
+    judge: VisionLanguageModel,
+    run: JudgeRun,
+    questions_per_request: int | None,
 ) -> None:
-    """Encode the batch's images, send one request per image, parse the replies into ``run``."""
-    sent: list[ImageJob] = []
+    """Encode the batch's images, send one request per image (or per chunk of its checklist),
+    parse the replies into ``run``."""
+    sent: list[tuple[ImageJob, list[ChecklistItem]]] = []
     requests: list[VLMRequest] = []
     for job in jobs:
         try:
@@ -157,14 +164,15 @@ def _judge_batch(
         except (OSError, ValueError) as exc:
             run.mark_unavailable(job, job.no_image(f"the image file could not be read ({exc})"))
             continue
-        sent.append(job)
-        requests.append(build_judge_request(job.prompt, job.checklist, png))
+        for chunk in checklist_chunks(job.checklist, questions_per_request):
+            sent.append((job, chunk))
+            requests.append(build_judge_request(job.prompt, chunk, png))
     results = judge.generate(requests) if requests else []
     if len(results) != len(requests):
         raise RuntimeError(f"judge returned {len(results)} results for {len(requests)} requests")
-    for job, result in zip(sent, results, strict=True):
+    for (job, chunk), result in zip(sent, results, strict=True):
         run.failed_requests += not result.ok
-        parsed = parse_judge_reply(result, job.checklist, job.model, job.sample_id)
+        parsed = parse_judge_reply(result, chunk, job.model, job.sample_id)
         run.rows.extend(parsed.rows)
         run.ignored_answers.extend(parsed.ignored)
 
@@ -241,7 +249,7 @@ def judge_generations(
         else:
             run.mark_unavailable(job, reason)
     for batch in _batches(available, config.batch_size):
-        _judge_batch(batch, images, judge, run)
+        _judge_batch(batch, images, judge, run, config.questions_per_request)
     for message in run.ignored_answers:
         logger.warning(message)
     logger.info(
