@@ -26,7 +26,7 @@ import time
 from collections.abc import Awaitable, Callable, Coroutine, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any, Generic, TypeVar
 
 import aiohttp
 from pydantic import SecretStr
@@ -352,6 +352,16 @@ class HTTPTransport:
         self.use_env_proxy = use_env_proxy
         self._api_key = SecretStr(api_key) if api_key else None
 
+    @classmethod
+    def with_retries(
+        cls, *, max_retries: int, retry_base_delay_s: float, retry_max_delay_s: float, **settings: Any
+    ) -> HTTPTransport:
+        """A transport whose retry policy is given as the flat settings backends take from config."""
+        retry = RetryPolicy(
+            max_retries=max_retries, base_delay_s=retry_base_delay_s, max_delay_s=retry_max_delay_s
+        )
+        return cls(retry=retry, **settings)
+
     def __repr__(self) -> str:
         return (
             f"{type(self).__name__}(base_url={self.base_url!r}, concurrency={self.concurrency}, "
@@ -404,3 +414,31 @@ class HTTPTransport:
                 return result
 
             return list(await asyncio.gather(*(one(index, item) for index, item in enumerate(items))))
+
+
+class HTTPBackend(Generic[T, R]):
+    """The batch plumbing shared by backends that call an HTTP API.
+
+    A subclass sets ``model`` and ``_transport`` and implements ``_call_one`` (one request on the shared
+    session) and ``_failure`` (an exception turned into that request's failure result).
+    """
+
+    model: str
+    _transport: HTTPTransport
+
+    def __repr__(self) -> str:  # never the key: model and URL only
+        return f"{type(self).__name__}(model={self.model!r}, base_url={self._transport.base_url!r})"
+
+    def generate(self, requests: Sequence[T]) -> list[R]:
+        """One result per request, in order; transport and parse problems become failures with a reason."""
+        return self._transport.run_batch(requests, self._call_one, self._failure)
+
+    def generate_streaming(self, requests: Sequence[T], on_result: Callable[[int, R], None]) -> list[R]:
+        """As :meth:`generate`, calling ``on_result(index, result)`` the moment each request completes."""
+        return self._transport.run_batch(requests, self._call_one, self._failure, on_result)
+
+    async def _call_one(self, session: HTTPSession, request: T) -> R:
+        raise NotImplementedError
+
+    def _failure(self, request: T, err: Exception) -> R:
+        raise NotImplementedError

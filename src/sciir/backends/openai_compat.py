@@ -16,14 +16,14 @@ import json
 import logging
 import math
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from PIL import Image
 
 from sciir.backends.base import VisionLanguageModel, VLMRequest, VLMResult
-from sciir.backends.http_client import CallFailed, HTTPSession, HTTPTransport, Reply, RetryPolicy
+from sciir.backends.http_client import CallFailed, HTTPBackend, HTTPSession, HTTPTransport, Reply
 from sciir.backends.replies import (  # noqa: F401  (re-exported: the parsing API predates its own module)
     InvalidReply,
     UnsupportedSchema,
@@ -222,7 +222,7 @@ def estimated_tokens(payload: Mapping[str, Any], image_max_side: int) -> float:
     return chars / _CHARS_PER_TOKEN + images * patches + payload.get("max_tokens", 0)
 
 
-class OpenAICompatibleVLM(VisionLanguageModel):
+class OpenAICompatibleVLM(HTTPBackend[VLMRequest, VLMResult], VisionLanguageModel):
     """A vision-language model behind an OpenAI-compatible ``/chat/completions`` endpoint.
 
     Only settings that change what the model answers (model, server, decoding, image size, system
@@ -275,32 +275,18 @@ class OpenAICompatibleVLM(VisionLanguageModel):
         self.invalid_reply_retries = invalid_reply_retries
         self._extra = extra
         self._prices = Prices.configured(price_per_million_prompt_tokens, price_per_million_completion_tokens)
-        retry = RetryPolicy(
-            max_retries=max_retries, base_delay_s=retry_base_delay_s, max_delay_s=retry_max_delay_s
-        )
-        self._transport = HTTPTransport(
+        self._transport = HTTPTransport.with_retries(
+            max_retries=max_retries,
+            retry_base_delay_s=retry_base_delay_s,
+            retry_max_delay_s=retry_max_delay_s,
             base_url=base_url,
             api_key=api_key,
             concurrency=concurrency,
             timeout_s=timeout_s,
-            retry=retry,
             requests_per_minute=requests_per_minute,
             tokens_per_minute=tokens_per_minute,
             use_env_proxy=use_env_proxy,
         )
-
-    def __repr__(self) -> str:
-        return f"{type(self).__name__}(model={self.model!r}, base_url={self._transport.base_url!r})"
-
-    def generate(self, requests: Sequence[VLMRequest]) -> list[VLMResult]:
-        """One result per request, in order; transport and parse problems become failures with a reason."""
-        return self._transport.run_batch(requests, self._complete, self._failure)
-
-    def generate_streaming(
-        self, requests: Sequence[VLMRequest], on_result: Callable[[int, VLMResult], None]
-    ) -> list[VLMResult]:
-        """As :meth:`generate`, calling ``on_result(index, result)`` the moment each request completes."""
-        return self._transport.run_batch(requests, self._complete, self._failure, on_result)
 
     def build_payload(self, request: VLMRequest) -> dict[str, Any]:
         """The chat-completions body for ``request``: system prompt, then the prompt text and its images.
@@ -333,7 +319,7 @@ class OpenAICompatibleVLM(VisionLanguageModel):
             payload["seed"] = request.seed
         return payload
 
-    async def _complete(self, session: HTTPSession, request: VLMRequest) -> VLMResult:
+    async def _call_one(self, session: HTTPSession, request: VLMRequest) -> VLMResult:
         """The result of one request: checked for a seed, its payload built, then asked."""
         if self.config["temperature"] > 0 and request.seed is None:
             reason = (

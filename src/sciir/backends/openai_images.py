@@ -18,13 +18,13 @@ import io
 import json
 import logging
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping
 from typing import Any
 
 from PIL import Image, UnidentifiedImageError
 
 from sciir.backends.base import GenerationRequest, GenerationResult, ImageGenerator
-from sciir.backends.http_client import CallFailed, HTTPSession, HTTPTransport, RetryPolicy
+from sciir.backends.http_client import CallFailed, HTTPBackend, HTTPSession, HTTPTransport
 from sciir.imaging import UnreadableImageError, to_srgb
 
 log = logging.getLogger(__name__)
@@ -95,7 +95,7 @@ def image_usage(body: Mapping[str, Any]) -> dict[str, float]:
     }
 
 
-class OpenAIImagesGenerator(ImageGenerator):
+class OpenAIImagesGenerator(HTTPBackend[GenerationRequest, GenerationResult], ImageGenerator):
     """Generates with a model behind an OpenAI-compatible ``/images/generations`` endpoint.
 
     Args:
@@ -151,30 +151,16 @@ class OpenAIImagesGenerator(ImageGenerator):
         self.send_response_format = send_response_format
         self.price_per_image_usd = price_per_image_usd
         self._extra = extra
-        retry = RetryPolicy(
-            max_retries=max_retries, base_delay_s=retry_base_delay_s, max_delay_s=retry_max_delay_s
-        )
-        self._transport = HTTPTransport(
+        self._transport = HTTPTransport.with_retries(
+            max_retries=max_retries,
+            retry_base_delay_s=retry_base_delay_s,
+            retry_max_delay_s=retry_max_delay_s,
             base_url=base_url,
             api_key=api_key,
             concurrency=concurrency,
             timeout_s=timeout_s,
-            retry=retry,
             requests_per_minute=requests_per_minute,
         )
-
-    def __repr__(self) -> str:
-        return f"{type(self).__name__}(model={self.model!r}, base_url={self._transport.base_url!r})"
-
-    def generate(self, requests: Sequence[GenerationRequest]) -> list[GenerationResult]:
-        """One result per request, in order; transport and image problems become failures with a reason."""
-        return self._transport.run_batch(requests, self._generate_one, self._failure)
-
-    def generate_streaming(
-        self, requests: Sequence[GenerationRequest], on_result: Callable[[int, GenerationResult], None]
-    ) -> list[GenerationResult]:
-        """As :meth:`generate`, calling ``on_result(index, result)`` the moment each request completes."""
-        return self._transport.run_batch(requests, self._generate_one, self._failure, on_result)
 
     def build_payload(self, request: GenerationRequest) -> dict[str, Any]:
         """The images-API body for ``request``: one image of the requested (or configured) size."""
@@ -191,7 +177,7 @@ class OpenAIImagesGenerator(ImageGenerator):
             payload["seed"] = request.seed
         return payload
 
-    async def _generate_one(self, session: HTTPSession, request: GenerationRequest) -> GenerationResult:
+    async def _call_one(self, session: HTTPSession, request: GenerationRequest) -> GenerationResult:
         """Ask for one image, then verify and size it (off the event loop: decoding is CPU work)."""
         try:
             reply = await session.post(IMAGES_PATH, self.build_payload(request))
