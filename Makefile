@@ -6,7 +6,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 export KEDRO_DISABLE_TELEMETRY := 1
 
-.PHONY: setup system-packages run test lint clean
+.PHONY: setup system-packages browser run test clean
 
 system-packages:
 	@if ! command -v dot >/dev/null || ! command -v tesseract >/dev/null; then \
@@ -16,6 +16,13 @@ system-packages:
 	  else \
 	    echo "Install Graphviz and Tesseract (see README, 'System packages'), then rerun." >&2; exit 1; \
 	  fi; \
+	fi
+
+# Headless Chromium renders the HTML report in one test (skipped where it cannot be installed).
+browser:
+	@if ! command -v chromium >/dev/null && command -v apt-get >/dev/null; then \
+	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
+	  { $$SUDO apt-get update -qq && $$SUDO apt-get install -y -qq chromium; } || echo "chromium not installed: the report's browser test will skip" >&2; \
 	fi
 
 $(VENV)/.installed: pyproject.toml
@@ -31,7 +38,7 @@ setup: system-packages $(VENV)/.installed
 run: setup
 	$(VENV)/bin/kedro run
 
-test: setup
+test: setup browser
 	$(VENV)/bin/ruff check src tests benchmarks
 	$(VENV)/bin/pytest -q
 
