@@ -18,13 +18,11 @@ from pydantic import ValidationError
 from sciir.annotation import TASKS
 from sciir.backends.base import VLMRequest
 from sciir.backends.http_client import RateLimits, TokenBucket
-from sciir.backends.openai_compat import (
+from sciir.backends.openai_compat import OpenAICompatibleVLM, first_token_logprobs, reply_text
+from sciir.backends.replies import (
     InvalidReply,
-    OpenAICompatibleVLM,
     UnsupportedSchema,
-    first_token_logprobs,
     parse_json_object,
-    reply_text,
     reply_validator,
     schema_problems,
 )

@@ -24,15 +24,7 @@ from PIL import Image
 
 from sciir.backends.base import VisionLanguageModel, VLMRequest, VLMResult
 from sciir.backends.http_client import CallFailed, HTTPBackend, HTTPSession, HTTPTransport, Reply
-from sciir.backends.replies import (  # noqa: F401  (re-exported: the parsing API predates its own module)
-    InvalidReply,
-    UnsupportedSchema,
-    parse_json_object,
-    parse_reply,
-    reply_validator,
-    schema_problems,
-    strip_wrappers,
-)
+from sciir.backends.replies import InvalidReply, UnsupportedSchema, parse_reply, reply_validator
 
 log = logging.getLogger(__name__)
 

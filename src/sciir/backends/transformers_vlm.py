@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from sciir.backends.base import VisionLanguageModel, VLMRequest, VLMResult
-from sciir.backends.diffusers_gen import folder_fingerprint
+from sciir.backends.fingerprint import folder_fingerprint
 from sciir.backends.openai_compat import UnreadableImage, png_for_upload
 from sciir.backends.replies import InvalidReply, parse_reply
 
