@@ -27,11 +27,13 @@ import json
 import logging
 import math
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Literal
 
 import pandas as pd
+
+from sciir.table_files import TableFile, TableFileError, is_missing
 
 logger = logging.getLogger(__name__)
 
@@ -41,66 +43,66 @@ Component = Literal["SC", "PQ"]
 COMPONENT_INDEX: dict[Component, int] = {"SC": 0, "PQ": 1}
 RATER_FILE = re.compile(r"_rater(\d+)\.tsv$")
 _SHOWN = 5
-_READERS: dict[str, Callable[[Path], pd.DataFrame]] = {
-    ".csv": pd.read_csv,
-    ".tsv": lambda path: pd.read_csv(path, sep="\t"),
-    ".parquet": pd.read_parquet,
-}
 
 
-def read_table(path: str | Path, what: str, columns: Sequence[str]) -> pd.DataFrame:
-    """A CSV / TSV / parquet table with the required columns; ValueError naming the file and what is wrong."""
-    path = Path(path)
-    if path.suffix not in _READERS:
-        raise ValueError(f"{what} file {path}: unknown format {path.suffix!r} (use {', '.join(_READERS)})")
-    table = _READERS[path.suffix](path)
-    missing = [column for column in columns if column not in table.columns]
-    if missing:
-        raise ValueError(f"{what} file {path} lacks columns {missing}")
-    return table
-
-
-def _numeric_scores(table: pd.DataFrame, path: Path, what: str, allow_empty: bool) -> pd.Series:
-    """The score column as floats; ValueError naming the rows whose score is not a number."""
+def _numeric_scores(table: pd.DataFrame, source: TableFile, allow_empty: bool) -> pd.Series:
+    """The score column as floats; TableFileError naming the rows whose score is not a number."""
     scores = pd.to_numeric(table["score"], errors="coerce")
     bad = scores.isna() & (table["score"].notna() | (not allow_empty))
     if bad.any():
-        rows = table.index[bad].tolist()
-        raise ValueError(f"{what} file {path}: rows {rows[:_SHOWN]} have no numeric score ({len(rows)} rows)")
+        expected = "a number on any scale" + (" or an empty cell" if allow_empty else "")
+        raise source.bad_cells(table, bad, "score", expected)
     return scores.astype(float)
 
 
-def _refuse_duplicates(table: pd.DataFrame, keys: list[str], path: Path, what: str) -> None:
-    """ValueError naming the first repeated key pairs: a repeated pair is ambiguous, never silently merged."""
+def _refuse_duplicates(table: pd.DataFrame, keys: list[str], source: TableFile) -> None:
+    """TableFileError naming the repeated key pairs and their rows: never silently merged."""
     repeated = table[table.duplicated(keys, keep=False)]
     if not repeated.empty:
         pairs = sorted(set(map(tuple, repeated[keys].astype(str).to_numpy())))
-        raise ValueError(f"{what} file {path}: {keys} repeated: {pairs[:_SHOWN]} ({len(pairs)} pairs)")
+        rows = ", ".join(source.row(int(index)) for index in repeated.index[: 2 * _SHOWN])
+        raise TableFileError(
+            f"{source.label}: {keys} repeated: {pairs[:_SHOWN]} ({len(pairs)} pairs; {rows}); "
+            f"expected at most one row per {' and '.join(keys)}"
+        )
 
 
 def read_ratings_file(path: str | Path) -> pd.DataFrame:
-    """Ratings (image_id, rater_id, score): every score a number, each rater at most once per image."""
-    table = read_table(path, "ratings", RATING_COLUMNS)
+    """Ratings (image_id, rater_id, score): every score a number, each rater at most once per image.
+
+    The index is the row's place in the file (``TableFile.row``), so later checks can name it.
+    """
+    source = TableFile(Path(path), "ratings")
+    table = source.read(RATING_COLUMNS, text_columns=("image_id", "rater_id"))
+    source.refuse(
+        table, "image_id", lambda value: not is_missing(value), "an image id, e.g. 'model/sample_id'"
+    )
+    source.refuse(table, "rater_id", lambda value: not is_missing(value), "a rater id")
     ratings = pd.DataFrame(
         {
             "image_id": table["image_id"].astype(str),
             "rater_id": table["rater_id"].astype(str),
-            "score": _numeric_scores(table, Path(path), "ratings", allow_empty=False),
+            "score": _numeric_scores(table, source, allow_empty=False),
         }
     )
-    _refuse_duplicates(ratings, ["image_id", "rater_id"], Path(path), "ratings")
+    _refuse_duplicates(ratings, ["image_id", "rater_id"], source)
     return ratings
 
 
 def read_metric_scores_file(path: str | Path) -> pd.DataFrame:
     """Metric scores (image_id, metric, score, extra columns kept): scores numbers or empty, one per image and metric."""
-    table = read_table(path, "metric scores", METRIC_SCORE_COLUMNS)
+    source = TableFile(Path(path), "metric scores")
+    table = source.read(METRIC_SCORE_COLUMNS, text_columns=("image_id", "metric"))
+    source.refuse(
+        table, "image_id", lambda value: not is_missing(value), "an image id, e.g. 'model/sample_id'"
+    )
+    source.refuse(table, "metric", lambda value: not is_missing(value), "a metric name")
     scores = table.assign(
         image_id=table["image_id"].astype(str),
         metric=table["metric"].astype(str),
-        score=_numeric_scores(table, Path(path), "metric scores", allow_empty=True),
+        score=_numeric_scores(table, source, allow_empty=True),
     )
-    _refuse_duplicates(scores, ["image_id", "metric"], Path(path), "metric scores")
+    _refuse_duplicates(scores, ["image_id", "metric"], source)
     return scores
 
 

@@ -9,14 +9,17 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+import yaml
 from kedro.io import DataCatalog, MemoryDataset
 from kedro.runner import SequentialRunner
 from kedro_datasets.pandas import CSVDataset, ParquetDataset
 from matplotlib.figure import Figure
+from pydantic import ValidationError
 from scipy import stats
 
 from sciir.oracle import ORACLE_RATER_ID
 from sciir.pipelines.human_corr import create_pipeline
+from sciir.pipelines.human_corr.nodes import HumanCorrParams
 from sciir.scoring import score_samples
 from sciir.statistics import COMPARISON_COLUMNS, correlation_columns
 
@@ -199,6 +202,75 @@ def test_ratings_from_a_file_are_averaged_per_image(tmp_path):
     assert outputs["human_corr_metrics"]["raters"] == 2.0
 
 
+def base_params() -> dict:
+    return yaml.safe_load((CONF / "parameters_human_corr.yml").read_text())["human_corr"]
+
+
+def merged(base: dict, override: dict) -> dict:
+    """``override`` merged key by key into ``base``, as Kedro merges ``--params`` into the base config."""
+    out = dict(base)
+    for key, value in override.items():
+        out[key] = merged(base[key], value) if isinstance(value, dict) and key in base else value
+    return out
+
+
+def test_switching_to_a_ratings_file_by_params_keeps_the_base_keys_valid(tmp_path):
+    params = merged(base_params(), {"ratings": {"source": "file", "path": "ratings.csv"}})
+    assert "fault_penalty" in params["ratings"]  # the oracle's keys stay merged in, as with --params
+    config = HumanCorrParams.model_validate(params)
+    assert (config.ratings.source, config.ratings.path) == ("file", "ratings.csv")
+    with pytest.raises(ValidationError, match="ratings.path is not set"):
+        HumanCorrParams.model_validate(merged(base_params(), {"ratings": {"source": "file"}}))
+    with pytest.raises(ValidationError, match="set ratings.source=file"):
+        HumanCorrParams.model_validate(merged(base_params(), {"ratings": {"path": "ratings.csv"}}))
+
+
+def file_ratings(tmp_path, rows: list[tuple], name: str = "ratings.csv") -> dict:
+    """Params reading the ratings ``rows`` (image_id, rater_id, score) from a CSV, scores from evaluate."""
+    path = tmp_path / name
+    pd.DataFrame(rows, columns=["image_id", "rater_id", "score"]).to_csv(path, index=False)
+    return {"ratings": {"source": "file", "path": str(path)}, "metrics": ["checklist_pass_rate"], **FAST}
+
+
+def test_a_rating_of_no_benchmark_sample_is_named_with_its_line(tmp_path):
+    rows = [("programmatic/s0", "r1", 5), ("programmatic/s1", "r1", 2), ("programmatic/s9", "r1", 1)]
+    with pytest.raises(Exception) as error:
+        run(tmp_path, file_ratings(tmp_path, rows))
+    message = str(error.value)
+    assert f"ratings file {tmp_path / 'ratings.csv'}, column 'image_id'" in message
+    assert "line 4: 'programmatic/s9'" in message and "line 2" not in message
+    assert "expected <model>/<sample_id> of a benchmark sample, e.g. '<model>/s0'" in message
+
+
+def test_a_ratings_file_without_a_score_column_is_named(tmp_path):
+    path = tmp_path / "ratings.csv"
+    pd.DataFrame({"image_id": ["programmatic/s0"], "rater_id": ["r1"], "rating": [4]}).to_csv(
+        path, index=False
+    )
+    with pytest.raises(
+        Exception,
+        match=r"ratings file .*ratings.csv: no column 'score' \(columns found: "
+        r"\['image_id', 'rater_id', 'rating'\]; expected columns: image_id, rater_id, score\)",
+    ):
+        run(tmp_path, {"ratings": {"source": "file", "path": str(path)}, **FAST})
+
+
+def test_a_correlation_over_no_matched_image_names_both_inputs(tmp_path):
+    params = user_files(tmp_path)
+    ratings = pd.read_parquet(tmp_path / "user_ratings.parquet")
+    ratings.assign(image_id="other/" + ratings["image_id"]).to_csv(tmp_path / "elsewhere.csv", index=False)
+    params["ratings"] = {"source": "file", "path": str(tmp_path / "elsewhere.csv")}
+    with pytest.raises(Exception) as error:
+        run(tmp_path, params, sample_scores=pd.DataFrame())
+    message = str(error.value)
+    assert "no image is both scored and rated" in message
+    assert (
+        f"metric scores file {tmp_path / 'scores.tsv'} and ratings file {tmp_path / 'elsewhere.csv'}"
+        in message
+    )
+    assert "e.g. 'dalle/p0'" in message and "e.g. 'other/dalle/p0'" in message
+
+
 def test_unknown_rating_source_is_refused(tmp_path):
     with pytest.raises(Exception, match="source"):
         run(tmp_path, {"ratings": {"source": "crowd"}})
@@ -306,7 +378,9 @@ def test_bad_files_are_refused_naming_the_rows(tmp_path):
     scores["score"] = scores["score"].astype(object)
     scores.loc[3, "score"] = "high"
     scores.to_csv(tmp_path / "text.csv", index=False)
-    with pytest.raises(Exception, match=r"rows \[3\] have no numeric score"):
+    with pytest.raises(
+        Exception, match=r"text.csv, column 'score': expected a number .* found line 5: 'high'"
+    ):
         run(tmp_path, params | {"metric_scores": {"source": "file", "path": str(tmp_path / "text.csv")}})
 
 

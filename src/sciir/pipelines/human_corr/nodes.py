@@ -11,10 +11,11 @@ docs/human_corr.md.
 from __future__ import annotations
 
 import logging
+from pathlib import Path
 from typing import Annotated, Any, Literal
 
 import pandas as pd
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from sciir.agreement import Level, agreement_table
 from sciir.bootstrap import BootstrapConfig
@@ -35,6 +36,7 @@ from sciir.statistics import (
     mean_ratings,
     value_column,
 )
+from sciir.table_files import TableFile
 
 logger = logging.getLogger(__name__)
 
@@ -44,19 +46,31 @@ EVALUATE_METRICS = ("checklist_pass_rate", "text_pass", "final_pass")
 PAIR_COLUMNS = ("image_id", "rating", "n_raters")
 
 
-class OracleRatingsParams(OracleConfig):
-    """Ratings computed from the embedded sample's ground truth."""
+class RatingsParams(OracleConfig):
+    """Where the ratings come from: ``oracle`` (the embedded sample's ground truth) or ``file``.
 
-    source: Literal["oracle"]
+    One flat section holds the keys of both sources, so switching source with
+    ``--params human_corr.ratings.source=file,human_corr.ratings.path=...`` works on top of the base
+    file: the oracle's keys (``fault_penalty``, ``text_fault_kinds``) are read only by the oracle, and
+    ``path`` is required by ``file`` and refused with ``oracle`` (it would otherwise be silently unused).
+    """
 
+    source: Literal["oracle", "file"]
+    path: str | None = None
 
-class FileRatingsParams(BaseModel):
-    """Ratings read from a CSV / TSV / parquet file with columns image_id, rater_id, score."""
+    @model_validator(mode="after")
+    def _path_matches_source(self) -> RatingsParams:
+        if self.source == "file" and not self.path:
+            raise ValueError("ratings.source is 'file' but ratings.path is not set")
+        if self.source == "oracle" and self.path:
+            raise ValueError(
+                f"ratings.path is {self.path!r} but ratings.source is 'oracle': set ratings.source=file"
+            )
+        return self
 
-    model_config = ConfigDict(extra="forbid")
-
-    source: Literal["file"]
-    path: str
+    def describe(self) -> str:
+        """The ratings input in words, for messages."""
+        return f"ratings file {self.path}" if self.source == "file" else "the oracle ratings"
 
 
 class EvaluateScoresParams(BaseModel):
@@ -81,7 +95,7 @@ class HumanCorrParams(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    ratings: Annotated[OracleRatingsParams | FileRatingsParams, Field(discriminator="source")]
+    ratings: RatingsParams
     metric_scores: Annotated[EvaluateScoresParams | FileScoresParams, Field(discriminator="source")] = Field(
         default_factory=lambda: EvaluateScoresParams(source="evaluate")
     )
@@ -110,11 +124,33 @@ def collect_ratings(
     figures: pd.DataFrame,
     params: dict[str, Any],
 ) -> pd.DataFrame:
-    """The ``ratings`` table from the configured source (oracle or file)."""
-    source = _params(params).ratings
-    if isinstance(source, FileRatingsParams):
-        return read_ratings_file(source.path)
-    return oracle_ratings(generation_manifest, benchmark, curated, figures, source)
+    """The ``ratings`` table from the configured source (oracle or file).
+
+    A ratings file correlated with evaluate's scores must rate images ``<model>/<sample_id>`` of
+    benchmark samples: a row that does not is refused naming the file, its line and the value.
+    """
+    config = _params(params)
+    source = config.ratings
+    if source.source == "oracle":
+        return oracle_ratings(generation_manifest, benchmark, curated, figures, source)
+    ratings = read_ratings_file(source.path)
+    if isinstance(config.metric_scores, EvaluateScoresParams):
+        refuse_unknown_samples(ratings, TableFile(Path(source.path), "ratings"), benchmark)
+    return ratings
+
+
+def refuse_unknown_samples(ratings: pd.DataFrame, source: TableFile, benchmark: pd.DataFrame) -> None:
+    """TableFileError for rated image ids that are not ``<model>/<sample_id>`` of a benchmark sample."""
+    samples = set(benchmark["sample_id"].astype(str))
+
+    def known(image_id: str) -> bool:
+        model, _, sample = image_id.rpartition("/")
+        return bool(model) and sample in samples
+
+    example = (
+        f"'<model>/{sorted(samples)[0]}'" if samples else "'<model>/<sample_id>' (the benchmark is empty)"
+    )
+    source.refuse(ratings, "image_id", known, f"<model>/<sample_id> of a benchmark sample, e.g. {example}")
 
 
 def evaluate_metric_scores(sample_scores: pd.DataFrame) -> pd.DataFrame:
@@ -152,10 +188,13 @@ def select_metrics(metric_scores: pd.DataFrame, params: dict[str, Any]) -> list[
     return wanted
 
 
-def pair_metrics_with_ratings(metric_scores: pd.DataFrame, ratings: pd.DataFrame) -> pd.DataFrame:
+def pair_metrics_with_ratings(
+    metric_scores: pd.DataFrame, ratings: pd.DataFrame, inputs: str = "the metric scores and the ratings"
+) -> pd.DataFrame:
     """Per image: its metric scores (one column each), its extra columns, mean rating and rater count.
 
-    Only images with both metric scores and a rating are kept; unmatched images on either side are logged.
+    Only images with both metric scores and a rating are kept; unmatched images on either side are
+    logged. No image in common is an error naming ``inputs`` and an image id of each side.
     """
     wide = metric_scores.pivot(index="image_id", columns="metric", values="score")
     extra = [column for column in metric_scores.columns if column not in ("image_id", "metric", "score")]
@@ -163,12 +202,37 @@ def pair_metrics_with_ratings(metric_scores: pd.DataFrame, ratings: pd.DataFrame
     scored = described.join(wide).reset_index()
     consensus = mean_ratings(ratings)
     pairs = scored.merge(consensus, on="image_id", how="inner")
+    if pairs.empty:
+        raise ValueError(
+            f"no image is both scored and rated: {inputs} have no image_id in common "
+            f"({len(scored)} scored images, e.g. {_first(scored['image_id'])}; "
+            f"{len(consensus)} rated images, e.g. {_first(consensus['image_id'])}); "
+            "expected the same ids on both sides, '<model>/<sample_id>' for images this project generated"
+        )
     unrated, unscored = len(scored) - len(pairs), len(consensus) - len(pairs)
     if unrated or unscored:
         logger.warning(
             "%d scored images have no rating; %d rated images have no metric scores", unrated, unscored
         )
     return pairs
+
+
+def _first(ids: pd.Series) -> str:
+    return repr(sorted(ids.astype(str))[0]) if len(ids) else "none"
+
+
+def pair_configured_inputs(
+    metric_scores: pd.DataFrame, ratings: pd.DataFrame, params: dict[str, Any]
+) -> pd.DataFrame:
+    """``pair_metrics_with_ratings`` naming the configured inputs in its error."""
+    config = _params(params)
+    scores = config.metric_scores
+    scored = (
+        f"metric scores file {scores.path}"
+        if isinstance(scores, FileScoresParams)
+        else "evaluate's sample_scores"
+    )
+    return pair_metrics_with_ratings(metric_scores, ratings, f"{scored} and {config.ratings.describe()}")
 
 
 def _group_by(pairs: pd.DataFrame, params: HumanCorrParams) -> str | None:
