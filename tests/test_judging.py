@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pandas as pd
 import pytest
@@ -20,9 +21,11 @@ from sciir.judging import (
     image_png_bytes,
     parse_judge_reply,
     read_verdict_value,
+    read_verdicts_file,
     verdicts_frame,
     with_parent_ids,
 )
+from sciir.table_files import TableFileError
 
 CHECKLIST = pd.DataFrame(
     {
@@ -175,7 +178,10 @@ def test_external_verdicts_keep_every_row_with_its_reason():
         "yes", "judged", 1, "text", "top left"
     ]  # fmt: skip
     assert table.loc[("s1", "q3"), "status"] == "failed" and table.loc[("s1", "q3"), "parent_ids"] == '["q2"]'
-    assert table.loc[("s1", "q3"), "reason"] == "tifa_run row 4: unreadable verdict 'maybe'"
+    assert table.loc[("s1", "q3"), "reason"] == (
+        "verdicts table tifa_run, row 3, column 'verdict': unreadable verdict 'maybe' "
+        "(expected yes/no, true/false, 1/0, or empty to abstain)"
+    )
     assert table.loc[("x9", "a"), ["status", "layer", "track"]].tolist() == ["abstained", 0, "other"]
     twice = table.loc[("x9", "b")]
     assert set(twice.status) == {"failed"} and twice.verdict.isna().all()
@@ -183,7 +189,9 @@ def test_external_verdicts_keep_every_row_with_its_reason():
 
 
 def test_external_verdicts_name_missing_columns():
-    with pytest.raises(ValueError, match=r"lacks the columns \['verdict'\]"):
+    with pytest.raises(
+        ValueError, match=r"no column 'verdict' .*expected columns: sample_id, question_id, verdict"
+    ):
         external_verdicts(pd.DataFrame({"sample_id": ["s1"], "question_id": ["q1"]}), CHECKLIST, "f")
 
 
@@ -196,3 +204,79 @@ def test_checklist_chunks_split_only_when_asked():
         ["q2", "q3"],
         ["q4"],
     ]
+
+
+# ---- verdicts files: every refusal names the file, the line, the column, the value and the expected form
+
+BENCHMARK = pd.DataFrame({"sample_id": ["s1", "s2"]})
+
+
+def verdicts_file(tmp_path, text: str, name: str = "answers.csv") -> Path:
+    path = tmp_path / name
+    path.write_text(text)
+    return path
+
+
+def refusal(path: Path, benchmark: pd.DataFrame | None = BENCHMARK) -> str:
+    with pytest.raises(TableFileError) as error:
+        read_verdicts_file(path, CHECKLIST, benchmark)
+    return str(error.value)
+
+
+def test_a_verdicts_file_is_read_with_its_lines_in_the_reasons(tmp_path):
+    path = verdicts_file(tmp_path, "sample_id,question_id,verdict\ns1,q1,yes\n\ns1,q2,perhaps\n")
+    table = read_verdicts_file(path, CHECKLIST, BENCHMARK).set_index("question_id")
+    assert set(table.model) == {"answers"} and table.loc["q1", "status"] == "judged"
+    # the blank line 3 is counted: the reason points at the real line of the file
+    assert table.loc["q2", "reason"].startswith(f"verdicts file {path}, line 4, column 'verdict': unreadable")
+
+
+def test_a_verdicts_file_with_a_misnamed_column_is_refused(tmp_path):
+    message = refusal(verdicts_file(tmp_path, "sample,question_id,verdict\ns1,q1,yes\n"))
+    assert message == (
+        f"verdicts file {tmp_path / 'answers.csv'}: no column 'sample_id' (columns found: "
+        "['sample', 'question_id', 'verdict']; expected columns: sample_id, question_id, verdict)"
+    )
+
+
+@pytest.mark.parametrize(
+    ("cell", "shown"),
+    [('"[q2]"', "'[q2]'"), ('"{""q"": 1}"', "'{\"q\": 1}'"), ('"[1, 2]"', "'[1, 2]'"), ("q2", "'q2'")],
+)
+def test_a_malformed_parent_ids_cell_is_named(tmp_path, cell, shown):
+    text = f"sample_id,question_id,verdict,parent_ids\ns1,q2,yes,[]\ns1,q3,no,{cell}\n"
+    message = refusal(verdicts_file(tmp_path, text))
+    assert message.startswith(f"verdicts file {tmp_path / 'answers.csv'}, column 'parent_ids': ")
+    assert 'expected a JSON list of question ids of the same sample, e.g. ["q1", "q2"]' in message
+    assert message.endswith(f"found line 3: {shown}")
+
+
+def test_a_sample_of_no_benchmark_is_named_with_its_line(tmp_path):
+    text = "sample_id,question_id,verdict\ns1,q1,yes\ns7,q1,no\ns2,q1,yes\nS1,q2,no\n"
+    message = refusal(verdicts_file(tmp_path, text))
+    assert message == (
+        f"verdicts file {tmp_path / 'answers.csv'}, column 'sample_id': expected the sample_id of a "
+        "benchmark sample (e.g. 's1'); found line 3: 's7'; line 5: 'S1'"
+    )
+    # without a benchmark (nothing run yet) the ids cannot be checked, and are not
+    assert len(read_verdicts_file(tmp_path / "answers.csv", CHECKLIST, None)) == 4
+
+
+def test_parquet_rows_are_numbered_from_one_and_layers_checked(tmp_path):
+    path = tmp_path / "answers.parquet"
+    pd.DataFrame(
+        {
+            "sample_id": ["s1", "s1"],
+            "question_id": ["q1", "q2"],
+            "verdict": ["yes", "no"],
+            "layer": ["1", "two"],
+        }
+    ).to_parquet(path)
+    message = refusal(path)
+    assert message.startswith(f"verdicts file {path}, column 'layer': expected an integer layer")
+    assert message.endswith("found row 2: 'two'")
+
+
+def test_an_empty_question_id_is_named(tmp_path):
+    message = refusal(verdicts_file(tmp_path, "sample_id,question_id,verdict\ns1,,yes\n"))
+    assert "column 'question_id': expected a non-empty question_id; found line 2: nan" in message

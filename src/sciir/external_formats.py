@@ -72,7 +72,7 @@ def read_ratings_file(path: str | Path) -> pd.DataFrame:
 
     The index is the row's place in the file (``TableFile.row``), so later checks can name it.
     """
-    source = TableFile(Path(path), "ratings")
+    source = TableFile(Path(path), "ratings file")
     table = source.read(RATING_COLUMNS, text_columns=("image_id", "rater_id"))
     source.refuse(
         table, "image_id", lambda value: not is_missing(value), "an image id, e.g. 'model/sample_id'"
@@ -91,7 +91,7 @@ def read_ratings_file(path: str | Path) -> pd.DataFrame:
 
 def read_metric_scores_file(path: str | Path) -> pd.DataFrame:
     """Metric scores (image_id, metric, score, extra columns kept): scores numbers or empty, one per image and metric."""
-    source = TableFile(Path(path), "metric scores")
+    source = TableFile(Path(path), "metric scores file")
     table = source.read(METRIC_SCORE_COLUMNS, text_columns=("image_id", "metric"))
     source.refuse(
         table, "image_id", lambda value: not is_missing(value), "an image id, e.g. 'model/sample_id'"

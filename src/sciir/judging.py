@@ -15,6 +15,7 @@ import math
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from string import Template
 from typing import Any
 
@@ -22,6 +23,7 @@ import pandas as pd
 from PIL import Image
 
 from sciir.backends.base import VLMRequest, VLMResult
+from sciir.table_files import TableFile, id_list, is_missing
 
 JUDGE_TASK = "judge"
 JUDGE_TEMPLATE_VERSION = "sciir-d2-v1"
@@ -263,6 +265,9 @@ UNKNOWN_TRACK = "other"
 _YES_WORDS = frozenset({"yes", "true", "1", "1.0"})
 _NO_WORDS = frozenset({"no", "false", "0", "0.0"})
 REQUIRED_FILE_COLUMNS = ("sample_id", "question_id", "verdict")
+# Read as text from a CSV, so an id "01" stays "01".
+TEXT_FILE_COLUMNS = ("model", "sample_id", "question_id", "parent_ids", "track")
+PARENT_IDS_FORM = 'a JSON list of question ids of the same sample, e.g. ["q1", "q2"] ([] or empty when none)'
 
 
 def with_parent_ids(verdicts: pd.DataFrame, checklists: pd.DataFrame) -> pd.DataFrame:
@@ -294,7 +299,7 @@ def read_verdict_value(value: Any) -> str | None:
         return "yes"
     if word in _NO_WORDS:
         return "no"
-    raise ValueError(f"unreadable verdict {value!r}")
+    raise ValueError(f"unreadable verdict {value!r} (expected yes/no, true/false, 1/0, or empty to abstain)")
 
 
 def _file_row(record: Mapping[str, Any], where: str) -> dict[str, Any]:
@@ -332,25 +337,45 @@ def _question_fields(frame: pd.DataFrame, checklists: pd.DataFrame) -> pd.DataFr
     return merged.astype({"layer": "int64"})
 
 
-def external_verdicts(frame: pd.DataFrame, checklists: pd.DataFrame, source: str) -> pd.DataFrame:
+def _refuse_malformed(frame: pd.DataFrame, file: TableFile) -> None:
+    """TableFileError for an empty id, a malformed ``parent_ids`` or a non-integer ``layer`` cell."""
+    for column in ("sample_id", "question_id"):
+        file.refuse(frame, column, lambda value: not is_missing(value), f"a non-empty {column}")
+    if PARENT_IDS in frame.columns:
+        file.refuse(
+            frame, PARENT_IDS, lambda value: is_missing(value) or id_list(value) is not None, PARENT_IDS_FORM
+        )
+    if "layer" in frame.columns:
+        file.refuse(
+            frame,
+            "layer",
+            lambda value: is_missing(value) or float(pd.to_numeric(value, errors="coerce")).is_integer(),
+            "an integer layer (1 text, 2 track), or empty to take it from the checklists",
+        )
+
+
+def external_verdicts(
+    frame: pd.DataFrame, checklists: pd.DataFrame, source: str, file: TableFile | None = None
+) -> pd.DataFrame:
     """A verdicts table (``VERDICT_COLUMNS`` + ``parent_ids``) from another system's verdict table.
 
     Required columns: sample_id, question_id, verdict; optional: model (default ``source``), parent_ids,
     layer, track (taken from the checklists when absent), status, evidence, reasoning, reason. An empty
     verdict is an abstention; an unreadable one, or a question answered twice, a failed row with its reason.
+    ``file`` (default: the table named ``source``) names rows in reasons and errors; a missing column, an
+    empty id, a malformed parent_ids or layer cell raises TableFileError naming row, column and value.
     """
-    missing = [column for column in REQUIRED_FILE_COLUMNS if column not in frame.columns]
-    if missing:
-        raise ValueError(
-            f"verdicts file {source} lacks the columns {missing} (needs {list(REQUIRED_FILE_COLUMNS)})"
-        )
+    file = file or TableFile(Path(source), "verdicts table")
+    file.require(frame, REQUIRED_FILE_COLUMNS)
+    _refuse_malformed(frame, file)
+    where = [file.cell(int(index), "verdict") for index in frame.index]
     frame = frame.reset_index(drop=True)
     if "model" not in frame.columns:
         frame = frame.assign(model=source)
     frame = frame.astype({"model": str, "sample_id": str, "question_id": str})
     rows = [
         {"model": record["model"], "sample_id": record["sample_id"], "question_id": record["question_id"]}
-        | _file_row(record, f"{source} row {index + 2}")  # +2: the header line and 1-based numbering
+        | _file_row(record, where[index])
         for index, record in enumerate(frame.to_dict("records"))
     ]
     table = pd.DataFrame(rows, index=frame.index, columns=[*VERDICT_COLUMNS])
@@ -363,3 +388,17 @@ def external_verdicts(frame: pd.DataFrame, checklists: pd.DataFrame, source: str
     )
     table = _question_fields(table, checklists)
     return table[[*VERDICT_COLUMNS, PARENT_IDS]]
+
+
+def read_verdicts_file(path: Path, checklists: pd.DataFrame, benchmark: pd.DataFrame | None) -> pd.DataFrame:
+    """``external_verdicts`` of a CSV / TSV / parquet file (model defaults to the file name's stem).
+
+    With a non-empty ``benchmark``, a row whose sample_id is no benchmark sample raises TableFileError
+    naming the file, its line and the value.
+    """
+    file = TableFile(path, "verdicts file")
+    frame = file.read(REQUIRED_FILE_COLUMNS, text_columns=TEXT_FILE_COLUMNS)
+    if benchmark is not None and not benchmark.empty:
+        samples = set(benchmark["sample_id"].astype(str))
+        file.refuse_unknown(frame, "sample_id", samples, "the sample_id of a benchmark sample")
+    return external_verdicts(frame, checklists, source=path.stem, file=file)

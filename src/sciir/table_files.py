@@ -25,14 +25,14 @@ class TableFileError(ValueError):
 
 @dataclass(frozen=True)
 class TableFile:
-    """A CSV / TSV / parquet file of the kind ``what`` (e.g. "ratings", "verdicts")."""
+    """A CSV / TSV / parquet file described as ``what`` (e.g. "ratings file", "verdicts file")."""
 
     path: Path
     what: str
 
     @property
     def label(self) -> str:
-        return f"{self.what} file {self.path}"
+        return f"{self.what} {self.path}"
 
     def read(self, columns: Sequence[str], text_columns: Sequence[str] = ()) -> pd.DataFrame:
         """The table, its index the data row's position in the file (blank lines of a CSV counted, so
@@ -53,13 +53,17 @@ class TableFile:
         else:
             known = ", ".join([*TEXT_SUFFIXES, *PARQUET_SUFFIXES])
             raise TableFileError(f"{self.label}: unknown format {self.path.suffix!r} (expected {known})")
+        self.require(table, columns)
+        return table
+
+    def require(self, table: pd.DataFrame, columns: Sequence[str]) -> None:
+        """TableFileError naming the required columns ``table`` lacks, the ones it has and those expected."""
         missing = [column for column in columns if column not in table.columns]
         if missing:
             raise TableFileError(
                 f"{self.label}: no column {', '.join(map(repr, missing))} (columns found: {list(table.columns)}; "
                 f"expected columns: {', '.join(columns)})"
             )
-        return table
 
     def row(self, index: int) -> str:
         """Where the row of table index ``index`` is: ``line 4`` of a CSV / TSV (the header is line 1),

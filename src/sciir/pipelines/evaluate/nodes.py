@@ -43,10 +43,10 @@ from sciir.judging import (
     build_judge_request,
     checklist_chunks,
     checklist_items,
-    external_verdicts,
     failed_rows,
     image_png_bytes,
     parse_judge_reply,
+    read_verdicts_file,
     verdicts_frame,
     with_parent_ids,
 )
@@ -184,21 +184,12 @@ def judge_label(judge: VisionLanguageModel) -> str:
     return f"{identity.get('backend', type(judge).__name__)}{f':{model}' if model else ''}"
 
 
-def read_table(path: Path) -> pd.DataFrame:
-    """A CSV or parquet table (ids and parent ids read as text, so "01" stays "01")."""
-    suffix = path.suffix.lower()
-    if suffix == ".csv":
-        text_columns = ("model", "sample_id", "question_id", "parent_ids")
-        return pd.read_csv(path, dtype=dict.fromkeys(text_columns, str), keep_default_na=True)
-    if suffix in (".parquet", ".pq"):
-        return pd.read_parquet(path)
-    raise ValueError(f"verdicts_file {path}: expected a .csv or .parquet file")
-
-
-def verdicts_from_file(path: Path, checklists: pd.DataFrame) -> tuple[pd.DataFrame, dict[str, Any]]:
-    """Verdicts of another system read from ``path`` (see ``sciir.judging.external_verdicts``), and a
+def verdicts_from_file(
+    path: Path, checklists: pd.DataFrame, benchmark: pd.DataFrame | None = None
+) -> tuple[pd.DataFrame, dict[str, Any]]:
+    """Verdicts of another system read from ``path`` (see ``sciir.judging.read_verdicts_file``), and a
     run summary in which no judge was called and no image was looked for."""
-    verdicts = external_verdicts(read_table(path), checklists, source=path.stem)
+    verdicts = read_verdicts_file(path, checklists, benchmark)
     logger.info(
         "read %d verdicts of %d models from %s; the judge is not called",
         len(verdicts),
@@ -233,7 +224,7 @@ def judge_generations(
     """
     config = EvaluateParams.model_validate(params)
     if config.verdicts_file:
-        return verdicts_from_file(Path(config.verdicts_file), checklists)
+        return verdicts_from_file(Path(config.verdicts_file), checklists, benchmark)
     images = image_source(generations, config.images_dir)
     # The manifest describes the generations folder only, not a folder the user points at.
     manifest = {} if config.images_dir else manifest_entries(generation_manifest)

@@ -135,7 +135,7 @@ def collect_ratings(
         return oracle_ratings(generation_manifest, benchmark, curated, figures, source)
     ratings = read_ratings_file(source.path)
     if isinstance(config.metric_scores, EvaluateScoresParams):
-        refuse_unknown_samples(ratings, TableFile(Path(source.path), "ratings"), benchmark)
+        refuse_unknown_samples(ratings, TableFile(Path(source.path), "ratings file"), benchmark)
     return ratings
 
 
