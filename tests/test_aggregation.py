@@ -76,18 +76,27 @@ def test_prompt_without_counted_questions_has_no_score_and_no_weight():
     assert math.isnan(scores.loc["p4", "score"]) and scores.loc["p4", "weight"] == 0.0
 
 
-def test_dsg_failed_parent_flips_its_descendants():
-    # q1 fails; q2 depends on q1 and q3 on q2 (a chain), q4 stands alone.
+def test_dsg_failed_parent_fails_its_direct_children_only():
+    # q1 fails; q2 depends on q1 and q3 on q2 (a chain), q4 stands alone. As DSG's reference code, q3
+    # reads its own parent's answer (q2: yes), so the grandparent's "no" does not reach it.
     table = chain([("q1", "no", "[]"), ("q2", "yes", '["q1"]'), ("q3", "yes", '["q2"]'), ("q4", "yes", "[]")])
-    assert dependency_correctness(table).tolist() == [0.0, 0.0, 0.0, 1.0]
+    assert dependency_correctness(table).tolist() == [0.0, 0.0, 1.0, 1.0]
     assert tifa_score(table) == pytest.approx(3 / 4)
-    assert dsg_score(table) == pytest.approx(1 / 4)
+    assert dsg_score(table) == pytest.approx(2 / 4)
 
 
-def test_dsg_unjudged_parent_flips_nothing_unless_counted_as_failed():
+def test_dsg_a_child_with_two_parents_fails_when_either_was_answered_no():
+    table = chain([("a", "yes", "[]"), ("b", "no", "[]"), ("c", "yes", '["a", "b"]'), ("d", "yes", '["a"]')])
+    assert dependency_correctness(table).tolist() == [1.0, 0.0, 0.0, 1.0]
+    assert dsg_score(table) == pytest.approx(2 / 4)
+
+
+def test_dsg_unjudged_parent_fails_nothing_unless_counted_as_failed():
     table = chain([("q1", None, "[]"), ("q2", "yes", '["q1"]'), ("q3", "yes", '["q2"]'), ("q4", "yes", "[]")])
     assert dsg_score(table) == pytest.approx(1.0)
-    assert dsg_score(table, policy="fail") == pytest.approx(1 / 4)
+    # under fail q1 counts as a "no": its child q2 fails, the grandchild q3 does not
+    assert dependency_correctness(table, policy="fail").tolist() == [0.0, 0.0, 1.0, 1.0]
+    assert dsg_score(table, policy="fail") == pytest.approx(2 / 4)
 
 
 def test_dsg_counts_an_unjudged_child_of_a_failed_parent_as_failed():

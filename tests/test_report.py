@@ -119,9 +119,13 @@ def test_leaderboard_shows_intervals_and_coverage_per_track():
     doc = render()
     tables = doc.xpath("//table[@class='summary']")
     header = [cell.text_content() for cell in tables[0].xpath(".//th")]
-    assert header == ["model", "final", "text", "entity", "process", "law", "coverage", "n_samples"]
+    assert header == [
+        "model", "final", "text", "entity", "process", "law", "coverage", "role", "n_samples", "checklist_defects"
+    ]  # fmt: skip
     drawn = [cell.text_content() for cell in tables[0].xpath(".//tr[td[1]='drawn']/td")]
-    assert drawn[1:4] == ["0.000 [0.000, 0.000]", "1.000 [1.000, 1.000]", "n/a"]
+    assert drawn[1:4] == ["0.000 [0.000, 0.000] n=1", "1.000 [1.000, 1.000] n=1", "n/a n=0"]
+    missing = [cell.text_content() for cell in tables[0].xpath(".//tr[td[1]='missing']/td")]
+    assert missing[1] == "n/a n=0"
     coverage = [cell.text_content() for cell in tables[1].xpath(".//tr[td[1]='drawn']/td")]
     assert coverage == ["drawn", "0.667", "1.000", "n/a", "1.000", "0.000"]
 

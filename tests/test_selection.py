@@ -156,4 +156,4 @@ def test_no_candidates_give_an_empty_benchmark_with_the_contract_columns(annotat
     pool = candidates(annotations.iloc[0:0], _checklists([]), min_terms=1, require_text_checks=True)
     bench = benchmark_table(pick_per_group(pool, n_per_group=5, seed=0))
     assert bench.empty
-    assert list(bench.columns) == ["sample_id", "group", "setting", "term_count", "prompt", "plan"]
+    assert list(bench.columns) == ["sample_id", "group", "setting", "tracks", "term_count", "prompt", "plan"]

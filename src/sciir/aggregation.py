@@ -13,9 +13,13 @@ Rules, each a per-prompt value with a weight, so a system's score is the weighte
 - ``tifa`` (Hu et al., TIFA): the mean of per-prompt means of question correctness; weight 1 per prompt.
 - ``question_mean``: all counted questions pooled (AIBench's question-level average): per-prompt mean
   weighted by the prompt's number of counted questions.
-- ``dsg`` (Cho et al., Davidsonian Scene Graph): as ``tifa``, after dependency propagation: a question
-  whose parent (or any ancestor) failed counts as failed, whatever its own answer.
-- ``sciir_veto`` (SciIR appendix D.3): a prompt passes (1.0) only when every counted question is "yes".
+- ``dsg`` (Cho et al., Davidsonian Scene Graph): as ``tifa``, after DSG's dependency filtering: a
+  question one of whose **direct** parents was itself answered "no" counts as failed, whatever its own
+  answer; nothing propagates further (as the reference implementation, which reads the parents' own
+  answers).
+- ``sciir_veto`` (SciIR appendix D.3): a prompt passes (1.0) only when every question is judged and
+  answered "yes"; it fails (0.0) when one is answered "no" (or, under ``fail``, left unjudged); under
+  ``exclude`` a prompt with an unjudged question and no "no" is itself unjudged (no score, weight 0).
 """
 
 from __future__ import annotations
@@ -62,46 +66,31 @@ def parse_parent_ids(value: Any) -> list[str]:
     return [str(parent) for parent in value]
 
 
-def _propagate(
+def _filter_by_parents(
     correct: Mapping[str, float], parents: Mapping[str, list[str]], context: str
 ) -> dict[str, float]:
-    """Correctness after DSG propagation within one prompt: 0.0 when any ancestor is 0.0.
+    """Correctness after DSG's filtering within one prompt: 0.0 when a direct parent was answered "no".
 
-    An unjudged ancestor (NaN) does not flip its children. An unknown parent id is logged and ignored;
-    a dependency cycle is logged and cut there, the parent on the cycle counting with its own answer.
+    As DSG's reference implementation: each question looks at its direct parents' own answers only
+    (nothing propagates further, so a grandparent answered "no" does not fail a grandchild whose parent
+    was answered "yes"); an unjudged parent (NaN) does not fail its children. An unknown parent id is
+    logged and ignored.
     """
-    resolved: dict[str, float] = {}
-    visiting: set[str] = set()
-
-    def resolve(question: str) -> float:
-        if question in resolved:
-            return resolved[question]
-        visiting.add(question)
-        value = correct[question]
+    filtered: dict[str, float] = {}
+    for question, value in correct.items():
         for parent in parents.get(question, []):
             if parent not in correct:
                 logger.warning("%s: question %s names unknown parent %s: ignored", context, question, parent)
-                continue
-            if parent in visiting:
-                logger.warning("%s: dependency cycle through %s and %s: cut", context, question, parent)
-                parent_value = correct[parent]
-            else:
-                parent_value = resolve(parent)
-            if parent_value == 0.0:
+            elif correct[parent] == 0.0:
                 value = 0.0
-        visiting.discard(question)
-        resolved[question] = value
-        return value
-
-    for question in correct:
-        resolve(question)
-    return resolved
+        filtered[question] = value
+    return filtered
 
 
 def dependency_correctness(verdicts: pd.DataFrame, policy: UnjudgedPolicy = "exclude") -> pd.Series:
-    """Question correctness after DSG propagation: a question whose parent failed counts as failed.
+    """Question correctness under DSG: a question whose direct parent was answered "no" counts as failed.
 
-    Propagation runs within each prompt (and model, when the table has one) along ``parent_ids``.
+    Filtering runs within each prompt (and model, when the table has one) along ``parent_ids``.
     """
     if "parent_ids" not in verdicts.columns:
         raise ValueError(
@@ -113,34 +102,44 @@ def dependency_correctness(verdicts: pd.DataFrame, policy: UnjudgedPolicy = "exc
     for unit, rows in verdicts.groupby(keys, sort=False):
         qids = rows["question_id"].astype(str)
         parents = dict(zip(qids, (parse_parent_ids(value) for value in rows["parent_ids"]), strict=True))
-        propagated = _propagate(dict(zip(qids, correct.loc[rows.index], strict=True)), parents, str(unit))
-        result.loc[rows.index] = [propagated[qid] for qid in qids]
+        filtered = _filter_by_parents(dict(zip(qids, correct.loc[rows.index], strict=True)), parents, str(unit))
+        result.loc[rows.index] = [filtered[qid] for qid in qids]
     return result
 
 
 def rule_correctness(verdicts: pd.DataFrame, rule: AggregationRule, policy: UnjudgedPolicy) -> pd.Series:
-    """The per-question correctness a rule averages: dependency-propagated for ``dsg``, else plain."""
+    """The per-question correctness a rule averages: parent-filtered for ``dsg``, else plain."""
     if rule == "dsg":
         return dependency_correctness(verdicts, policy)
     return question_correctness(verdicts, policy)
 
 
-def unit_score(n_counted: int, n_correct: float, rule: AggregationRule) -> tuple[float, float]:
-    """(score, weight) of one prompt from its counted questions and their summed correctness.
+def unit_score(n_questions: int, n_counted: int, n_correct: float, rule: AggregationRule) -> tuple[float, float]:
+    """(score, weight) of one prompt from its questions, counted questions and their summed correctness.
 
-    The score is NaN and the weight 0 when no question was counted, so the prompt drops out of means.
+    The score is NaN and the weight 0 when the prompt has no result, so it drops out of means: no
+    question was counted, or (``sciir_veto``) a question was left out as unjudged and none failed: the
+    strict veto passes a prompt only when every one of its questions is judged "yes".
     """
+    if rule == "sciir_veto":
+        if n_correct < n_counted:
+            return 0.0, 1.0
+        if n_counted == 0 or n_counted < n_questions:
+            return float("nan"), 0.0
+        return 1.0, 1.0
     if n_counted == 0:
         return float("nan"), 0.0
-    if rule == "sciir_veto":
-        return float(n_correct == n_counted), 1.0
     weight = float(n_counted) if rule == "question_mean" else 1.0
     return n_correct / n_counted, weight
 
 
 def with_unit_scores(table: pd.DataFrame, rule: AggregationRule) -> pd.DataFrame:
-    """``table`` (one row per unit with ``n_counted`` and ``n_correct``) plus each unit's score and weight."""
-    pairs = [unit_score(int(row.n_counted), float(row.n_correct), rule) for row in table.itertuples()]
+    """``table`` (one row per unit with ``n_questions``, ``n_counted`` and ``n_correct``) plus each unit's
+    score and weight."""
+    pairs = [
+        unit_score(int(row.n_questions), int(row.n_counted), float(row.n_correct), rule)
+        for row in table.itertuples()
+    ]
     return table.assign(score=[score for score, _ in pairs], weight=[weight for _, weight in pairs])
 
 
@@ -205,7 +204,7 @@ def question_mean_score(verdicts: pd.DataFrame, policy: UnjudgedPolicy = "exclud
 
 
 def dsg_score(verdicts: pd.DataFrame, policy: UnjudgedPolicy = "exclude") -> float:
-    """Davidsonian Scene Graph: per-prompt mean after dependency propagation, averaged over prompts."""
+    """Davidsonian Scene Graph: per-prompt mean after direct-parent filtering, averaged over prompts."""
     return aggregate(verdicts, "dsg", policy)
 
 

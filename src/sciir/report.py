@@ -20,7 +20,7 @@ from jinja2 import Environment, PackageLoader, select_autoescape
 from PIL import Image
 
 from sciir.judging import image_png_bytes
-from sciir.scoring import CATEGORIES, FINAL, TRACKS, breakdown_table
+from sciir.scoring import CATEGORIES, FINAL, TRACKS, breakdown_table, rules_in
 
 CHECK_CLASS = {"yes": "pass", "no": "fail"}
 
@@ -89,15 +89,16 @@ def interval_text(score: Any, low: Any, high: Any) -> str:
 
 
 def leaderboard_table(title: str, board: pd.DataFrame) -> Table:
-    """The leaderboard with each track's interval beside its score, then coverage and sample count."""
+    """One rule's leaderboard: each track's score with its interval and the number of samples it is
+    over (``n=``), then coverage, role (references are never ranked) and sample count."""
     frame = pd.DataFrame({"model": board["model"]})
     for track in TRACKS:
-        frame[track] = [
-            interval_text(*values)
-            for values in zip(board[track], board[f"{track}_lo"], board[f"{track}_hi"], strict=True)
-        ]
+        cells = zip(board[track], board[f"{track}_lo"], board[f"{track}_hi"], board[f"{track}_n"], strict=True)
+        frame[track] = [f"{interval_text(score, low, high)} n={int(n)}" for score, low, high, n in cells]
     frame["coverage"] = board["coverage"]
+    frame["role"] = board["role"]
     frame["n_samples"] = board["n_samples"]
+    frame["checklist_defects"] = board["checklist_defects"]
     return table_from_frame(title, frame)
 
 
@@ -212,8 +213,10 @@ def _image_or_note(
         return None, f"image {image_id} could not be read for the report: {exc}"
 
 
-def _result_label(passed: Any) -> str:
-    """pass / fail / unjudged for a nullable boolean."""
+def _result_label(passed: Any, checklist_defect: bool = False) -> str:
+    """pass / fail / unjudged for a nullable boolean; a labelled track without questions says so."""
+    if checklist_defect:
+        return "no questions (checklist defect)" + ("" if passed is None or passed is pd.NA else ": fail")
     if passed is None or passed is pd.NA:
         return "unjudged"
     return "pass" if passed else "fail"
@@ -250,6 +253,8 @@ def image_views(
         on=["sample_id", "question_id"],
         how="left",
     )
+    if len(sample_scores):  # pass / fail are the same under every rule: show the primary rule's rows
+        sample_scores = sample_scores[sample_scores["aggregation"] == rules_in(sample_scores)[0]]
     results = {key: group for key, group in sample_scores.groupby(["model", "sample_id"], sort=False)}
     samples = benchmark.set_index("sample_id")
     views = []
@@ -267,7 +272,9 @@ def image_views(
                 prompt="" if sample is None else str(sample["prompt"]),
                 image_uri=uri,
                 image_note=note,
-                results=[(r.track, _result_label(r.passed)) for r in scores.itertuples(index=False)],
+                results=[
+                    (r.track, _result_label(r.passed, r.checklist_defect)) for r in scores.itertuples(index=False)
+                ],
                 checks=[_check_view(row) for row in rows.itertuples(index=False)],
             )
         )

@@ -27,7 +27,7 @@ GROUP_NAMES = tuple(GROUPS.values())
 INSTRUCTION_FOLLOWING = "instruction_following"
 INTRINSIC_REASONING = "intrinsic_reasoning"
 SETTINGS = (INSTRUCTION_FOLLOWING, INTRINSIC_REASONING)
-BENCHMARK_COLUMNS = ("sample_id", "group", "setting", "term_count", "prompt", "plan")
+BENCHMARK_COLUMNS = ("sample_id", "group", "setting", "tracks", "term_count", "prompt", "plan")
 TRAIN_COLUMNS = ("sample_id", "prompt", "image_path")
 
 
@@ -116,7 +116,7 @@ def plan_json(required_text: object, relations: object) -> str:
 
 
 def benchmark_table(selected: pd.DataFrame) -> pd.DataFrame:
-    """The ``benchmark`` table: group, setting, the setting's prompt and the plan of each sample."""
+    """The ``benchmark`` table: group, labelled tracks, setting, the setting's prompt and the plan of each sample."""
     if selected.empty:
         return pd.DataFrame(columns=list(BENCHMARK_COLUMNS))
     table = selected.assign(setting=assign_settings(selected))
@@ -124,6 +124,8 @@ def benchmark_table(selected: pd.DataFrame) -> pd.DataFrame:
         table["setting"] == INTRINSIC_REASONING, table["sci_rcot"]
     )
     table["plan"] = [plan_json(t, r) for t, r in zip(table["required_text"], table["relations"], strict=True)]
+    # The labelled tracks, which the strict veto requires of every sample (``sciir.scoring``).
+    table["tracks"] = [json.dumps([track for track in TRACKS if track in tracks]) for tracks in table["tracks"]]
     table["term_count"] = table["term_count"].astype(int)
     ordered = table.sort_values(["group", "setting", "sample_id"])
     return ordered[list(BENCHMARK_COLUMNS)].reset_index(drop=True)

@@ -8,7 +8,6 @@ from typing import Any
 import pandas as pd
 
 _SCORE_COLUMNS = ["final", "text", "entity", "process", "law"]
-_SHOWN_COLUMNS = ["model", *_SCORE_COLUMNS, "coverage", "n_samples"]
 _RULE_HEADINGS = {
     "sciir_veto": "strict veto pass rates",
     "tifa": "TIFA scores (mean of per-prompt means)",
@@ -18,40 +17,62 @@ _RULE_HEADINGS = {
 
 
 def _percent(value: Any) -> str:
-    return "-" if pd.isna(value) else f"{100 * value:.1f}%"
+    return "n/a" if pd.isna(value) else f"{100 * value:.1f}%"
 
 
-def _with_interval(value: Any, low: Any, high: Any) -> str:
-    """``83.3% [70.8, 95.8]``; the rate alone without an interval, '-' when unjudged."""
+def score_cell(value: Any, low: Any, high: Any, n: Any) -> str:
+    """``83.3% [70.8, 95.8] n=24``: a rate, its 95% interval when it has one, and the samples it is over;
+    ``n/a n=0`` when no sample has a result."""
+    count = f" n={int(n)}" if not pd.isna(n) else ""
     if pd.isna(value) or pd.isna(low) or pd.isna(high):
-        return _percent(value)
-    return f"{_percent(value)} [{100 * low:.1f}, {100 * high:.1f}]"
+        return f"{_percent(value)}{count}"
+    return f"{_percent(value)} [{100 * low:.1f}, {100 * high:.1f}]{count}"
 
 
 def format_leaderboard(board: pd.DataFrame) -> str:
-    """Leaderboard as a fixed-width table: rates as percentages with their 95% interval in brackets
-    when the board has ``<track>_lo`` / ``<track>_hi``, unjudged as '-'."""
-    shown = board[[column for column in _SHOWN_COLUMNS if column in board]].copy()
+    """One rule's leaderboard as a fixed-width table: per track the rate with its 95% interval and the
+    number of samples it is over, then coverage, the role and the number of samples."""
+    shown = pd.DataFrame({"model": board["model"]})
     for column in _SCORE_COLUMNS:
-        if column not in shown:
-            continue
-        if f"{column}_lo" in board and f"{column}_hi" in board:
-            cells = zip(board[column], board[f"{column}_lo"], board[f"{column}_hi"], strict=True)
-            shown[column] = [_with_interval(*cell) for cell in cells]
-        else:
-            shown[column] = board[column].map(_percent)
-    if "coverage" in shown:
-        shown["coverage"] = board["coverage"].map(_percent)
+        parts = [
+            board.get(f"{column}{suffix}", pd.Series(float("nan"), index=board.index))
+            for suffix in ("", "_lo", "_hi", "_n")
+        ]
+        shown[column] = [score_cell(*cell) for cell in zip(*parts, strict=True)]
+    shown["coverage"] = board["coverage"].map(_percent)
+    if "role" in board:
+        shown["role"] = board["role"]
+    shown["n_samples"] = board["n_samples"]
     return shown.to_string(index=False)
+
+
+def coverage_note(board: pd.DataFrame) -> str | None:
+    """A sentence for models whose questions were not all judged (None when coverage is 100%)."""
+    partial = board[board["coverage"].fillna(0.0) < 1.0].drop_duplicates("model")
+    if partial.empty:
+        return None
+    listed = ", ".join(f"{row.model} {_percent(row.coverage)}" for row in partial.itertuples())
+    return (
+        f"Coverage is below 100% for {listed}: unjudged questions (abstained, failed, or no image) make "
+        "their category unjudged, so those scores count fewer samples (n=...) than the benchmark holds."
+    )
+
+
+def leaderboard_text(board: pd.DataFrame) -> str:
+    """Every rule's leaderboard with its heading, then the coverage sentence when coverage is partial."""
+    blocks = [
+        f"SciIR leaderboard ({_RULE_HEADINGS.get(rule, rule)}, 95% bootstrap interval, n = samples counted; "
+        f"coverage = share of questions judged)\n\n{format_leaderboard(rows)}"
+        for rule, rows in board.groupby("aggregation", sort=False)
+    ]
+    note = coverage_note(board)
+    return "\n\n".join([*blocks, *([note] if note else [])])
 
 
 def print_run_summary(catalog: Any, project_path: Path) -> None:
     board = catalog.load("leaderboard")
     report = project_path / "data" / "08_reporting" / "report.html"
-    rule = board["aggregation"].iloc[0] if "aggregation" in board and len(board) else "sciir_veto"
-    heading = _RULE_HEADINGS.get(rule, rule)
-    print(f"\nSciIR leaderboard ({heading}, 95% bootstrap interval; coverage = share of questions judged)\n")
-    print(format_leaderboard(board))
+    print(f"\n{leaderboard_text(board)}")
     print(f"\nReport: {report}")
     print(
         "MLflow: mlflow ui --backend-store-uri sqlite:///mlruns/mlflow.db   (then open http://127.0.0.1:5000)\n"

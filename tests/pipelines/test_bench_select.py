@@ -102,10 +102,12 @@ def test_benchmark_groups_settings_and_cap(outputs: dict) -> None:
         "sample_id",
         "group",
         "setting",
+        "tracks",
         "term_count",
         "prompt",
         "plan",
     ]
+    assert json.loads(bench.loc["el1", "tracks"]) == ["entity", "law"]
     assert (bench["group"] == "All_Three").sum() == 3  # four candidates, capped at n_per_group
     assert bench.loc["el1", "group"] == "Entity_Law" and bench.loc["lp1", "group"] == "Law_Process"
     assert set(bench.index) >= {"ep1", "ep2", "el1", "lp1"}

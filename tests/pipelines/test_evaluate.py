@@ -353,3 +353,25 @@ def test_one_question_per_request_gives_the_same_verdicts(tmp_path):
     # Requests sent: good/s1 (3 questions), good/s2 (2), bad/s1 (3); retired/s1 is the same white image
     # with the same prompt and checklist as good/s1, so its requests are identical and sent once.
     assert together_summary["cache"]["misses"] == 3 and apart_summary["cache"]["misses"] == 3 + 2 + 3
+
+
+def test_several_aggregation_rules_in_one_run_side_by_side(tmp_path):
+    rules = ["sciir_veto", "tifa", "dsg"]
+    outputs = run_pipeline(tmp_path, PARAMS | {"aggregation": rules})
+    board = outputs["leaderboard"]
+    assert list(pd.unique(board["aggregation"])) == rules
+    assert board.groupby("aggregation")["model"].apply(sorted).map(tuple).nunique() == 1
+    scores = outputs["sample_scores"]
+    assert list(pd.unique(scores["aggregation"])) == rules
+    veto = scores[scores["aggregation"] == "sciir_veto"].reset_index(drop=True)
+    tifa = scores[scores["aggregation"] == "tifa"].reset_index(drop=True)
+    assert veto["passed"].equals(tifa["passed"])  # the veto result does not depend on the rule
+    metrics = outputs["evaluate_metrics"]
+    assert {"good.final", "good.tifa.final", "good.dsg.final", "good.tifa.final.n_samples"} <= set(metrics)
+    report = html.fromstring(outputs["report"]).text_content()
+    assert "TIFA score" in report and "DSG score" in report and "pass rate (strict veto)" in report
+
+
+def test_an_aggregation_rule_listed_twice_is_refused(tmp_path):
+    with pytest.raises(ValueError, match="each rule once"):
+        run_pipeline(tmp_path, PARAMS | {"aggregation": ["tifa", "tifa"]})

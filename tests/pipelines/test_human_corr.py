@@ -25,7 +25,8 @@ from sciir.statistics import COMPARISON_COLUMNS, correlation_columns
 
 CONF = Path(__file__).resolve().parents[2] / "conf" / "base"
 FAST = {"bootstrap": {"n_boot": 50, "seed": 0}}
-ORACLE_PARAMS = {"ratings": {"source": "oracle", "fault_penalty": 1.0}, **FAST}
+CHECKLIST_METRICS = ["checklist_pass_rate", "text_pass", "final_pass"]
+ORACLE_PARAMS = {"ratings": {"source": "oracle", "fault_penalty": 1.0}, "metrics": CHECKLIST_METRICS, **FAST}
 
 # model, sample, drawn labels, planted fault kinds, status -> expected oracle score
 GENERATIONS = [
@@ -400,3 +401,23 @@ def test_new_tables_are_logged_as_mlflow_artifacts(tmp_path, mlflow_store):
     logged = {item.path for item in mlflow_store.list_artifacts(active.info.run_id)}
     assert logged == {"rater_agreement.csv", "metric_comparisons.csv"}
     assert pd.read_csv(tmp_path / "rater_agreement.csv").equals(table)
+
+
+def test_every_rule_evaluate_computed_is_a_metric_by_name():
+    from sciir.pipelines.human_corr.nodes import evaluate_metric_scores
+
+    verdicts = pd.DataFrame(
+        [
+            ("m", "s0", "t1", 1, "text", "yes", "judged"),
+            ("m", "s0", "e1", 2, "entity", "no", "judged"),
+            ("m", "s0", "e2", 2, "entity", "yes", "judged"),
+        ],
+        columns=["model", "sample_id", "question_id", "layer", "track", "verdict", "status"],
+    )
+    benchmark = pd.DataFrame({"sample_id": ["s0"], "group": ["g"], "setting": ["x"]})
+    scores = evaluate_metric_scores(score_samples(verdicts, benchmark, "exclude", ["sciir_veto", "tifa"]))
+    by_name = scores.set_index("metric")["score"]
+    assert by_name["tifa.final"] == pytest.approx(2 / 3) and by_name["tifa.entity"] == 0.5
+    assert by_name["sciir_veto.final"] == 0.0 and by_name["sciir_veto.text"] == 1.0
+    assert by_name["final_pass"] == 0.0 and by_name["checklist_pass_rate"] == pytest.approx(2 / 3)
+    assert set(scores["image_id"]) == {"m/s0"} and set(scores["model"]) == {"m"}

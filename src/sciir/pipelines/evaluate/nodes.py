@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import pandas as pd
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from sciir.aggregation import AggregationRule
 from sciir.backends.base import VisionLanguageModel, VLMRequest
@@ -69,6 +69,7 @@ from sciir.scoring import (
     score_samples,
     score_table,
 )
+from sciir.summary import leaderboard_text
 from sciir.tracking import NestedRun, log_nested_runs
 
 logger = logging.getLogger(__name__)
@@ -87,13 +88,30 @@ class EvaluateParams(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     unjudged_policy: UnjudgedPolicy = "exclude"
-    aggregation: AggregationRule = "sciir_veto"
+    # One rule, or several computed side by side (the first is the primary: ranking, plots, report).
+    aggregation: AggregationRule | list[AggregationRule] = "sciir_veto"
     bootstrap: BootstrapConfig = Field(default_factory=BootstrapConfig)
     images_dir: str | None = None
     verdicts_file: str | None = None
     batch_size: int = Field(default=16, ge=1)
     questions_per_request: int | None = Field(default=None, ge=1)
     thumbnail_px: int = Field(default=256, ge=16)
+
+    @field_validator("aggregation")
+    @classmethod
+    def _rules_listed_once(cls, value: AggregationRule | list[AggregationRule]) -> Any:
+        if isinstance(value, list) and (not value or len(set(value)) < len(value)):
+            raise ValueError(f"aggregation lists each rule once and at least one, got {value}")
+        return value
+
+    @property
+    def rules(self) -> list[AggregationRule]:
+        """The aggregation rules in order; the first is the primary one."""
+        return [self.aggregation] if isinstance(self.aggregation, str) else list(self.aggregation)
+
+    @property
+    def primary_rule(self) -> AggregationRule:
+        return self.rules[0]
 
 
 @dataclass(frozen=True)
@@ -266,9 +284,9 @@ def judge_generations(
 
 
 def score_verdicts(verdicts: pd.DataFrame, benchmark: pd.DataFrame, params: dict[str, Any]) -> pd.DataFrame:
-    """The ``sample_scores`` table under the configured policy and aggregation rule (``sciir.scoring``)."""
+    """The ``sample_scores`` table under the configured policy and every aggregation rule (``sciir.scoring``)."""
     config = EvaluateParams.model_validate(params)
-    return score_samples(verdicts, benchmark, config.unjudged_policy, config.aggregation)
+    return score_samples(verdicts, benchmark, config.unjudged_policy, config.rules)
 
 
 def tabulate_scores(sample_scores: pd.DataFrame, params: dict[str, Any]) -> pd.DataFrame:
@@ -276,9 +294,21 @@ def tabulate_scores(sample_scores: pd.DataFrame, params: dict[str, Any]) -> pd.D
     return score_table(sample_scores, EvaluateParams.model_validate(params).bootstrap)
 
 
-def rank_models(evaluate_scores: pd.DataFrame, params: dict[str, Any]) -> pd.DataFrame:
-    """The ``leaderboard`` table with intervals and coverage, best final score first."""
-    return leaderboard(evaluate_scores, EvaluateParams.model_validate(params).aggregation)
+def model_roles(generation_manifest: pd.DataFrame, params: dict[str, Any]) -> dict[str, str]:
+    """Model -> role (``contestant`` / ``reference``) from the generation manifest's ``role`` column;
+    empty for a folder of the user's own images, whose models are all contestants."""
+    if EvaluateParams.model_validate(params).images_dir or "role" not in generation_manifest.columns:
+        return {}
+    roles = generation_manifest[["model", "role"]].dropna().drop_duplicates("model")
+    return dict(zip(roles["model"].astype(str), roles["role"].astype(str), strict=True))
+
+
+def rank_models(
+    evaluate_scores: pd.DataFrame, generation_manifest: pd.DataFrame, params: dict[str, Any]
+) -> pd.DataFrame:
+    """The ``leaderboard`` table with intervals, samples counted and coverage: per rule, contestants by
+    final score, then references (never ranked)."""
+    return leaderboard(evaluate_scores, model_roles(generation_manifest, params))
 
 
 def list_missing_images(judge_summary: dict[str, Any]) -> pd.DataFrame:
@@ -291,14 +321,13 @@ def list_missing_images(judge_summary: dict[str, Any]) -> pd.DataFrame:
 
 def plot_tracks(leaderboard: pd.DataFrame, params: dict[str, Any]) -> Any:
     """Grouped bars of each model's score per track, with bootstrap interval whiskers."""
-    return plot_track_pass_rates(
-        leaderboard, TRACKS, RULE_LABELS[EvaluateParams.model_validate(params).aggregation]
-    )
+    rule = EvaluateParams.model_validate(params).primary_rule
+    return plot_track_pass_rates(leaderboard[leaderboard["aggregation"] == rule], TRACKS, RULE_LABELS[rule])
 
 
 def plot_groups(evaluate_scores: pd.DataFrame, params: dict[str, Any]) -> Any:
     """Heatmap of each model's final score per benchmark group."""
-    label = RULE_LABELS[EvaluateParams.model_validate(params).aggregation]
+    label = RULE_LABELS[EvaluateParams.model_validate(params).primary_rule]
     return plot_group_heatmap(breakdown_table(evaluate_scores, "group"), f"Final {label} per group")
 
 
@@ -308,7 +337,7 @@ def _report_meta(config: EvaluateParams, judge_summary: dict[str, Any]) -> dict[
     return {
         "judge": judge_summary["judge"],
         "judge template": JUDGE_TEMPLATE_VERSION,
-        "aggregation": config.aggregation,
+        "aggregation": ", ".join(config.rules),
         "unjudged questions": config.unjudged_policy,
         "intervals": f"{boot.confidence:.0%} percentile bootstrap, {boot.n_boot} resamples, seed {boot.seed}",
         "images": config.verdicts_file or config.images_dir or "data/07_model_output/generations",
@@ -329,10 +358,15 @@ def build_report(
     """The self-contained HTML report: scores with intervals, coverage, the group heatmap, the
     missing images, then every image beside its checklist."""
     config = EvaluateParams.model_validate(params)
-    label = RULE_LABELS[config.aggregation]
+    label = RULE_LABELS[config.primary_rule]
+    boards = [
+        leaderboard_table(f"Leaderboard ({RULE_LABELS[rule]}, 95% interval, n = samples counted)", rows)
+        for rule, rows in leaderboard.groupby("aggregation", sort=False)
+    ]
+    primary = leaderboard[leaderboard["aggregation"] == config.primary_rule]
     tables = [
-        leaderboard_table(f"Leaderboard ({label}, 95% interval)", leaderboard),
-        coverage_table("Coverage (judged / all questions)", leaderboard),
+        *boards,
+        coverage_table("Coverage (judged / all questions)", primary),
         breakdown_intervals(f"Final {label} per setting", evaluate_scores, "setting"),
         breakdown_intervals(f"Final {label} per group", evaluate_scores, "group"),
     ]
@@ -416,7 +450,7 @@ def summarise_evaluation(
     estimated cost of the calls actually sent (see ``stats_metrics``).
     """
     metrics: dict[str, float] = {}
-    for model in leaderboard["model"]:
+    for model in pd.unique(leaderboard["model"]):
         metrics |= {f"{model}.{name}": value for name, value in model_metrics(evaluate_scores, model).items()}
     metrics |= {f"{model}.missing_images": float(n) for model, n in judge_summary["missing_images"].items()}
     metrics["unused_images"] = float(len(judge_summary["unused_images"]))
@@ -424,6 +458,5 @@ def summarise_evaluation(
     metrics["judge_failed_requests"] = float(judge_summary["failed_requests"])
     metrics["judge_ignored_answers"] = float(len(judge_summary["ignored_answers"]))
     metrics |= stats_metrics(judge_summary["cache"], prefix="judge_")
-    shown = leaderboard[["model", *TRACKS, "coverage", "n_samples"]]
-    logger.info("leaderboard:\n%s", shown.to_string(index=False, float_format=lambda x: f"{x:.3f}"))
+    logger.info("leaderboard:\n%s", leaderboard_text(leaderboard))
     return metrics

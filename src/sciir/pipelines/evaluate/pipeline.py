@@ -51,7 +51,12 @@ def sciir_evaluation_pipeline() -> Pipeline:
                 "evaluate_scores",
                 name="tabulate_scores",
             ),
-            node(rank_models, ["evaluate_scores", "params:evaluate"], "leaderboard", name="rank_models"),
+            node(
+                rank_models,
+                ["evaluate_scores", "generation_manifest", "params:evaluate"],
+                "leaderboard",
+                name="rank_models",
+            ),
             node(list_missing_images, "evaluate_judge_summary", "missing_images", name="list_missing_images"),
             node(plot_tracks, ["leaderboard", "params:evaluate"], "evaluate_plot_tracks", name="plot_tracks"),
             node(

@@ -22,7 +22,7 @@ from sciir.bootstrap import BootstrapConfig
 from sciir.external_formats import read_metric_scores_file, read_ratings_file
 from sciir.oracle import OracleConfig, oracle_ratings
 from sciir.plots import plot_metric_scatter
-from sciir.scoring import image_metrics
+from sciir.scoring import IMAGE_COLUMNS, image_metrics
 from sciir.statistics import (
     COEFFICIENTS,
     GROUP_AVERAGE,
@@ -40,8 +40,6 @@ from sciir.table_files import TableFile
 
 logger = logging.getLogger(__name__)
 
-# The per-image checklist metrics evaluate provides (``sciir.scoring.image_metrics``).
-EVALUATE_METRICS = ("checklist_pass_rate", "text_pass", "final_pass")
 # Columns of the paired table that a metric may not be named after.
 PAIR_COLUMNS = ("image_id", "rating", "n_raters")
 
@@ -154,12 +152,13 @@ def refuse_unknown_samples(ratings: pd.DataFrame, source: TableFile, benchmark: 
 
 
 def evaluate_metric_scores(sample_scores: pd.DataFrame) -> pd.DataFrame:
-    """Evaluate's checklist metrics as metric scores (image_id, metric, score, model, sample_id, group, setting)."""
+    """Evaluate's per-image metrics as metric scores (image_id, metric, score, model, sample_id, group,
+    setting): checklist_pass_rate, text_pass, final_pass and ``<rule>.<track>`` for every aggregation
+    rule evaluate computed (``sciir.scoring.image_metrics``)."""
     table = image_metrics(sample_scores)
-    described = [column for column in table.columns if column not in EVALUATE_METRICS]
-    scores = table.melt(
-        id_vars=described, value_vars=list(EVALUATE_METRICS), var_name="metric", value_name="score"
-    )
+    described = list(IMAGE_COLUMNS)
+    metrics = [column for column in table.columns if column not in IMAGE_COLUMNS]
+    scores = table.melt(id_vars=described, value_vars=metrics, var_name="metric", value_name="score")
     return scores[["image_id", "metric", "score", *[c for c in described if c != "image_id"]]]
 
 
