@@ -221,7 +221,10 @@ def test_required_text_is_read_by_tesseract(manifest: dict[str, Any], sample_dir
             read = _normalise(pytesseract.image_to_string(_glyph_ink(image.crop(panel["bbox"])),
                                                           config="--psm 11"))
             for text in panel["required_text"]:
-                assert _normalise(text) in read, f"{figure['file']}: {text!r} not in {read!r}"
+                # Spacing around the symbols of an equation ("P V = constant") is read either way.
+                expected = _normalise(text).replace(" ", "") if "=" in text else _normalise(text)
+                found = read.replace(" ", "") if "=" in text else read
+                assert expected in found, f"{figure['file']}: {text!r} not in {read!r}"
 
 
 def _files(folder: Path) -> dict[str, bytes]:

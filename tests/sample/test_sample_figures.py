@@ -48,9 +48,17 @@ def test_unparseable_smiles_is_reported_with_the_molecule_name() -> None:
 
 def test_plot_truth_records_the_tick_labels_it_drew() -> None:
     truth = render_panel("plot", LAW_TOPICS[0], random.Random(0)).truth
-    ticks = truth.labels[3:]
-    assert truth.labels[:3] == ["Ohmic resistor", "Current (A)", "Voltage (V)"]
+    ticks = truth.labels[4:]
+    assert truth.labels[:4] == ["Ohmic resistor", "Current (A)", "Voltage (V)", "V = I R"]
     assert ticks and all(tick.replace(".", "").isdigit() for tick in ticks)
+
+
+@pytest.mark.parametrize("topic", LAW_TOPICS, ids=[topic.title for topic in LAW_TOPICS])
+def test_plot_writes_its_law_and_the_caption_says_so(topic) -> None:
+    panel = render_panel("plot", topic, random.Random(0))
+    assert topic.equation in panel.truth.required_text
+    assert f"the equation {topic.equation}, written on the plot" in panel.description
+    assert topic.law_name in panel.description
 
 
 def test_add_title_puts_the_title_above_an_unchanged_body() -> None:

@@ -282,8 +282,13 @@ def panel_description(kind: str, topic: Topic, formula: str = "") -> str:
     if isinstance(topic, CircuitTopic):
         labels = [topic.source_label, *(label for _, label in topic.components)]
         return f"Schematic of the {topic.title} built from the components {join_words(labels)}."
-    return (f"{topic.law_name} for {topic.subject}: the equation {topic.equation} gives the relationship "
-            f"between {topic.y_label} and {topic.x_label}.")
+    return (f"{topic.law_name} for {topic.subject}: the equation {topic.equation}, written on the plot, "
+            f"gives the relationship between {topic.y_label} and {topic.x_label}.")
+
+
+def law_text(topic: LawTopic) -> str:
+    """The law as a plot writes it: its equation ("V = I R"), which the caption names."""
+    return topic.equation
 
 
 def caption_text(descriptions: Sequence[str], facts: Sequence[str], third_party: bool) -> str:

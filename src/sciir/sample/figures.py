@@ -26,6 +26,7 @@ from sciir.sample.content import (
     MoleculeTopic,
     ProcessTopic,
     Topic,
+    law_text,
     panel_description,
 )
 
@@ -39,6 +40,7 @@ _INK_LEVEL = 245
 _GRAPHVIZ_FONT = "DejaVu Sans"
 _LABEL_PT = 22  # matplotlib and schemdraw labels, at 100 dpi about 30 px
 _TICK_PT = 18
+_LAW_PT = 20
 _DPI = 100
 # Boxes are light fills without a dark frame: Tesseract skips text enclosed by dark frames.
 # Each fill is at least 30 levels below white, so curation sees a box (not background) and never
@@ -223,6 +225,8 @@ _CURVES: Mapping[str, Callable[[float, float], float]] = {
 }
 # Curves undefined at zero start at a tenth of the range.
 _STARTS_AWAY_FROM_ZERO = frozenset({"inverse", "inverse_square"})
+# Falling curves leave the upper right corner empty, rising ones the upper left: the law is written there.
+_FALLING = frozenset({"inverse", "inverse_square", "decay"})
 
 
 def _drawn_tick_labels(axes: Any) -> list[str]:
@@ -233,8 +237,17 @@ def _drawn_tick_labels(axes: Any) -> list[str]:
     return [text for text in (*x_ticks, *y_ticks) if text]
 
 
+def _write_law(axes: Any, topic: LawTopic) -> str:
+    """Write the law's equation ("V = I R") in the empty upper corner of the plot; returns the text."""
+    text = law_text(topic)
+    x, align = (0.94, "right") if topic.curve in _FALLING else (0.08, "left")
+    axes.text(x, 0.93, text, transform=axes.transAxes, ha=align, va="top", fontsize=_LAW_PT, color="black")
+    return text
+
+
 def render_plot(topic: LawTopic, rng: random.Random) -> RenderedPanel:
-    """The law's curve with noisy measurements; the y label sits level above the axis so OCR reads it."""
+    """The law's curve with noisy measurements and the law written in an empty corner; the y label sits
+    level above the axis so OCR reads it."""
     import numpy as np
     from matplotlib.figure import Figure
     from matplotlib.ticker import MaxNLocator
@@ -256,9 +269,10 @@ def render_plot(topic: LawTopic, rng: random.Random) -> RenderedPanel:
     axes.tick_params(labelsize=_TICK_PT)
     axes.xaxis.set_major_locator(MaxNLocator(5))
     axes.yaxis.set_major_locator(MaxNLocator(5))
+    written = _write_law(axes, topic)
     image = _matplotlib_image(fig)  # draws, so tick labels below are the drawn ones
 
-    text = [topic.title, topic.x_label, topic.y_label]
+    text = [topic.title, topic.x_label, topic.y_label, written]
     entities = [label.split(" (")[0] for label in (topic.x_label, topic.y_label)]
     truth = PanelTruth("plot", topic.title, [*text, *_drawn_tick_labels(axes)], entities, required_text=text)
     return RenderedPanel(add_title(crop_to_ink(image), topic.title), truth, panel_description("plot", topic))
