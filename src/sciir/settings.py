@@ -28,6 +28,8 @@ CONFIG_LOADER_ARGS = {
         "catalog": ["catalog*", "catalog*/**", "**/catalog*", "backends*", "**/backends*"],
         "mlflow": ["mlflow*", "mlflow*/**", "**/mlflow*"],
     },
+    # conf/local/parameters_*.yml overrides only the keys it names, not whole sections.
+    "merge_strategy": {"parameters": "soft"},
     "custom_resolvers": {
         "sciir.tracking_uri": _tracking_uri,
         "sciir.artifact_uri": _artifact_uri,
