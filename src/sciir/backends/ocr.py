@@ -85,9 +85,20 @@ class OcrLine:
 
 @dataclass(frozen=True)
 class OcrReading:
-    """Everything read in one image, line by line in reading order."""
+    """Everything read in one image, line by line in reading order.
+
+    Word boxes are in pixels of the image Tesseract read: the original scaled by ``scale`` and shifted
+    by ``offset`` pixels of margin (``image_box`` maps a word back onto the original image).
+    """
 
     lines: tuple[OcrLine, ...]
+    scale: float = 1.0
+    offset: int = 0
+
+    def image_box(self, word: OcrWord) -> tuple[float, float, float, float]:
+        """The word's box (x0, y0, x1, y1) in pixels of the original image."""
+        x0, y0 = (word.left - self.offset) / self.scale, (word.top - self.offset) / self.scale
+        return x0, y0, x0 + word.width / self.scale, y0 + word.height / self.scale
 
     @property
     def text(self) -> str:
@@ -196,9 +207,13 @@ def _glyph_mask(boxes: np.ndarray, shape: tuple[int, int]) -> np.ndarray:
     return ~(drawing | long_flat | tall)
 
 
+def _margin_px(image: Image.Image, fraction: float = _MARGIN) -> int:
+    return round(fraction * max(image.size))
+
+
 def _with_margin(image: Image.Image, fraction: float = _MARGIN) -> Image.Image:
     """The image on a white canvas with a margin: Tesseract misses text that touches the border."""
-    pad = round(fraction * max(image.size))
+    pad = _margin_px(image, fraction)
     canvas = Image.new("L", (image.width + 2 * pad, image.height + 2 * pad), 255)
     canvas.paste(image, (pad, pad))
     return canvas
@@ -215,12 +230,18 @@ def _grey_on_white(image: Image.Image) -> np.ndarray:
 
 def prepare_for_ocr(image: Image.Image) -> Image.Image:
     """Black glyphs on white with drawing ink erased, rescaled to Tesseract's preferred glyph size."""
+    return _prepared(image)[0]
+
+
+def _prepared(image: Image.Image) -> tuple[Image.Image, float, int]:
+    """``prepare_for_ocr``'s image, with the scale applied and the margin added (pixels, each side)."""
     ink = _grey_on_white(image) < _INK_THRESHOLD
     labels, boxes = _component_boxes(ink)
     keep = _glyph_mask(boxes, ink.shape)
     glyph_ink = np.concatenate([[False], keep])[labels]
     cleaned = Image.fromarray(np.where(glyph_ink, 0, 255).astype(np.uint8))
     heights = boxes[keep, 1] - boxes[keep, 0]
+    scale = 1.0
     if (heights >= _MIN_GLYPH_PX).any():
         glyph_height = float(np.median(heights[heights >= _MIN_GLYPH_PX]))
         scale = min(_MAX_UPSCALE, _TARGET_GLYPH_PX / glyph_height, _MAX_SIDE_PX / max(ink.shape))
@@ -228,7 +249,10 @@ def prepare_for_ocr(image: Image.Image) -> Image.Image:
         if abs(scale - 1.0) > 0.1:
             size = (round(cleaned.width * scale), round(cleaned.height * scale))
             cleaned = cleaned.resize(size, Image.Resampling.LANCZOS)
-    return _with_margin(cleaned)
+            scale = cleaned.width / ink.shape[1]
+        else:
+            scale = 1.0
+    return _with_margin(cleaned), scale, _margin_px(cleaned)
 
 
 def _words_by_line(data: dict[str, list[Any]]) -> list[list[OcrWord]]:
@@ -259,13 +283,13 @@ def _split_on_gaps(words: list[OcrWord]) -> list[OcrLine]:
 
 def read_text(png: bytes, lang: str = "eng") -> OcrReading:
     """Read all text in a PNG (or any format PIL decodes). Raises ValueError for undecodable bytes."""
-    prepared = prepare_for_ocr(decode_png(png))
+    prepared, scale, offset = _prepared(decode_png(png))
     # Sparse-text mode: figures scatter labels instead of laying out paragraphs.
     data = pytesseract.image_to_data(
         prepared, lang=lang, config="--psm 11", output_type=pytesseract.Output.DICT
     )
     lines = [line for words in _words_by_line(data) for line in _split_on_gaps(words)]
-    return OcrReading(tuple(lines))
+    return OcrReading(tuple(lines), scale, offset)
 
 
 class _ReadingMemo:
@@ -310,17 +334,22 @@ class JudgeItem(BaseModel):
     layer: int
     track: str
     expected_text: str | None = None
+    # Structured fields of SciIR checklists (absent from checklists made elsewhere): what kind of fact,
+    # whether the question asserts it or the absence of a fault, and the strings it is about.
+    kind: str | None = None
+    polarity: str = "positive"
+    about: list[str] = []
+
+
+def abstention(item: JudgeItem, reasoning: str, evidence: str = "") -> dict[str, Any]:
+    """A null verdict with the reason the question cannot be judged."""
+    return {"id": item.id, "verdict": None, "evidence": evidence, "reasoning": f"abstained: {reasoning}"}
 
 
 def judge_item(item: JudgeItem, reading: OcrReading) -> dict[str, Any]:
     """Answer one checklist question from what was read; abstain when OCR cannot tell."""
     if not item.expected_text:
-        return {
-            "id": item.id,
-            "verdict": None,
-            "evidence": "",
-            "reasoning": f"abstained: OCR reads text only and cannot judge a {item.track} question",
-        }
+        return abstention(item, f"OCR reads text only and cannot judge a {item.track} question")
     found = reading.find(item.expected_text) is not None
     how = "with exactly this spelling" if found else "nowhere with exactly this spelling"
     return {
@@ -333,6 +362,16 @@ def judge_item(item: JudgeItem, reading: OcrReading) -> dict[str, Any]:
 
 def judge_by_ocr(request: VLMRequest, read: Callable[[bytes], OcrReading]) -> VLMResult:
     """The ``judge`` task answered from OCR: spelling checks judged, everything else abstained."""
+    return judge_checklist(
+        request, read, lambda items, reading, image: [judge_item(item, reading) for item in items]
+    )
+
+
+ItemsAnswerer = Callable[[Sequence[JudgeItem], OcrReading, bytes], list[dict[str, Any]]]
+
+
+def judge_checklist(request: VLMRequest, read: Callable[[bytes], OcrReading], answer: ItemsAnswerer) -> VLMResult:
+    """The ``judge`` task: validate the request's checklist, read its image, answer every item."""
     if len(request.images) != 1:
         return VLMResult.failed(f"judge request needs exactly one image, got {len(request.images)}")
     try:
@@ -342,7 +381,7 @@ def judge_by_ocr(request: VLMRequest, read: Callable[[bytes], OcrReading]) -> VL
     if not items:
         return VLMResult.failed("judge request has no checklist questions (context key 'checklist')")
     reading = read(request.images[0])
-    return VLMResult(output={"answers": [judge_item(item, reading) for item in items]})
+    return VLMResult(output={"answers": answer(items, reading, request.images[0])})
 
 
 class SolverItem(BaseModel):
@@ -353,6 +392,17 @@ class SolverItem(BaseModel):
     level: int
     question: str
     label: str | None = None
+
+
+def near_miss(reading: OcrReading, label: str) -> str | None:
+    """The run of words read that is close to ``label`` without being it (misspelt or misread: OCR cannot
+    tell which), ignoring case; None when nothing read is that close."""
+    text = reading.normalised_text
+    if not text:
+        return None
+    closest = closest_span(text, normalise_whitespace(label))
+    similarity = difflib.SequenceMatcher(None, closest.casefold(), label.casefold()).ratio()
+    return closest if similarity >= _NEAR_MATCH else None
 
 
 def _solver_answer(item: SolverItem, answer: str | None, evidence: str) -> dict[str, Any]:
@@ -370,14 +420,14 @@ def answer_component(item: SolverItem, reading: OcrReading) -> dict[str, Any]:
         return _solver_answer(item, None, "abstained: no text was read in the image")
     if reading.find(item.label, ignore_case=True):
         return _solver_answer(item, "yes", reading.excerpt(item.label, ignore_case=True))
-    closest = closest_span(text, normalise_whitespace(item.label))
-    similarity = difflib.SequenceMatcher(None, closest.casefold(), item.label.casefold()).ratio()
-    if similarity >= _NEAR_MATCH:
+    closest = near_miss(reading, item.label)
+    if closest is not None:
         return _solver_answer(
             item,
             None,
             f'abstained: read "{closest}", close to "{item.label}" (misspelt or misread: OCR cannot tell)',
         )
+    closest = closest_span(text, normalise_whitespace(item.label))
     return _solver_answer(item, "no", f'"{item.label}" was not read; closest text read: "{closest}"')
 
 
