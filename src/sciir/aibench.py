@@ -364,7 +364,7 @@ def qa_rows(sample_id: str, numbered: Sequence[tuple[str, Question]]) -> list[di
 # ---- the solver protocol (task ``aibench_qa``): the image alone, every question of the sample at once
 
 SOLVER_TASK = "aibench_qa"
-SOLVER_TEMPLATE_VERSION = "aibench-3.5-v1"
+SOLVER_TEMPLATE_VERSION = "aibench-3.5-v2"
 
 SOLVER_PROMPT = Template(
     """You are shown an academic illustration of a method or process. Answer each question below \
@@ -381,7 +381,7 @@ Questions (JSON):
 $questions
 
 Reply with JSON only, in this form:
-{"answers": [{"id": "<question id>", "answer": "yes" | "no" | null}]}
+{"answers": [{"id": "<question id>", "answer": "yes" | "no" | null, "evidence": "<what you saw>" | null}]}
 """
 )
 
@@ -394,14 +394,16 @@ SOLVER_REPLY_SCHEMA: dict[str, Any] = {
                 "type": "object",
                 "properties": {
                     "id": {"type": "string"},
-                    "answer": {"enum": ["yes", "no", None]},
-                    "evidence": {"type": "string"},
+                    "answer": {"type": ["string", "null"], "enum": ["yes", "no", None]},
+                    "evidence": {"type": ["string", "null"]},
                 },
-                "required": ["id", "answer"],
+                "required": ["id", "answer", "evidence"],
+                "additionalProperties": False,
             },
         }
     },
     "required": ["answers"],
+    "additionalProperties": False,
 }
 
 
@@ -553,7 +555,7 @@ def score_answers(answers: pd.DataFrame) -> pd.DataFrame:
 # ---- aesthetics (task ``aesthetics``): a fixed rubric, each criterion 1-5
 
 AESTHETICS_TASK = "aesthetics"
-AESTHETICS_TEMPLATE_VERSION = "aibench-aesthetics-v1"
+AESTHETICS_TEMPLATE_VERSION = "aibench-aesthetics-v2"
 
 AESTHETICS_RUBRIC: dict[str, str] = {
     "layout_clarity": "elements are aligned and evenly spaced, nothing overlaps, the reading order is obvious "
@@ -588,6 +590,7 @@ AESTHETICS_REPLY_SCHEMA: dict[str, Any] = {
     "type": "object",
     "properties": {**dict.fromkeys(AESTHETICS_RUBRIC, _RATING), "rationale": {"type": "string"}},
     "required": [*AESTHETICS_RUBRIC, "rationale"],
+    "additionalProperties": False,
 }
 
 

@@ -19,6 +19,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, Field, StringConstraints, ValidationError, model_validator
 
 from sciir.backends.base import VLMRequest, VLMResult
+from sciir.backends.strict_schema import omit_added_nulls, strict_model_schema
 
 TRACKS = ("entity", "process", "law")
 NonEmpty = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1)]
@@ -257,7 +258,8 @@ class TaskSpec:
 
     @property
     def schema(self) -> dict[str, Any]:
-        return self.output.model_json_schema()
+        """The output's JSON schema in OpenAI strict form (closed objects, optional fields nullable)."""
+        return strict_model_schema(self.output)
 
 
 TASKS: dict[str, TaskSpec] = {
@@ -265,7 +267,7 @@ TASKS: dict[str, TaskSpec] = {
     for spec in (
         TaskSpec(
             name="track_scores",
-            version="sciir-f-scores-v1",
+            version="sciir-f-scores-v2",
             template=TRACK_SCORES_TEMPLATE,
             output=TrackScores,
             context_keys=("caption", "methods_text"),
@@ -273,7 +275,7 @@ TASKS: dict[str, TaskSpec] = {
         ),
         TaskSpec(
             name="reasoning",
-            version="sciir-f-rcot-v1",
+            version="sciir-f-rcot-v2",
             template=REASONING_TEMPLATE,
             output=Reasoning,
             context_keys=("caption", "methods_text"),
@@ -281,7 +283,7 @@ TASKS: dict[str, TaskSpec] = {
         ),
         TaskSpec(
             name="abstract_prompt",
-            version="sciir-f-abstract-v1",
+            version="sciir-f-abstract-v2",
             template=ABSTRACT_PROMPT_TEMPLATE,
             output=AbstractPrompt,
             context_keys=("caption", "terms", "sci_rcot"),
@@ -289,7 +291,7 @@ TASKS: dict[str, TaskSpec] = {
         ),
         TaskSpec(
             name="checklist",
-            version="sciir-d1-checklist-v1",
+            version="sciir-d1-checklist-v2",
             template=CHECKLIST_TEMPLATE,
             output=Checklist,
             context_keys=("terms", "required_text", "relations", "tracks"),
@@ -330,8 +332,10 @@ def parse_output(task: str, result: VLMResult) -> BaseModel:
     """The validated output of a task, or AnnotationError saying why the answer is unusable."""
     if not result.ok:
         raise AnnotationError(f"{task} failed: {result.failure}")
+    output = TASKS[task].output
     try:
-        return TASKS[task].output.model_validate(result.output)
+        # A null in a field the strict schema made nullable means "left out": the model's default applies.
+        return output.model_validate(omit_added_nulls(result.output, output.model_json_schema()))
     except ValidationError as error:
         problems = "; ".join(
             f"{'.'.join(map(str, e['loc'])) or 'answer'}: {e['msg']}" for e in error.errors()

@@ -26,7 +26,7 @@ from sciir.backends.base import VLMRequest, VLMResult
 from sciir.table_files import TableFile, id_list, is_missing
 
 JUDGE_TASK = "judge"
-JUDGE_TEMPLATE_VERSION = "sciir-d2-v1"
+JUDGE_TEMPLATE_VERSION = "sciir-d2-v2"
 
 VERDICT_COLUMNS = (
     "model",
@@ -83,7 +83,7 @@ JUDGE_REPLY_SCHEMA: dict[str, Any] = {
                     "id": {"type": "string"},
                     "evidence": {"type": "string"},
                     "reasoning": {"type": "string"},
-                    "verdict": {"enum": ["yes", "no", None]},
+                    "verdict": {"type": ["string", "null"], "enum": ["yes", "no", None]},
                 },
                 "required": ["id", "evidence", "reasoning", "verdict"],
                 "additionalProperties": False,

@@ -34,12 +34,7 @@ CHECKLIST = [
     {"id": "q1", "question": "Is there an arrow?", "layer": 2, "track": "process", "expected_text": None},
     {"id": "q2", "question": "Is 'ATP' written?", "layer": 1, "track": "text", "expected_text": "ATP"},
 ]
-JUDGE_SCHEMA = {
-    "type": "object",
-    "required": ["answers"],
-    "properties": {"answers": {"type": "array"}},
-    "additionalProperties": False,
-}
+JUDGE_SCHEMA = JUDGE_REPLY_SCHEMA  # strict-mode valid, as the fake server requires of strict requests
 
 
 def _png(width: int, height: int) -> bytes:
@@ -261,7 +256,8 @@ def test_concurrency_bound_is_respected() -> None:
 def test_results_stay_in_request_order_when_replies_arrive_out_of_order() -> None:
     def echo_question_id(request: dict[str, Any]) -> str:
         text = request["messages"][-1]["content"][0]["text"]
-        return json.dumps({"answers": [{"id": re.search(r'"id": "(q\d+)"', text).group(1)}]})
+        qid = re.search(r'"id": "(q\d+)"', text).group(1)
+        return json.dumps({"answers": [{"id": qid, "evidence": "e", "reasoning": "r", "verdict": "yes"}]})
 
     requests = [_judge_request(f"q{n}") for n in range(10)]
     with FakeOpenAIServer(responder=echo_question_id, faults=FaultPlan(latency_s=(0.0, 0.06), seed=3)) as srv:
@@ -355,7 +351,8 @@ def test_judge_replies_are_checked_for_nested_types_required_fields_and_extras(v
 
 
 def test_pydantic_generated_schemas_with_refs_unions_and_bounds_are_checked() -> None:
-    checklist_schema = TASKS["checklist"].schema  # $defs + $ref, anyOf [string, null], enums, minItems
+    # pydantic's own schema: $defs + $ref, anyOf [string, null], enums, minItems, optional fields
+    checklist_schema = TASKS["checklist"].output.model_json_schema()
     question = {
         "id": "a",
         "layer": 1,

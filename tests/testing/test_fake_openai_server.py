@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import json
 import math
 import os
@@ -10,8 +11,24 @@ import sys
 from pathlib import Path
 
 import httpx
+import pandas as pd
 import pytest
+from PIL import Image, ImageDraw, ImageFont
 
+from sciir.aibench import (
+    QuestionSettings,
+    aibench_questions,
+    build_aesthetics_request,
+    build_logic_graph,
+    build_solver_request,
+    qa_rows,
+    solver_items,
+)
+from sciir.annotation import TASKS, build_request, parse_output
+from sciir.backends.base import VLMRequest, VLMResult
+from sciir.backends.offline import OfflineVLM
+from sciir.backends.openai_compat import OpenAICompatibleVLM
+from sciir.judging import build_judge_request, checklist_items
 from sciir.testing.fake_openai_server import (
     FakeOpenAIServer,
     Fault,
@@ -241,3 +258,127 @@ def test_logprobs_are_sent_only_when_asked_for_and_scripted() -> None:
 def test_a_distribution_that_is_not_one_is_rejected(probabilities: dict[str, float]) -> None:
     with pytest.raises(ValueError, match="lie in \\(0, 1\\] and sum to at most 1"):
         FirstTokenDistribution(probabilities)
+
+
+# ---- strict structured outputs: the server refuses what the hosted API refuses
+
+OPEN_SCHEMA = {"type": "object", "properties": {"answers": {"type": "array", "items": {"type": "string"}}}}
+
+
+def _with_response_format(strict: bool) -> dict:
+    schema_format = {"name": "judge", "schema": OPEN_SCHEMA, "strict": strict}
+    return {**JUDGE_BODY, "response_format": {"type": "json_schema", "json_schema": schema_format}}
+
+
+def test_a_strict_request_with_a_non_strict_schema_is_refused_with_every_problem() -> None:
+    with FakeOpenAIServer() as srv:
+        refused = _post(srv, _with_response_format(strict=True))
+        lenient = _post(srv, _with_response_format(strict=False))
+    assert refused.status_code == 400
+    assert refused.json()["error"]["message"] == (
+        "Invalid schema for response_format 'judge': $: 'additionalProperties' must be false; "
+        "$: every property must be required; not in 'required': ['answers']"
+    )
+    assert lenient.status_code == 200  # without strict, a schema is only a hint
+
+
+def _figure_png() -> bytes:
+    """Two labelled boxes joined by a line: enough for OCR to read labels and every task to answer."""
+    image = Image.new("RGB", (640, 320), "white")
+    draw = ImageDraw.Draw(image)
+    font = ImageFont.load_default(size=36)
+    for left, label in ((30, "Glucose"), (400, "Pyruvate")):
+        draw.rectangle((left, 120, left + 210, 200), outline="black", width=3)
+        draw.text((left + 20, 140), label, fill="black", font=font)
+    draw.line((240, 160, 400, 160), fill="black", width=3)
+    buffer = io.BytesIO()
+    image.save(buffer, format="PNG")
+    return buffer.getvalue()
+
+
+def _answered(backend: OfflineVLM, request: VLMRequest, answers: dict[str, tuple[VLMRequest, dict]]) -> dict:
+    """The offline backend's answer to ``request``, kept in ``answers`` by task."""
+    [result] = backend.generate([request])
+    assert result.ok, result.failure
+    answers[request.task] = (request, result.output)
+    return result.output
+
+
+def _context(task: str, known: dict) -> dict:
+    """The context keys ``task`` reads, taken from what earlier stages produced."""
+    return {key: known[key] for key in TASKS[task].context_keys}
+
+
+def _every_task_with_an_offline_answer() -> dict[str, tuple[VLMRequest, dict]]:
+    """One real request of every task the project sends a model, each built by the project's own
+    builder from the previous stage's answer (as the pipelines chain them), with the offline answer."""
+    png, backend, answers = _figure_png(), OfflineVLM(), {}
+    texts = {
+        "caption": "Glycolysis: Glucose is converted to Pyruvate.",
+        "methods_text": "Glucose leads to Pyruvate.",
+    }
+    _answered(backend, build_request("track_scores", texts, png), answers)
+    reasoning = _answered(backend, build_request("reasoning", texts, png), answers)
+    known = {**texts, **reasoning, "tracks": ["process"]}
+    _answered(backend, build_request("abstract_prompt", _context("abstract_prompt", known)), answers)
+    plan = _context("checklist", known)
+    checklist = parse_output(
+        "checklist", VLMResult(output=_answered(backend, build_request("checklist", plan), answers))
+    )
+    rows = pd.DataFrame(
+        {
+            "question_id": q.id,
+            "question": q.question,
+            "layer": q.layer,
+            "track": q.track,
+            "expected_text": q.expected_text,
+        }
+        for q in checklist.questions
+    )
+    _answered(backend, build_judge_request("a glycolysis diagram", checklist_items(rows), png), answers)
+    graph = build_logic_graph(reasoning["terms"], reasoning["relations"])
+    questions = pd.DataFrame(qa_rows("s1", aibench_questions("s1", graph, ["Lactate"], QuestionSettings())))
+    _answered(backend, build_solver_request(solver_items(questions), png), answers)
+    _answered(backend, build_aesthetics_request(png), answers)
+    return answers
+
+
+def test_one_request_of_every_task_is_accepted_in_strict_mode_and_its_reply_parsed() -> None:
+    answers = _every_task_with_an_offline_answer()
+    assert set(answers) == {*TASKS, "judge", "aibench_qa", "aesthetics"}
+    requests = [request for request, _ in answers.values()]
+
+    def offline_answer(body: dict) -> str:
+        return json.dumps(answers[body["response_format"]["json_schema"]["name"]][1])
+
+    with FakeOpenAIServer(responder=offline_answer) as srv:
+        vlm = OpenAICompatibleVLM(
+            base_url=srv.base_url, model="fake-vlm", max_retries=0, invalid_reply_retries=0
+        )
+        results = vlm.generate(requests)
+        sent = srv.requests
+    assert [r.failure for r in results] == [None] * len(requests)
+    assert [r.output for r in results] == [output for _, output in answers.values()]
+    assert all(body.body["response_format"]["json_schema"]["strict"] is True for body in sent)
+    for request, result in zip(requests, results, strict=True):
+        if request.task in TASKS:
+            parse_output(request.task, result)  # and each annotation reply parses into its output model
+
+
+def test_a_request_with_a_non_strict_schema_fails_with_the_servers_reason_and_is_not_retried() -> None:
+    request = VLMRequest(
+        task="checklist",
+        prompt="Write the checklist.",
+        json_schema=TASKS["checklist"].output.model_json_schema(),
+    )
+    with FakeOpenAIServer() as srv:
+        [result] = OpenAICompatibleVLM(base_url=srv.base_url, model="fake-vlm", max_retries=3).generate(
+            [request]
+        )
+        stats = srv.stats
+    assert not result.ok and result.output is None and stats.chat_requests == 1
+    assert "returned HTTP 400 (not retried)" in result.failure
+    assert (
+        "Invalid schema for response_format 'checklist': $: 'additionalProperties' must be false"
+        in result.failure
+    )

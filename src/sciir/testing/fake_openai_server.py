@@ -3,7 +3,9 @@
 Built on asyncio streams in one background thread rather than ``http.server``: every request is a
 coroutine, so injected latency and hung replies cost no thread, and a few hundred requests per second
 with latency stay cheap. It speaks the part of HTTP/1.1 that OpenAI clients use: Content-Length bodies
-and keep-alive. Responders run on the server's event loop, so they must answer quickly.
+and keep-alive. Responders run on the server's event loop, so they must answer quickly. Like the hosted
+API, it refuses (HTTP 400, every problem named with its path) a ``response_format`` whose schema is sent
+with ``strict: true`` but is not valid for strict structured outputs.
 
     with FakeOpenAIServer(responder=..., faults=FaultPlan(script=["429", None])) as srv:
         srv.base_url   # "http://127.0.0.1:PORT/v1"
@@ -32,6 +34,8 @@ from dataclasses import dataclass, field
 from enum import Enum
 from http import HTTPStatus
 from typing import Any
+
+from sciir.backends.strict_schema import strict_schema_problems
 
 # What the fake server bills per image; real servers bill hundreds of tokens per image too.
 IMAGE_TOKENS = 256
@@ -264,6 +268,21 @@ class _Reply:
     send_fraction: float = 1.0  # below 1: the body stops part way and the connection closes
     silent: bool = False  # close the connection without replying
     delay_s: float = 0.0  # wait this long first
+
+
+def strict_schema_refusal(request: Mapping[str, Any]) -> str | None:
+    """Why the hosted API would refuse this request's ``response_format`` (a schema sent with
+    ``strict: true`` that strict mode does not accept), with every problem and its path; None if it would not."""
+    response_format = request.get("response_format")
+    if not isinstance(response_format, dict) or response_format.get("type") != "json_schema":
+        return None
+    spec = response_format.get("json_schema")
+    if not isinstance(spec, dict) or spec.get("strict") is not True:
+        return None
+    problems = strict_schema_problems(spec.get("schema"))
+    if not problems:
+        return None
+    return f"Invalid schema for response_format {spec.get('name')!r}: {'; '.join(problems)}"
 
 
 def _json_reply(status: int, payload: Any, headers: tuple[tuple[str, str], ...] = ()) -> _Reply:
@@ -549,6 +568,8 @@ class FakeOpenAIServer:
         await asyncio.sleep(self.faults.latency_for(self._rng))
         if fault is not None:
             return self._fault_replies[fault](request, body, index)
+        if (refusal := strict_schema_refusal(body)) is not None:
+            return _error_reply(400, refusal)
         try:
             answer = self.responder(body)
         except Exception as err:  # a responder's refusal or bug reaches the client as a clear 400
