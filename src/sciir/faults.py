@@ -1,9 +1,11 @@
 """Faults planted in a structured plan, for a known-bad baseline.
 
 A judge that cannot tell a correct diagram from one with a misspelled label, a
-reversed arrow or a missing node is not measuring correctness. The faulty
-``programmatic`` generator draws a plan after these small, deterministic edits
-and records each one, so evaluate can check the judge catches them.
+reversed arrow or a missing node is not measuring correctness. The code-based
+generators configured with ``faults`` (``reference_renderer_faulty`` on the
+annotation's plan, ``programmatic_faulty`` on what it parsed from its prompt) draw
+their plan after these small, deterministic edits and record each one, so evaluate
+can check the judge catches them.
 """
 
 from __future__ import annotations

@@ -1,42 +1,54 @@
 """Judge validation on ground truth: how often the judge catches planted faults and how often it
-raises false alarms on what was drawn correctly.
+raises false alarms on what was drawn correctly, per kind of question.
 
-The programmatic generators record what they actually drew (generation manifest ``meta``:
-``drawn_labels``, ``drawn_edges``, ``planted_faults``); the correct baseline draws the benchmark plan
-as is, the faulty one after misspelling, reversing and dropping. So for every checklist question about
-one of those images it is known whether the question's claim holds:
+The code-based generators record what they actually drew (generation manifest ``meta``:
+``drawn_labels``, ``drawn_edges``, ``planted_faults``): the ``reference_renderer`` (role ``reference``)
+draws the benchmark plan as is, ``reference_renderer_faulty`` after misspelling, reversing and
+dropping, and the ``programmatic`` contestants whatever they parsed from the prompt alone. Every
+checklist question states what it checks in structured fields (``kind``, ``polarity``, ``about``), so
+for every question about one of those images it is known whether its claim holds, from those fields
+and the drawing's record alone (question text is never parsed):
 
-- text (layer 1): the expected text is a plan label; violated when that exact spelling was not drawn
+- text [string]: the string is a plan label; violated when that exact spelling was not drawn
   (it was misspelled or its node dropped);
-- entity: the quoted term is a plan label; violated when its node was dropped (a misspelled node is
-  still drawn, under another spelling);
-- process: both quoted labels are plan labels; "an arrow from A to B" is violated when that edge was not
-  drawn (reversed, or an endpoint dropped), "no arrow from A to B" when that edge was drawn;
-- law: nothing draws or plants a law, so a law question holds on an image without planted faults and
-  is unknown on a faulty one.
+- entity [label], a plan label: positive ("drawn as a component") violated when its node was not
+  drawn (a misspelled node is still drawn, under another spelling); negative ("drawn once") violated
+  when it was drawn more than once;
+- relation [A, B], both plan labels: positive ("an arrow from A to B") violated when that edge was not
+  drawn (reversed, or an end dropped); negative ("no arrow from A to B") violated when it was drawn;
+- law [statement]: positive ("stated or obeyed") violated, when the statement is a plan label, if it
+  was not drawn with that spelling; a law only in the caption holds on an image that shows exactly the
+  plan (every plan label and edge, nothing else, no planted fault) and is unknown on any other.
+  Negative ("nothing contradicts it") violated when a drawn label writes an equation for the same left
+  side with another right side (``sciir.laws``); these renderers draw nothing else that could.
 
-Questions about anything else have no known truth and are counted as such, never guessed. Only images
-of generators whose manifest records ``drawn_labels`` take part. Per judge and question type:
-detection rate (judged "no" / judged questions whose claim is violated), false-alarm rate (judged "no" /
-judged questions whose claim holds) and abstention rate (unjudged / questions with known truth).
+Questions about anything else, or without structured fields, have no known truth and are counted as
+such, never guessed. Only images of generators whose manifest records ``drawn_labels`` take part. Per
+judge, question kind and polarity: detection rate (judged "no" / judged questions whose claim is
+violated), false-alarm rate (judged "no" / judged questions whose claim holds) and abstention rate
+(unjudged / questions with known truth).
 """
 
 from __future__ import annotations
 
 import json
-import re
-from collections.abc import Mapping
+from collections import Counter
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import pandas as pd
 
-from sciir.scoring import CATEGORIES, question_category
+from sciir.laws import contradicting
 
-ALL_TYPES = "all"
+ALL = "all"
+KINDS = ("text", "entity", "relation", "law")
+POLARITIES = ("positive", "negative")
+OTHER_KIND = "other"
 VALIDATION_COLUMNS = (
     "judge",
-    "question_type",
+    "question_kind",
+    "polarity",
     "n_questions",
     "n_faulty",
     "n_faulty_judged",
@@ -50,9 +62,6 @@ VALIDATION_COLUMNS = (
     "abstention_rate",
     "n_without_truth",
 )
-_QUOTED = re.compile(r'"([^"]+)"')
-# The checklist's negative process checks ("Is there no arrow from B to A?") claim an absent edge.
-_NEGATED_EDGE = re.compile(r"\bno\s+(?:arrow|edge|connection|link)s?\b", re.IGNORECASE)
 
 
 @dataclass(frozen=True)
@@ -62,8 +71,9 @@ class ImageTruth:
     plan_labels: frozenset[str]
     drawn_texts: frozenset[str]  # exact spellings on the canvas
     drawn_entities: frozenset[str]
+    repeated_entities: frozenset[str]  # drawn more than once
     drawn_edges: frozenset[tuple[str, str]]
-    faulty: bool
+    faulty: bool  # it deviates from the plan: planted faults, or labels or edges missing or added
 
 
 def image_truth(plan: Mapping[str, Any], meta: Mapping[str, Any]) -> ImageTruth | None:
@@ -73,41 +83,57 @@ def image_truth(plan: Mapping[str, Any], meta: Mapping[str, Any]) -> ImageTruth 
     faults = meta.get("planted_faults") or []
     plan_name = {fault["drawn"]: fault["label"] for fault in faults if fault.get("kind") == "misspell"}
     drawn = [str(label) for label in meta["drawn_labels"]]
+    drawn_edges = frozenset(
+        (plan_name.get(src, src), plan_name.get(dst, dst)) for src, dst in meta.get("drawn_edges", [])
+    )
+    plan_labels = frozenset(str(label) for label in plan.get("labels", []))
+    plan_edges = frozenset((str(edge[0]), str(edge[1])) for edge in plan.get("edges", []) if len(edge) == 2)
+    plan_names = plan_labels | {end for edge in plan_edges for end in edge}
+    entities = Counter(plan_name.get(label, label) for label in drawn)
     return ImageTruth(
-        plan_labels=frozenset(str(label) for label in plan.get("labels", [])),
+        plan_labels=plan_labels,
         drawn_texts=frozenset(drawn),
-        drawn_entities=frozenset(plan_name.get(label, label) for label in drawn),
-        drawn_edges=frozenset(
-            (plan_name.get(src, src), plan_name.get(dst, dst)) for src, dst in meta.get("drawn_edges", [])
-        ),
-        faulty=bool(faults),
+        drawn_entities=frozenset(entities),
+        repeated_entities=frozenset(name for name, count in entities.items() if count > 1),
+        drawn_edges=drawn_edges,
+        faulty=bool(faults) or set(drawn) != plan_names or drawn_edges != plan_edges,
     )
 
 
-def _process_violated(question: str, truth: ImageTruth) -> bool | None:
-    """Whether a process question's edge claim is violated; None unless it names two plan labels."""
-    names = _QUOTED.findall(question)
-    if len(names) != 2 or not truth.plan_labels.issuperset(names):
+def _entity_violated(negative: bool, label: str, truth: ImageTruth) -> bool | None:
+    if label not in truth.plan_labels:
         return None
-    drawn = (names[0], names[1]) in truth.drawn_edges
-    return drawn if _NEGATED_EDGE.search(question) else not drawn
+    return label in truth.repeated_entities if negative else label not in truth.drawn_entities
 
 
-def claim_violated(question_type: str, question: str, expected_text: Any, truth: ImageTruth) -> bool | None:
+def _relation_violated(negative: bool, about: Sequence[str], truth: ImageTruth) -> bool | None:
+    if len(about) != 2 or not truth.plan_labels.issuperset(about):
+        return None
+    drawn = (about[0], about[1]) in truth.drawn_edges
+    return drawn if negative else not drawn
+
+
+def _law_violated(negative: bool, statement: str, truth: ImageTruth) -> bool | None:
+    if negative:
+        return bool(contradicting(statement, truth.drawn_texts))
+    if statement in truth.plan_labels:
+        return statement not in truth.drawn_texts
+    return None if truth.faulty else False
+
+
+def claim_violated(kind: Any, polarity: Any, about: Sequence[str], truth: ImageTruth) -> bool | None:
     """True when the question's claim is false in the image, False when it holds, None when unknown."""
-    if question_type == "text":
-        if not isinstance(expected_text, str) or expected_text not in truth.plan_labels:
-            return None
-        return expected_text not in truth.drawn_texts
-    if question_type == "entity":
-        names = _QUOTED.findall(question)
-        if not names or names[0] not in truth.plan_labels:
-            return None
-        return names[0] not in truth.drawn_entities
-    if question_type == "process":
-        return _process_violated(question, truth)
-    if question_type == "law":
-        return None if truth.faulty else False
+    negative = polarity == "negative"
+    if not about or polarity not in POLARITIES:
+        return None
+    if kind == "text":
+        return None if negative or about[0] not in truth.plan_labels else about[0] not in truth.drawn_texts
+    if kind == "entity":
+        return _entity_violated(negative, about[0], truth)
+    if kind == "relation":
+        return _relation_violated(negative, about, truth)
+    if kind == "law":
+        return _law_violated(negative, about[0], truth)
     return None
 
 
@@ -122,25 +148,40 @@ def _image_truths(benchmark: pd.DataFrame, manifest: pd.DataFrame) -> dict[tuple
     return truths
 
 
+def _about(value: Any) -> list[str]:
+    """A checklist's ``about`` cell (a JSON list) as a list; empty when missing or unreadable."""
+    if isinstance(value, str):
+        try:
+            parsed = json.loads(value)
+        except json.JSONDecodeError:
+            return []
+        return [str(item) for item in parsed] if isinstance(parsed, list) else []
+    return []
+
+
+def _structured_fields(checklists: pd.DataFrame) -> pd.DataFrame:
+    """sample_id, question_id, kind, polarity, about of each question (missing fields as None)."""
+    fields = checklists[["sample_id", "question_id"]].copy()
+    for column in ("kind", "polarity", "about"):
+        fields[column] = checklists[column] if column in checklists.columns else None
+    return fields.drop_duplicates(["sample_id", "question_id"])
+
+
 def question_truth(
     verdicts: pd.DataFrame, checklists: pd.DataFrame, benchmark: pd.DataFrame, manifest: pd.DataFrame
 ) -> pd.DataFrame:
-    """The verdicts of images with known truth, with ``question_type`` and ``violated`` (True / False / None)."""
+    """The verdicts of images with known truth, with ``question_kind``, ``polarity`` and ``violated``
+    (True / False / None)."""
     truths = _image_truths(benchmark, manifest)
     keys = list(zip(verdicts["model"].astype(str), verdicts["sample_id"].astype(str), strict=True))
-    rows = verdicts[[key in truths for key in keys]]
-    rows = rows.merge(
-        checklists[["sample_id", "question_id", "question", "expected_text"]],
-        on=["sample_id", "question_id"],
-        how="left",
-    )
-    rows = rows.assign(question_type=question_category(rows))
+    rows = verdicts[[key in truths for key in keys]].drop(columns=["kind", "polarity", "about"], errors="ignore")
+    rows = rows.merge(_structured_fields(checklists), on=["sample_id", "question_id"], how="left")
     rows["violated"] = [
-        claim_violated(
-            row.question_type, str(row.question), row.expected_text, truths[(row.model, row.sample_id)]
-        )
+        claim_violated(row.kind, row.polarity, _about(row.about), truths[(str(row.model), str(row.sample_id))])
         for row in rows.itertuples(index=False)
     ]
+    rows["question_kind"] = rows["kind"].where(rows["kind"].isin(KINDS), OTHER_KIND)
+    rows["polarity"] = rows["polarity"].where(rows["polarity"].isin(POLARITIES), None)
     return rows
 
 
@@ -148,8 +189,8 @@ def _rate(numerator: int, denominator: int) -> float:
     return numerator / denominator if denominator else float("nan")
 
 
-def _validation_row(judge: str, question_type: str, rows: pd.DataFrame) -> dict[str, Any]:
-    """Counts and rates of one judge on one question type."""
+def _validation_row(judge: str, kind: str, polarity: str, rows: pd.DataFrame) -> dict[str, Any]:
+    """Counts and rates of one judge on one kind and polarity of question."""
     known = rows[rows["violated"].notna()]
     judged = known["status"] == "judged"
     said_no = judged & (known["verdict"] == "no")
@@ -166,7 +207,7 @@ def _validation_row(judge: str, question_type: str, rows: pd.DataFrame) -> dict[
         "n_without_truth": len(rows) - len(known),
     }
     return (
-        {"judge": judge, "question_type": question_type}
+        {"judge": judge, "question_kind": kind, "polarity": polarity}
         | counts
         | {
             "detection_rate": _rate(counts["n_detected"], counts["n_faulty_judged"]),
@@ -177,20 +218,27 @@ def _validation_row(judge: str, question_type: str, rows: pd.DataFrame) -> dict[
 
 
 def validation_table(truth: pd.DataFrame, judge: str) -> pd.DataFrame:
-    """One row per question type (text, entity, process, law, and ``all``) for ``judge``."""
-    rows = [
-        _validation_row(judge, question_type, truth[truth["question_type"] == question_type])
-        for question_type in CATEGORIES
-    ]
-    rows.append(_validation_row(judge, ALL_TYPES, truth[truth["question_type"].isin(CATEGORIES)]))
+    """For ``judge``, one row per question kind (text, entity, relation, law) and polarity (all, positive,
+    negative), and one over every kind (``all``, ``all``)."""
+    rows = []
+    for kind in KINDS:
+        of_kind = truth[truth["question_kind"] == kind]
+        rows.append(_validation_row(judge, kind, ALL, of_kind))
+        rows.extend(
+            _validation_row(judge, kind, polarity, of_kind[of_kind["polarity"] == polarity])
+            for polarity in POLARITIES
+        )
+    rows.append(_validation_row(judge, ALL, ALL, truth[truth["question_kind"].isin(KINDS)]))
     return pd.DataFrame(rows, columns=list(VALIDATION_COLUMNS))
 
 
 def validation_metrics(table: pd.DataFrame) -> dict[str, float]:
-    """``judge_validation.<type>.<rate>`` and the counts behind them, as metrics."""
+    """``judge_validation.<kind>[.<polarity>].<rate>`` and the counts behind them, as metrics (the
+    polarity is left out of the name for the row over both)."""
     metrics: dict[str, float] = {}
     for row in table.to_dict("records"):
-        prefix = f"judge_validation.{row['question_type']}"
+        polarity = "" if row["polarity"] == ALL else f".{row['polarity']}"
+        prefix = f"judge_validation.{row['question_kind']}{polarity}"
         metrics |= {
             f"{prefix}.{name}": float(row[name])
             for name in ("detection_rate", "false_alarm_rate", "abstention_rate", "n_faulty", "n_correct")

@@ -1,4 +1,5 @@
-"""The generate pipeline: every generator on every sample, failures recorded, images keyed by model."""
+"""The generate pipeline: every generator on every sample, failures recorded, images keyed by model,
+roles in the manifest."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ from kedro_datasets.partitions import PartitionedDataset
 from PIL import Image
 
 from sciir.backends.base import GenerationRequest, GenerationResult, ImageGenerator
+from sciir.backends.plan_reference import PlanReferenceRenderer
 from sciir.backends.programmatic import ProgrammaticGenerator
 from sciir.pipelines.generate import create_pipeline
 from sciir.pipelines.generate.nodes import generate_images
@@ -68,7 +70,7 @@ def benchmark() -> pd.DataFrame:
             "group": ["All_Three", "Entity_Law", "Law_Process"],
             "setting": ["instruction_following", "intrinsic_reasoning", "instruction_following"],
             "term_count": [2, 1, 2],
-            "prompt": ["Heat flows to the sink.", "A cell.", "Input goes to output."],
+            "prompt": ['"Heat" -> "Sink".', 'A diagram of a "Cell".', '"Input" leads to "Output".'],
             "plan": [
                 plan(["Heat", "Sink"], [["Heat", "Sink"]]),
                 plan(["Cell"], []),
@@ -91,6 +93,7 @@ def test_two_generators_give_images_manifest_and_metrics(benchmark: pd.DataFrame
         "model",
         "sample_id",
         "backend",
+        "role",
         "seed",
         "status",
         "reason",
@@ -113,6 +116,7 @@ def test_two_generators_give_images_manifest_and_metrics(benchmark: pd.DataFrame
     meta = json.loads(drawn["meta"])
     assert meta["drawn_labels"] == ["Heat", "Sink"] and meta["drawn_edges"] == [["Heat", "Sink"]]
     assert rows["grey/s-a-p0"]["backend"] == "GreySquares"
+    assert set(manifest["role"]) == {"contestant"}
 
     assert metrics["programmatic.ok"] == 3 and metrics["programmatic.failed"] == 0
     assert metrics["grey.ok"] == 2 and metrics["grey.failed"] == 1
@@ -133,18 +137,23 @@ def test_models_select_generators_and_unknown_names_list_the_available(benchmark
 
 def test_unreadable_plans_corrupt_images_and_crashes_become_failed_rows(benchmark: pd.DataFrame) -> None:
     benchmark.loc[1, "plan"] = "{labels: [Cell"
-    generators = {"grey": GreySquares(corrupt_on=["s-c-p0"]), "crashing": Crashing()}
+    generators = {
+        "grey": GreySquares(corrupt_on=["s-c-p0"]),
+        "crashing": Crashing(),
+        "reference": PlanReferenceRenderer(),
+    }
     images, manifest, _ = generate_images(benchmark, {}, generators, PARAMS)
 
     rows = manifest_by_key(manifest)
-    assert len(rows) == 6 and sorted(images) == ["grey/s-a-p0"]
+    assert len(rows) == 9
+    assert sorted(images) == ["grey/s-a-p0", "grey/s-b-p0", "reference/s-a-p0", "reference/s-c-p0"]
     assert rows["grey/s-c-p0"]["status"] == "failed"
     assert rows["grey/s-c-p0"]["reason"].startswith("image bytes for sample s-c-p0 are not a readable image")
-    for model in generators:
-        assert rows[f"{model}/s-b-p0"]["status"] == "failed"
-        assert rows[f"{model}/s-b-p0"]["reason"].startswith(
-            "benchmark plan for sample s-b-p0 is not valid JSON"
-        )
+    # A contestant never reads the plan, so only the reference fails on an unreadable one.
+    assert rows["grey/s-b-p0"]["status"] == "ok"
+    unreadable = rows["reference/s-b-p0"]
+    assert (unreadable["status"], unreadable["role"], unreadable["seconds"]) == ("failed", "reference", 0.0)
+    assert unreadable["reason"].startswith("benchmark plan for sample s-b-p0 is not valid JSON")
     crashed = rows["crashing/s-a-p0"]
     assert crashed["status"] == "failed" and crashed["backend"] == "Crashing"
     assert (

@@ -16,9 +16,9 @@ import hashlib
 import json
 from abc import abstractmethod
 from collections.abc import Callable, Sequence
-from typing import Any, TypeVar
+from typing import Any, ClassVar, Literal, TypeVar
 
-from pydantic import BaseModel, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 
 def sha256_hex(data: bytes) -> str:
@@ -91,17 +91,30 @@ class VLMResult(BaseModel):
 
 
 class GenerationRequest(BaseModel):
-    """One image to generate. ``plan`` is the structured plan (labels, edges) when there is one."""
+    """One image to generate: what every contestant generator receives, the prompt, a seed and a size.
+
+    Nothing derived from the annotation (labels, relations, a plan) can be attached: unknown fields
+    are rejected, so a contestant cannot be handed the answer key by mistake.
+    """
+
+    model_config = ConfigDict(extra="forbid")
 
     sample_id: str
     prompt: str
     seed: int = 0
     width: int = 1024
     height: int = 1024
-    plan: dict[str, Any] | None = None
 
     def content_key(self) -> dict[str, Any]:
         return self.model_dump()
+
+
+class PlanRequest(GenerationRequest):
+    """A request for a *reference* renderer only: the prompt plus the annotation's structured plan
+    (``{"labels": [...], "edges": [[src, dst], ...]}``). The generate pipeline builds these only
+    for generators whose role is ``reference``."""
+
+    plan: dict[str, Any]
 
 
 class GenerationResult(BaseModel):
@@ -162,7 +175,22 @@ class VisionLanguageModel(Backend):
         return report_each(self.generate(requests), on_result)
 
 
+GeneratorRole = Literal["contestant", "reference"]
+GENERATOR_ROLES: tuple[GeneratorRole, ...] = ("contestant", "reference")
+
+
 class ImageGenerator(Backend):
+    """A text-to-image backend.
+
+    ``role`` says what its images are for: a ``contestant`` is ranked and receives only
+    :class:`GenerationRequest` (prompt, seed, size); a ``reference`` (e.g. a renderer of the
+    annotation's plan, for calibrating the judge) receives :class:`PlanRequest` and is never ranked.
+    A class with ``reads_annotation`` needs the plan, so it can only ever be a reference.
+    """
+
+    role: GeneratorRole = "contestant"
+    reads_annotation: ClassVar[bool] = False
+
     @abstractmethod
     def generate(self, requests: Sequence[GenerationRequest]) -> list[GenerationResult]:
         """One result per request, in order; never raises for a single bad request."""

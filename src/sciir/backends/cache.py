@@ -260,6 +260,7 @@ class CachedGenerator(_CachingWrapper[GenerationRequest, GenerationResult], Imag
         ImageGenerator.__init__(self)
         _CachingWrapper.__init__(self, _encode_generation, _decode_generation)
         self.inner, self.cache, self.chunk_size = inner, cache, chunk_size
+        self.role = inner.role  # a cached reference is still a reference
 
     def generate(self, requests: Sequence[GenerationRequest]) -> list[GenerationResult]:
         return self._run_cached(requests, lambda index, result: None)

@@ -12,7 +12,7 @@ from typing import Any
 
 from kedro.io import AbstractDataset, DatasetError
 
-from sciir.backends.base import Backend
+from sciir.backends.base import GENERATOR_ROLES, Backend, GeneratorRole, ImageGenerator
 from sciir.backends.cache import CachedGenerator, CachedVLM, ResponseCache
 from sciir.backends.registry import Kind, build_backend
 
@@ -30,17 +30,43 @@ def _secret_config(name: str, config: dict[str, Any], credentials: dict[str, Any
     return secrets
 
 
+def generator_role(name: str, generator: ImageGenerator, role: Any) -> GeneratorRole:
+    """The role a generator entry configures (``contestant`` unless its class is a reference).
+
+    Raises:
+        DatasetError: an unknown role, or a renderer that reads the annotation configured as a
+            contestant (it would be ranked with the answer key in hand).
+    """
+    if role is None:
+        return generator.role
+    if role not in GENERATOR_ROLES:
+        raise DatasetError(f"generator {name!r}: role {role!r} is not one of {list(GENERATOR_ROLES)}")
+    if generator.reads_annotation and role != "reference":
+        raise DatasetError(
+            f"generator {name!r} ({type(generator).__name__}) draws the annotation itself, so its role "
+            "must be 'reference': it can calibrate the judge but never be ranked as a contestant"
+        )
+    return role
+
+
 def make_backend(
     name: str, kind: Kind, spec: dict[str, Any], cache: ResponseCache | None, credentials: dict[str, Any] | None
 ) -> Backend:
-    """Build one configured backend, wrapped in the response cache when there is one."""
+    """Build one configured backend, wrapped in the response cache when there is one.
+
+    A generator entry may set ``role`` (``contestant``, the default, or ``reference``); it is kept on
+    the generator (and its cache wrapper), never passed to the backend or put in its cache key.
+    """
     config = dict(spec)
     backend_name = config.pop("backend", None)
     if not backend_name:
         raise DatasetError(f"backend entry {name!r} has no 'backend' key (which registered backend to use)")
+    role = config.pop("role", None) if kind == "generator" else None
     secrets = _secret_config(name, config, credentials)
     config.pop("api_key_env", None)
     backend = build_backend(kind, backend_name, **config, **secrets)
+    if isinstance(backend, ImageGenerator):
+        backend.role = generator_role(name, backend, role)
     return _WRAPPERS[kind](backend, cache) if cache is not None else backend
 
 

@@ -1,186 +1,124 @@
-"""``programmatic``: a code-based baseline that draws the benchmark's structured plan with graphviz.
+"""``programmatic``: a code-based baseline that draws from the prompt text alone, as ImgCoder-style
+systems do.
 
-It draws exactly the plan's labels (in large type, so OCR can read them) and one arrow per
-edge, and records what it drew. Configured with ``faults`` it becomes a known-bad baseline:
-the same drawing after deterministic edits from :mod:`sciir.faults`, each one recorded.
+It sees what every contestant sees (the prompt, a seed and a size) and never the annotation. From the
+prompt it takes:
+
+- labels: every double-quoted string (``"..."`` or ``“...”``), stripped, in order of first appearance;
+- edges: every explicit arrow statement written in the text, ``A -> B`` (also ``-->``, ``=>``, ``→``)
+  or ``A leads to B`` (also ``flows to``/``into``, ``points to``, ``feeds into``), whose two ends are
+  labels the prompt quotes (a chain ``A -> B -> C`` gives two edges). Unquoted names are not drawn:
+  the baseline cannot tell a label from the prose around it.
+
+So a Sci-RCoT prompt that narrates its topology yields boxes and arrows, and an abstract prompt that
+states no connection yields labels without arrows. A prompt that quotes nothing fails with its
+reason. Configured with ``faults`` it draws what it parsed after the deterministic edits of
+:mod:`sciir.faults` (the known-bad ``programmatic_faulty`` baseline).
 """
 
 from __future__ import annotations
 
-import io
-import math
-import textwrap
-from collections.abc import Sequence
-from typing import Any
+import re
 
-import graphviz
-from PIL import Image
-from pydantic import BaseModel, ConfigDict, ValidationError
-
-from sciir.backends.base import GenerationRequest, GenerationResult, ImageGenerator
-from sciir.faults import FaultConfig, Plan, plant_faults
+from sciir.backends.base import GenerationRequest
+from sciir.backends.plan_drawing import PlanDrawingGenerator, PlanError
+from sciir.faults import Edge, Plan
 
 BACKEND_NAME = "programmatic"
-FONT_NAME = "DejaVu Sans"
-POINTS_PER_INCH = 72
-# A two-box plan scaled to fill the canvas would have letters hundreds of pixels tall.
-MAX_UPSCALE = 3.0
-WRAP_CHARS = 20
-# Pale filled boxes: a dark outline close to the text breaks Tesseract's line finding.
-BOX_FILL = "#EEF3FA"
-BOX_BORDER = "#B8C6DA"
+
+_QUOTED = re.compile(r'"([^"\n]+)"|\u201c([^\u201d\n]+)\u201d')
+_CONNECTOR = re.compile(
+    r"\s*(?:-{1,2}>|=>|\u2192|\u27f6)\s*|\s+\b(?:leads?|flows?|points?|feeds?)\s+(?:in)?to\b\s*",
+    re.IGNORECASE,
+)
+_QUOTE_CHARS = '"\u201c\u201d'
 
 
-class PlanError(ValueError):
-    """A request whose plan cannot be drawn; the message names the sample and what is wrong."""
+def quoted_spans(prompt: str) -> list[tuple[str, tuple[int, int]]]:
+    """Each non-blank quoted string of ``prompt`` (stripped) with the span of its quotes."""
+    spans = []
+    for match in _QUOTED.finditer(prompt):
+        text = (match.group(1) or match.group(2)).strip()
+        if text:
+            spans.append((text, match.span()))
+    return spans
 
 
-class _PlanSpec(BaseModel):
-    model_config = ConfigDict(extra="ignore")
-
-    labels: list[str] = []
-    edges: list[tuple[str, str]] = []
+def _is_word_char(char: str) -> bool:
+    return char.isalnum() or char == "_"
 
 
-def parse_plan(request: GenerationRequest) -> Plan:
-    """The plan to draw for ``request``: stripped, de-duplicated labels plus any edge endpoint not listed.
+def label_ending(text: str, labels: list[str]) -> str | None:
+    """The longest label that ``text`` ends with as a whole word (closing quotes and spaces ignored)."""
+    text = text.rstrip().rstrip(_QUOTE_CHARS)
+    for label in sorted(labels, key=len, reverse=True):
+        before = len(text) - len(label) - 1
+        if text.endswith(label) and (before < 0 or not _is_word_char(text[before])):
+            return label
+    return None
+
+
+def label_starting(text: str, labels: list[str]) -> str | None:
+    """The longest label that ``text`` starts with as a whole word (opening quotes and spaces ignored)."""
+    text = text.lstrip().lstrip(_QUOTE_CHARS)
+    for label in sorted(labels, key=len, reverse=True):
+        if text.startswith(label) and (len(text) == len(label) or not _is_word_char(text[len(label)])):
+            return label
+    return None
+
+
+def arrow_edges(prompt: str, labels: list[str], quoted: list[tuple[int, int]]) -> tuple[Edge, ...]:
+    """The edges the prompt states with an arrow or a "leads to", between two of its labels, in order.
+
+    A connector inside a quoted string is part of a label, not a statement. Each connector's ends are
+    read from the text between it and its neighbouring connectors, so chains work.
+    """
+    connectors = [
+        match
+        for match in _CONNECTOR.finditer(prompt)
+        if not any(start <= match.start() < end for start, end in quoted)
+    ]
+    edges: list[Edge] = []
+    for index, match in enumerate(connectors):
+        left_start = connectors[index - 1].end() if index > 0 else 0
+        right_end = connectors[index + 1].start() if index + 1 < len(connectors) else len(prompt)
+        src = label_ending(prompt[left_start : match.start()], labels)
+        dst = label_starting(prompt[match.end() : right_end], labels)
+        if src is not None and dst is not None:
+            edges.append((src, dst))
+    return tuple(dict.fromkeys(edges))
+
+
+def prompt_plan(prompt: str) -> Plan:
+    """The plan the prompt text states: its quoted labels and its arrow statements between them.
 
     Raises:
-        PlanError: no plan, a malformed plan, a blank label, or nothing to draw.
+        PlanError: the prompt quotes no label (the message leaves the sample to the caller).
     """
-    sample = request.sample_id
-    if request.plan is None:
-        raise PlanError(
-            f"request for sample {sample} has no plan; the programmatic generator draws only plans"
-        )
-    try:
-        spec = _PlanSpec.model_validate(request.plan)
-    except ValidationError as error:
-        problems = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in error.errors())
-        raise PlanError(f"plan for sample {sample} is malformed ({problems})") from None
-    edges = tuple((src.strip(), dst.strip()) for src, dst in spec.edges)
-    named = [label.strip() for label in spec.labels] + [end for edge in edges for end in edge]
-    if any(not label for label in named):
-        raise PlanError(f"plan for sample {sample} has a blank label or edge endpoint")
-    if not spec.labels:
-        raise PlanError(f"plan for sample {sample} has no labels to draw")
-    return Plan(labels=tuple(dict.fromkeys(named)), edges=edges)
+    spans = quoted_spans(prompt)
+    labels = list(dict.fromkeys(text for text, _ in spans))
+    if not labels:
+        raise PlanError("quotes no label to draw")
+    return Plan(labels=tuple(labels), edges=arrow_edges(prompt, labels, [span for _, span in spans]))
 
 
-def _node_label(label: str) -> str:
-    """The label as graphviz text: wrapped into lines, backslashes and ``<...>`` taken literally."""
-    lines = textwrap.wrap(label, WRAP_CHARS, break_long_words=False) or [label]
-    return graphviz.nohtml("\\n".join(line.replace("\\", "\\\\") for line in lines))
-
-
-def _reading_order_rows(dot: graphviz.Digraph, node_ids: list[str]) -> None:
-    """Lay out unconnected labels as a near-square grid read left to right, top to bottom.
-
-    The invisible edges only pin the order; they are never drawn as arrows.
-    """
-    per_row = math.ceil(math.sqrt(len(node_ids)))
-    rows = [node_ids[start : start + per_row] for start in range(0, len(node_ids), per_row)]
-    for row in rows:
-        with dot.subgraph() as same_rank:
-            same_rank.attr(rank="same")
-            for left, right in zip(row, row[1:], strict=False):
-                same_rank.edge(left, right, style="invis")
-    for upper, lower in zip(rows, rows[1:], strict=False):
-        dot.edge(upper[0], lower[0], style="invis")
-
-
-def plan_to_dot(plan: Plan, font_size: int) -> graphviz.Digraph:
-    """A top-to-bottom DOT graph: one pale box per label, one black arrow per edge, on white."""
-    dot = graphviz.Digraph(
-        graph_attr={"bgcolor": "white", "rankdir": "TB", "pad": "0.3", "nodesep": "0.5", "ranksep": "0.6"},
-        node_attr={
-            "shape": "box",
-            "style": "rounded,filled",
-            "fillcolor": BOX_FILL,
-            "color": BOX_BORDER,
-            "fontname": FONT_NAME,
-            "fontsize": str(font_size),
-            "margin": "0.3,0.15",
-            "penwidth": "2",
-        },
-        edge_attr={"penwidth": "2", "arrowsize": "1.3"},
-    )
-    node_ids = {label: f"n{index}" for index, label in enumerate(plan.labels)}
-    for label, node_id in node_ids.items():
-        dot.node(node_id, label=_node_label(label))
-    for src, dst in plan.edges:
-        dot.edge(node_ids[src], node_ids[dst])
-    if not plan.edges:
-        _reading_order_rows(dot, list(node_ids.values()))
-    return dot
-
-
-def _layout_inches(dot: graphviz.Digraph) -> tuple[float, float]:
-    """Width and height of the laid-out graph, from graphviz's ``plain`` output (no raster)."""
-    first_line = dot.pipe(format="plain", encoding="utf-8").splitlines()[0]
-    _, _, width, height = first_line.split()
-    return float(width), float(height)
-
-
-def fit_on_canvas(image: Image.Image, width: int, height: int) -> Image.Image:
-    """Centre ``image`` on a white ``width`` x ``height`` canvas, shrinking it only if it overflows."""
-    image = image.convert("RGB")
-    image.thumbnail((width, height), Image.Resampling.LANCZOS)
-    canvas = Image.new("RGB", (width, height), "white")
-    canvas.paste(image, ((width - image.width) // 2, (height - image.height) // 2))
-    return canvas
-
-
-def render_png(dot: graphviz.Digraph, width: int, height: int) -> tuple[bytes, float]:
-    """Render at the resolution that fills ``width`` x ``height``, so text stays vector-sharp.
-
-    Returns the PNG bytes and the scale applied to graphviz's natural size.
-    """
-    width_in, height_in = _layout_inches(dot)
-    scale = min(width / (width_in * POINTS_PER_INCH), height / (height_in * POINTS_PER_INCH), MAX_UPSCALE)
-    dot.graph_attr["dpi"] = f"{POINTS_PER_INCH * scale:.3f}"
-    raster = Image.open(io.BytesIO(dot.pipe(format="png")))
-    buffer = io.BytesIO()
-    fit_on_canvas(raster, width, height).save(buffer, format="PNG")
-    return buffer.getvalue(), scale
-
-
-class ProgrammaticGenerator(ImageGenerator):
-    """Draws each request's plan ``{"labels": [str], "edges": [[src, dst]]}`` as a graphviz diagram.
+class ProgrammaticGenerator(PlanDrawingGenerator):
+    """Draws the labels and arrows its prompt states (see the module docstring); a contestant.
 
     Args:
-        faults: a :class:`sciir.faults.FaultConfig` as a dict; when given, each sample's plan is
-            edited before drawing and the edits are recorded in ``meta["planted_faults"]``.
+        faults: a :class:`sciir.faults.FaultConfig` as a dict; when given, what was parsed is edited
+            before drawing and the edits are recorded in ``meta["planted_faults"]``.
         font_size: label size in points at the natural scale (the drawing is then fitted to the canvas).
     """
 
-    def __init__(self, *, faults: dict[str, Any] | None = None, font_size: int = 28, **extra: Any) -> None:
-        super().__init__(faults=faults, font_size=font_size, **extra)
-        self.faults = FaultConfig.model_validate(faults) if faults is not None else None
-        self.font_size = font_size
+    backend_name = BACKEND_NAME
 
-    def generate(self, requests: Sequence[GenerationRequest]) -> list[GenerationResult]:
-        """One result per request, in order; a bad plan or a graphviz error fails only its request."""
-        return [self._draw(request) for request in requests]
-
-    def _draw(self, request: GenerationRequest) -> GenerationResult:
+    def read_plan(self, request: GenerationRequest) -> Plan:
+        """The plan of ``request.prompt`` alone; nothing else of the request is read."""
         try:
-            plan = parse_plan(request)
+            return prompt_plan(request.prompt)
         except PlanError as error:
-            return GenerationResult(sample_id=request.sample_id, failure=str(error))
-        planted: list[dict[str, Any]] = []
-        if self.faults is not None:
-            plan, planted = plant_faults(plan, self.faults, request.sample_id)
-        try:
-            image, scale = render_png(plan_to_dot(plan, self.font_size), request.width, request.height)
-        except (graphviz.ExecutableNotFound, graphviz.CalledProcessError, OSError, ValueError) as error:
-            reason = f"graphviz could not draw the plan for sample {request.sample_id}: {error}"
-            return GenerationResult(sample_id=request.sample_id, failure=reason)
-        meta = {
-            "backend": BACKEND_NAME,
-            "drawn_labels": list(plan.labels),
-            "drawn_edges": [list(edge) for edge in plan.edges],
-            "planted_faults": planted,
-            "scale": round(scale, 4),
-        }
-        return GenerationResult(sample_id=request.sample_id, image=image, meta=meta)
+            raise PlanError(
+                f"prompt for sample {request.sample_id} {error}; the programmatic baseline draws only "
+                "the quoted strings of its prompt"
+            ) from None

@@ -19,6 +19,7 @@ _REGISTRY: dict[Kind, dict[str, str]] = {
     },
     "generator": {
         "programmatic": "sciir.backends.programmatic:ProgrammaticGenerator",
+        "plan_reference": "sciir.backends.plan_reference:PlanReferenceRenderer",
         "diffusers": "sciir.backends.diffusers_gen:DiffusersGenerator",
         "openai_images": "sciir.backends.openai_images:OpenAIImagesGenerator",
     },

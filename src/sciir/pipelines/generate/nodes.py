@@ -1,4 +1,9 @@
-"""Generate nodes: every selected generator draws every benchmark sample, with one manifest row each."""
+"""Generate nodes: every selected generator draws every benchmark sample, with one manifest row each.
+
+A contestant generator receives only each sample's prompt, the seed and the size
+(:class:`GenerationRequest`); the benchmark's plan (the annotation's labels and edges) goes only to
+generators whose role is ``reference`` (:class:`PlanRequest`). Each manifest row records the role.
+"""
 
 from __future__ import annotations
 
@@ -15,13 +20,19 @@ import pandas as pd
 from PIL import Image
 from pydantic import BaseModel, ConfigDict, Field
 
-from sciir.backends.base import GenerationRequest, GenerationResult, ImageGenerator
+from sciir.backends.base import (
+    GenerationRequest,
+    GenerationResult,
+    GeneratorRole,
+    ImageGenerator,
+    PlanRequest,
+)
 
 logger = logging.getLogger(__name__)
 
 ImageLoader = Callable[[], Image.Image]
 
-MANIFEST_COLUMNS = ["model", "sample_id", "backend", "seed", "status", "reason", "seconds", "meta"]
+MANIFEST_COLUMNS = ["model", "sample_id", "backend", "role", "seed", "status", "reason", "seconds", "meta"]
 # What the manifest keeps of the finetune summary for a generator that loads its adapter.
 ADAPTER_FIELDS = ("adapter_path", "base_model_path", "steps", "final_loss", "lora_rank", "seed")
 
@@ -75,35 +86,51 @@ def decode_plan(sample_id: str, plan_json: Any) -> dict[str, Any] | None:
     return plan
 
 
-def build_requests(
-    benchmark: pd.DataFrame, params: GenerateParams
-) -> tuple[list[GenerationRequest], dict[str, str]]:
-    """One request per benchmark row, and the reason for each row whose plan could not be read.
-
-    Raises:
-        ValueError: the benchmark repeats a sample_id (images are stored by sample_id).
-    """
+def _check_unique_samples(benchmark: pd.DataFrame) -> None:
+    """Raises ValueError when the benchmark repeats a sample_id (images are stored by sample_id)."""
     repeated = sorted(set(benchmark["sample_id"][benchmark["sample_id"].duplicated()]))
     if repeated:
         raise ValueError(f"benchmark repeats sample_id(s) {repeated}; each sample must appear once")
-    requests: list[GenerationRequest] = []
-    unreadable: dict[str, str] = {}
-    for row in benchmark.itertuples(index=False):
-        try:
-            plan = decode_plan(row.sample_id, row.plan)
-        except ValueError as error:
-            unreadable[row.sample_id] = str(error)
-            continue
-        requests.append(
-            GenerationRequest(
-                sample_id=row.sample_id,
-                prompt=row.prompt,
-                seed=params.seed,
-                width=params.width,
-                height=params.height,
-                plan=plan,
-            )
+
+
+def build_requests(benchmark: pd.DataFrame, params: GenerateParams) -> list[GenerationRequest]:
+    """One contestant request per benchmark row: the row's prompt, the seed and the size, nothing else.
+
+    Only ``sample_id`` and ``prompt`` are read; the plan and every other annotation column stay behind.
+
+    Raises:
+        ValueError: the benchmark repeats a sample_id.
+    """
+    _check_unique_samples(benchmark)
+    return [
+        GenerationRequest(
+            sample_id=sample_id, prompt=prompt, seed=params.seed, width=params.width, height=params.height
         )
+        for sample_id, prompt in zip(benchmark["sample_id"], benchmark["prompt"], strict=True)
+    ]
+
+
+def build_reference_requests(
+    benchmark: pd.DataFrame, params: GenerateParams
+) -> tuple[list[PlanRequest], dict[str, str]]:
+    """For reference renderers only: each row's request with its plan, and the reason for each row
+    whose plan could not be read.
+
+    Raises:
+        ValueError: the benchmark repeats a sample_id.
+    """
+    unreadable: dict[str, str] = {}
+    requests: list[PlanRequest] = []
+    for request, plan_json in zip(build_requests(benchmark, params), benchmark["plan"], strict=True):
+        try:
+            plan = decode_plan(request.sample_id, plan_json)
+        except ValueError as error:
+            unreadable[request.sample_id] = str(error)
+            continue
+        if plan is None:
+            unreadable[request.sample_id] = f"benchmark has no plan for sample {request.sample_id}"
+            continue
+        requests.append(PlanRequest(**request.model_dump(), plan=plan))
     return requests, unreadable
 
 
@@ -185,13 +212,19 @@ def adapter_record(generator: ImageGenerator, finetune_summary: dict[str, Any]) 
 
 
 def manifest_row(
-    model: str, backend: str, seed: int, result: GenerationResult, seconds: float, reason: str | None
+    model: str,
+    generator: ImageGenerator,
+    seed: int,
+    result: GenerationResult,
+    seconds: float,
+    reason: str | None,
 ) -> dict[str, Any]:
-    """One manifest row; ``reason`` set means the generation failed."""
+    """One manifest row, with the generator's role; ``reason`` set means the generation failed."""
     return {
         "model": model,
         "sample_id": result.sample_id,
-        "backend": backend,
+        "backend": result.meta.get("backend") or generator.identity()["backend"],
+        "role": generator.role,
         "seed": seed,
         "status": "failed" if reason else "ok",
         "reason": reason,
@@ -231,18 +264,16 @@ def collect_model(
         loader, reason = image_or_reason(model, result)
         if loader is not None:
             images[f"{model}/{result.sample_id}"] = loader
-        backend = result.meta.get("backend") or generator.identity()["backend"]
-        rows.append(manifest_row(model, backend, params.seed, result, seconds, reason))
+        rows.append(manifest_row(model, generator, params.seed, result, seconds, reason))
     return images, rows
 
 
 def unreadable_plan_rows(
     model: str, generator: ImageGenerator, unreadable: dict[str, str], seed: int
 ) -> list[dict[str, Any]]:
-    """Failed rows for the samples whose plan could not be read: they were never sent to the generator."""
-    backend = generator.identity()["backend"]
+    """Failed rows for the samples whose plan could not be read: they were never sent to the reference."""
     return [
-        manifest_row(model, backend, seed, GenerationResult(sample_id=sample_id), 0.0, reason)
+        manifest_row(model, generator, seed, GenerationResult(sample_id=sample_id), 0.0, reason)
         for sample_id, reason in unreadable.items()
     ]
 
@@ -262,6 +293,19 @@ def generation_metrics(manifest: pd.DataFrame, generators: dict[str, ImageGenera
     return metrics
 
 
+def requests_for_role(
+    role: GeneratorRole,
+    benchmark: pd.DataFrame,
+    params: GenerateParams,
+    contestant_requests: list[GenerationRequest],
+) -> tuple[Sequence[GenerationRequest], dict[str, str]]:
+    """What a generator of ``role`` receives: contestants the prompt-only requests, references the
+    requests with their plan (and the samples whose plan could not be read)."""
+    if role == "reference":
+        return build_reference_requests(benchmark, params)
+    return contestant_requests, {}
+
+
 def generate_images(
     benchmark: pd.DataFrame,
     finetune_summary: dict[str, Any],
@@ -271,8 +315,10 @@ def generate_images(
     """Every selected generator on every benchmark sample, with the same seed for all.
 
     ``finetune_summary`` orders this pipeline after finetune and is recorded in the manifest
-    meta (``adapter``) of generators that load that LoRA adapter. A failed sample gets a
-    ``failed`` manifest row with its reason and no image; the run goes on.
+    meta (``adapter``) of generators that load that LoRA adapter. A contestant receives only the
+    prompt, seed and size; a ``reference`` generator also receives the plan (a sample whose plan
+    cannot be read fails for references only). A failed sample gets a ``failed`` manifest row with
+    its reason and no image; the run goes on.
 
     Returns:
         Image loaders keyed ``<model>/<sample_id>`` (saved lazily by the PartitionedDataset),
@@ -280,12 +326,13 @@ def generate_images(
     """
     config = GenerateParams.model_validate(params)
     selected = select_generators(generators, config.models)
-    requests, unreadable = build_requests(benchmark, config)
+    contestant_requests = build_requests(benchmark, config)
     position = {sample_id: index for index, sample_id in enumerate(benchmark["sample_id"])}
     images: dict[str, ImageLoader] = {}
     rows: list[dict[str, Any]] = []
     for model, generator in selected.items():
-        logger.info("generate %s: %d samples", model, len(requests))
+        requests, unreadable = requests_for_role(generator.role, benchmark, config, contestant_requests)
+        logger.info("generate %s (%s): %d samples", model, generator.role, len(requests))
         adapter = adapter_record(generator, finetune_summary)
         model_images, model_rows = collect_model(model, generator, requests, config, adapter)
         images.update(model_images)
