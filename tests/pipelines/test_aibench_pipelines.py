@@ -27,6 +27,7 @@ from sciir.backends.base import VisionLanguageModel, VLMRequest, VLMResult
 from sciir.backends.cache import CachedVLM, ResponseCache
 from sciir.backends.offline import OfflineVLM
 from sciir.baseline_metrics import BASELINE_COLUMNS, CLIP_SKIPPED, VQASCORE_SKIPPED
+from sciir.optional_inputs import MissingInput
 from sciir.pipelines.annotate.aibench_nodes import create_aibench_pipeline as annotate_aibench
 from sciir.pipelines.evaluate.aibench_nodes import baseline_metrics, image_jobs, vqascore_rows
 from sciir.pipelines.evaluate.aibench_nodes import create_aibench_pipeline as evaluate_aibench
@@ -129,6 +130,7 @@ def evaluated(annotated: dict, tmp_path_factory: pytest.TempPathFactory) -> dict
             CachedVLM(solver, ResponseCache(folder / "responses.sqlite")), copy_mode="assign"
         ),
         "params:aibench": MemoryDataset(PARAMS),
+        "params:evaluate.verdicts_file": MemoryDataset(None),
         # The catalog's file formats, so the tables must be saveable.
         "aibench_answers": ParquetDataset(filepath=str(folder / "answers.parquet")),
         "aesthetics_ratings": ParquetDataset(filepath=str(folder / "ratings.parquet")),
@@ -155,6 +157,7 @@ def test_pipelines_match_the_contract() -> None:
         "aibench_qa",
         "judge",
         "params:aibench",
+        "params:evaluate.verdicts_file",
     }
     assert evaluate_aibench().all_outputs() - {"aibench_run_summary"} == {
         "aibench_answers", "aibench_scores", "aesthetics_ratings", "aesthetics_scores", "baseline_scores",
@@ -300,9 +303,49 @@ def test_the_offline_judge_answers_component_existence_only(annotated: dict) -> 
         "aibench_qa": MemoryDataset(annotated["aibench_qa"]),
         "judge": MemoryDataset(OfflineVLM(), copy_mode="assign"),
         "params:aibench": MemoryDataset(PARAMS),
+        "params:evaluate.verdicts_file": MemoryDataset(None),
     }
     outputs = _run(evaluate_aibench(), datasets)
     scores = outputs["aibench_metrics"]
     assert scores["drawn.level1"] == 1.0 and scores["drawn.coverage_level1"] == 1.0
     assert all(scores[f"drawn.coverage_level{level}"] == 0.0 for level in (2, 3, 4))
     assert scores["drawn.aesthetics.coverage"] == 0.0
+
+
+def test_image_branches_are_skipped_with_one_line_without_images(caplog) -> None:
+    missing = MissingInput(location="data/07_model_output/generations", written_by="generate")
+    datasets = {
+        "generations": MemoryDataset(missing, copy_mode="assign"),
+        "benchmark": MemoryDataset(BENCHMARK.iloc[:1]),
+        "aibench_qa": MemoryDataset(MissingInput(location="aibench_qa.parquet", written_by="annotate")),
+        "judge": MemoryDataset(OfflineVLM(), copy_mode="assign"),
+        "params:aibench": MemoryDataset(PARAMS),
+        "params:evaluate.verdicts_file": MemoryDataset(None),
+    }
+    with caplog.at_level(logging.INFO):
+        outputs = _run(evaluate_aibench(), datasets)
+    assert not [key for key in outputs["aibench_metrics"] if key.startswith("drawn.")]
+    skipped = [r.getMessage() for r in caplog.records if "skipped" in r.getMessage()]
+    assert any(
+        "AIBench examination skipped" in m and "generations (data/07_model_output/generations)" in m
+        and "aibench_qa (aibench_qa.parquet) not found" in m
+        for m in skipped
+    )
+    assert any("baseline metrics skipped" in m for m in skipped)
+    # with a verdicts file nothing looks at images, even when every input exists
+    datasets |= {
+        "generations": MemoryDataset({"drawn/flow": _flow_png}, copy_mode="assign"),
+        "params:evaluate.verdicts_file": MemoryDataset("answers.csv"),
+    }
+    datasets["judge"] = MemoryDataset(RefusingJudge(), copy_mode="assign")
+    caplog.clear()
+    with caplog.at_level(logging.INFO):
+        _run(evaluate_aibench(), datasets)
+    assert "evaluate.verdicts_file is set (answers.csv)" in caplog.text
+
+
+class RefusingJudge(OfflineVLM):
+    """Any request is a test failure: a branch that should be skipped asked a model."""
+
+    def generate(self, requests):  # type: ignore[override]
+        raise AssertionError(f"{len(requests)} requests sent by a skipped branch")

@@ -46,6 +46,7 @@ from sciir.generated_images import (
     missing_per_model,
 )
 from sciir.judging import image_png_bytes
+from sciir.optional_inputs import is_missing
 
 logger = logging.getLogger(__name__)
 
@@ -143,20 +144,42 @@ def aesthetics_rating(asked: Asked) -> aibench.AestheticsRating:
     return aibench.parse_aesthetics_reply(asked.results[aibench.AESTHETICS_TASK], asked.job.image_id)
 
 
+def image_branch_skip(verdicts_file: str | None, **inputs: Any) -> str | None:
+    """Why a branch that looks at images does not run: verdicts come from a file (no image is involved),
+    or one of its inputs does not exist yet. None when it runs."""
+    if verdicts_file:
+        return f"evaluate.verdicts_file is set ({verdicts_file}): no image is looked at"
+    missing = [f"{name} ({value.location})" for name, value in inputs.items() if is_missing(value)]
+    return f"{', '.join(missing)} not found" if missing else None
+
+
+def _no_examination(reason: str) -> tuple[pd.DataFrame, pd.DataFrame, dict[str, Any]]:
+    logger.info("AIBench examination skipped: %s", reason)
+    summary = {"missing_images": {}, "failed_requests": {}, "ignored_answers": [], "cache": {}}
+    return aibench.answers_frame([]), aibench.aesthetics_frame([]), summary
+
+
 def examine_images(
     generations: ImageLoaders,
     benchmark: pd.DataFrame,
     aibench_qa: pd.DataFrame,
     judge: VisionLanguageModel,
     params: dict[str, Any],
+    verdicts_file: str | None = None,
 ) -> tuple[pd.DataFrame, pd.DataFrame, dict[str, Any]]:
     """Every model's image of every benchmark sample: the solver answers its AIBench questions (one
     request, the image alone) and the judge rates its aesthetics (one request).
 
     Returns ``aibench_answers`` (one row per model, sample and question), ``aesthetics_ratings`` (one row
     per model and sample) and a run summary: missing images per model, failed requests per task, the
-    answers given to unknown question ids, and the judge's cache stats.
+    answers given to unknown question ids, and the judge's cache stats. Skipped with one log line (empty
+    tables) when ``verdicts_file`` is set or an input does not exist yet.
     """
+    skip = image_branch_skip(
+        verdicts_file, generations=generations, benchmark=benchmark, aibench_qa=aibench_qa
+    )
+    if skip:
+        return _no_examination(skip)
     settings = AIBenchParams.model_validate(params)
     questions = questions_by_sample(benchmark, aibench_qa)
     items = {sample: aibench.solver_items(frame) for sample, frame in questions.items()}
@@ -201,7 +224,10 @@ def score_aesthetics(aesthetics_ratings: pd.DataFrame) -> pd.DataFrame:
 
 
 def clip_rows(
-    jobs: Sequence[ExpectedImage], generations: ImageLoaders, prompts: Mapping[str, str], settings: ClipSettings
+    jobs: Sequence[ExpectedImage],
+    generations: ImageLoaders,
+    prompts: Mapping[str, str],
+    settings: ClipSettings,
 ) -> list[dict[str, Any]]:
     """CLIPScore of each image against its benchmark prompt (the model is loaded first: a wrong
     model folder stops the run with its path, as a misconfigured judge would)."""
@@ -284,10 +310,18 @@ def vqascore_rows(
 
 
 def baseline_metrics(
-    generations: ImageLoaders, benchmark: pd.DataFrame, params: dict[str, Any]
+    generations: ImageLoaders,
+    benchmark: pd.DataFrame,
+    params: dict[str, Any],
+    verdicts_file: str | None = None,
 ) -> pd.DataFrame:
     """``baseline_scores``: CLIPScore and VQAScore per image where configured; each metric that is not
-    configured is skipped with one log line and adds no rows."""
+    configured is skipped with one log line and adds no rows, and so is everything when
+    ``verdicts_file`` is set or an input does not exist yet."""
+    skip = image_branch_skip(verdicts_file, generations=generations, benchmark=benchmark)
+    if skip:
+        logger.info("baseline metrics skipped: %s", skip)
+        return baseline_frame([])
     settings = AIBenchParams.model_validate(params).baseline_metrics
     prompts = dict(zip(benchmark["sample_id"], benchmark["prompt"], strict=True))
     jobs = image_jobs(generations, list(benchmark["sample_id"]))
@@ -334,13 +368,21 @@ def summarise_aibench(
 
 
 def create_aibench_pipeline(**kwargs: Any) -> Pipeline:
-    """Evaluate-side AIBench (inputs: generations, benchmark, aibench_qa, judge, params:aibench; outputs:
+    """Evaluate-side AIBench (inputs: generations, benchmark, aibench_qa, judge, params:aibench,
+    params:evaluate.verdicts_file; outputs:
     aibench_answers, aibench_scores, aesthetics_ratings, aesthetics_scores, baseline_scores, aibench_metrics)."""
     return Pipeline(
         [
             node(
                 examine_images,
-                ["generations", "benchmark", "aibench_qa", "judge", "params:aibench"],
+                [
+                    "generations",
+                    "benchmark",
+                    "aibench_qa",
+                    "judge",
+                    "params:aibench",
+                    "params:evaluate.verdicts_file",
+                ],
                 ["aibench_answers", "aesthetics_ratings", "aibench_run_summary"],
                 name="examine_aibench_images",
             ),
@@ -348,7 +390,7 @@ def create_aibench_pipeline(**kwargs: Any) -> Pipeline:
             node(score_aesthetics, "aesthetics_ratings", "aesthetics_scores", name="score_aesthetics"),
             node(
                 baseline_metrics,
-                ["generations", "benchmark", "params:aibench"],
+                ["generations", "benchmark", "params:aibench", "params:evaluate.verdicts_file"],
                 "baseline_scores",
                 name="baseline_metrics",
             ),

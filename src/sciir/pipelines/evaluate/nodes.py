@@ -50,6 +50,7 @@ from sciir.judging import (
     verdicts_frame,
     with_parent_ids,
 )
+from sciir.optional_inputs import MissingInput, frame_or_empty, is_missing, mapping_or_empty, required
 from sciir.plots import plot_group_heatmap, plot_track_pass_rates
 from sciir.report import (
     breakdown_intervals,
@@ -69,6 +70,7 @@ from sciir.scoring import (
     score_samples,
     score_table,
 )
+from sciir.selection import BENCHMARK_COLUMNS
 from sciir.summary import leaderboard_text
 from sciir.tracking import NestedRun, log_nested_runs
 
@@ -195,6 +197,34 @@ def _judge_batch(
         run.ignored_answers.extend(parsed.ignored)
 
 
+# What evaluate reads of the tables that may not exist yet (``sciir.optional_inputs``).
+CHECKLIST_INPUT_COLUMNS = (
+    "sample_id",
+    "question_id",
+    "layer",
+    "track",
+    "question",
+    "expected_text",
+    "parent_ids",
+)
+MANIFEST_INPUT_COLUMNS = ("model", "sample_id", "backend", "role", "seed", "status", "reason", "meta")
+
+
+def checklists_or_empty(checklists: pd.DataFrame | MissingInput) -> pd.DataFrame:
+    """The checklists, or none (a verdicts file brings its own layer and track)."""
+    return frame_or_empty(checklists, CHECKLIST_INPUT_COLUMNS)
+
+
+def benchmark_or_empty(benchmark: pd.DataFrame | MissingInput) -> pd.DataFrame:
+    """The benchmark, or none (samples of a verdicts file then have no group or setting)."""
+    return frame_or_empty(benchmark, BENCHMARK_COLUMNS)
+
+
+def manifest_or_empty(generation_manifest: pd.DataFrame | MissingInput) -> pd.DataFrame:
+    """The generation manifest, or none (images without one are judged all the same)."""
+    return frame_or_empty(generation_manifest, MANIFEST_INPUT_COLUMNS)
+
+
 def judge_label(judge: VisionLanguageModel) -> str:
     """The judge's backend name, with its model when configured (e.g. ``OpenAICompatVLM:Qwen3-VL-8B``)."""
     identity = judge.identity()
@@ -242,10 +272,13 @@ def judge_generations(
     """
     config = EvaluateParams.model_validate(params)
     if config.verdicts_file:
-        return verdicts_from_file(Path(config.verdicts_file), checklists, benchmark)
-    images = image_source(generations, config.images_dir)
+        known = None if is_missing(benchmark) else benchmark
+        return verdicts_from_file(Path(config.verdicts_file), checklists_or_empty(checklists), known)
+    why = "to judge images (set evaluate.verdicts_file to re-aggregate verdicts instead)"
+    benchmark, checklists = required(benchmark, why), required(checklists, why)
+    images = image_source(mapping_or_empty(generations), config.images_dir)
     # The manifest describes the generations folder only, not a folder the user points at.
-    manifest = {} if config.images_dir else manifest_entries(generation_manifest)
+    manifest = {} if config.images_dir else manifest_entries(manifest_or_empty(generation_manifest))
     models = model_names((model for model, _ in manifest), images)
     jobs = image_jobs(benchmark, checklists, models)
     unused = unused_images(images, jobs)
@@ -286,7 +319,7 @@ def judge_generations(
 def score_verdicts(verdicts: pd.DataFrame, benchmark: pd.DataFrame, params: dict[str, Any]) -> pd.DataFrame:
     """The ``sample_scores`` table under the configured policy and every aggregation rule (``sciir.scoring``)."""
     config = EvaluateParams.model_validate(params)
-    return score_samples(verdicts, benchmark, config.unjudged_policy, config.rules)
+    return score_samples(verdicts, benchmark_or_empty(benchmark), config.unjudged_policy, config.rules)
 
 
 def tabulate_scores(sample_scores: pd.DataFrame, params: dict[str, Any]) -> pd.DataFrame:
@@ -297,6 +330,7 @@ def tabulate_scores(sample_scores: pd.DataFrame, params: dict[str, Any]) -> pd.D
 def model_roles(generation_manifest: pd.DataFrame, params: dict[str, Any]) -> dict[str, str]:
     """Model -> role (``contestant`` / ``reference``) from the generation manifest's ``role`` column;
     empty for a folder of the user's own images, whose models are all contestants."""
+    generation_manifest = manifest_or_empty(generation_manifest)
     if EvaluateParams.model_validate(params).images_dir or "role" not in generation_manifest.columns:
         return {}
     roles = generation_manifest[["model", "role"]].dropna().drop_duplicates("model")
@@ -372,10 +406,10 @@ def build_report(
     ]
     views = image_views(
         verdicts,
-        checklists,
+        checklists_or_empty(checklists),
         sample_scores,
-        benchmark,
-        image_source(generations, config.images_dir),
+        benchmark_or_empty(benchmark),
+        image_source(mapping_or_empty(generations), config.images_dir),
         judge_summary["unavailable"],
         config.thumbnail_px,
     )
@@ -401,11 +435,15 @@ def validate_judge(
 ) -> pd.DataFrame:
     """The ``judge_validation`` table: detection, false-alarm and abstention rates per question type on
     the images whose content is known (``sciir.judge_validation``)."""
-    if EvaluateParams.model_validate(params).images_dir:
+    config = EvaluateParams.model_validate(params)
+    generation_manifest = manifest_or_empty(generation_manifest)
+    if config.images_dir or config.verdicts_file:
         logger.info(
-            "images_dir is set: the generation manifest does not describe those images; no ground truth"
+            "%s is set: the generation manifest does not describe those images; no ground truth",
+            "images_dir" if config.images_dir else "verdicts_file",
         )
         generation_manifest = generation_manifest.iloc[0:0]
+    checklists, benchmark = checklists_or_empty(checklists), benchmark_or_empty(benchmark)
     truth = question_truth(verdicts, checklists, benchmark, generation_manifest)
     table = validation_table(truth, judge_summary["judge"])
     logger.info(

@@ -1,0 +1,91 @@
+"""The project copy the end-to-end tests share: a fresh clone of the working tree, prepared once per session.
+
+It holds every file git tracks or would track (tracked and untracked, not ignored; uncommitted edits
+included, so the tests check the code as it is now), committed to its own git repository, and a
+``.venv`` standing in for the one ``make run`` would install: a real virtual environment whose
+site-packages reach this environment's packages, with this clone's ``src`` first on ``sys.path`` and
+console scripts (kedro, dvc, mlflow, ...) of its own. Its ``.installed`` stamp is newer than
+pyproject.toml, so ``make run`` skips the pip install (no network, minutes saved) and does the rest.
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+import sysconfig
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def copy_working_tree(root: Path) -> None:
+    """Every tracked or untracked-but-not-ignored file of the repository, as it is on disk."""
+    listed = subprocess.run(
+        ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
+        cwd=REPO,
+        check=True,
+        capture_output=True,
+    ).stdout.decode()
+    for name in filter(None, listed.split("\0")):
+        source = REPO / name
+        if source.is_file():
+            (root / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(source, root / name)
+
+
+def commit_snapshot(root: Path) -> None:
+    git = ["git", "-c", "user.name=e2e", "-c", "user.email=e2e@example.invalid"]
+    for args in (["init", "-q"], ["add", "-A"], ["commit", "-qm", "snapshot"]):
+        subprocess.run([*git, *args], cwd=root, check=True, capture_output=True)
+
+
+def provision_venv(root: Path) -> Path:
+    """``root/.venv``: this environment's packages, the clone's ``src`` first, its own console scripts."""
+    venv = root / ".venv"
+    subprocess.run([sys._base_executable, "-m", "venv", "--without-pip", str(venv)], check=True)
+    purelib = Path(sysconfig.get_paths(vars={"base": str(venv), "platbase": str(venv)})["purelib"])
+    purelib.mkdir(parents=True, exist_ok=True)
+    (purelib / "00_sciir_clone.pth").write_text(f"{root / 'src'}\n")
+    shared = sysconfig.get_paths()["purelib"]
+    (purelib / "zz_shared_packages.pth").write_text(f"import site; site.addsitedir({shared!r})\n")
+    ours = f"#!{sys.executable}"
+    for script in Path(sys.executable).parent.iterdir():
+        target = venv / "bin" / script.name
+        if target.exists() or not script.is_file():
+            continue
+        try:
+            text = script.read_text(encoding="utf-8")
+        except UnicodeDecodeError:
+            continue
+        if text.startswith(ours + "\n"):
+            target.write_text(f"#!{venv / 'bin' / 'python'}\n" + text[len(ours) + 1 :], encoding="utf-8")
+            target.chmod(0o755)
+    (venv / ".installed").touch()
+    return venv
+
+
+@pytest.fixture(scope="session")
+def project(tmp_path_factory) -> Path:
+    """The shared clone (see the module docstring)."""
+    root = tmp_path_factory.mktemp("sciir")
+    copy_working_tree(root)
+    (root / "conf" / "local").mkdir(parents=True, exist_ok=True)
+    commit_snapshot(root)
+    provision_venv(root)
+    return root
+
+
+@pytest.fixture(scope="session")
+def make_clone(tmp_path_factory):
+    """Another fresh clone with its .venv, for tests that need one no other test has run anything in."""
+
+    def make(name: str) -> Path:
+        root = tmp_path_factory.mktemp(name)
+        copy_working_tree(root)
+        provision_venv(root)
+        return root
+
+    return make

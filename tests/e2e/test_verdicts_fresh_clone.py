@@ -1,0 +1,63 @@
+"""`kedro run --pipelines evaluate` on a verdicts file in a fresh clone, no other pipeline run first."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+pytestmark = pytest.mark.e2e
+
+
+@pytest.fixture(scope="module")
+def fresh(make_clone) -> Path:
+    return make_clone("fresh")
+
+
+def _kedro(root: Path, *args: str) -> subprocess.CompletedProcess:
+    env = {key: value for key, value in os.environ.items() if not key.startswith("SCIIR_")}
+    env |= {"KEDRO_DISABLE_TELEMETRY": "1"}
+    return subprocess.run(
+        [str(root / ".venv" / "bin" / "kedro"), "run", *args],
+        cwd=root, env=env, capture_output=True, text=True, timeout=600,
+    )  # fmt: skip
+
+
+def test_a_verdicts_file_is_scored_without_any_other_stage(fresh):
+    assert not (fresh / "data" / "05_model_input" / "benchmark.parquet").exists()
+    answers = pd.DataFrame(
+        {
+            "model": ["mine"] * 4 + ["theirs"] * 4,
+            "sample_id": ["p1", "p1", "p2", "p2"] * 2,
+            "question_id": ["q1", "q2", "q1", "q2"] * 2,
+            "parent_ids": ["[]", '["q1"]', "[]", '["q1"]'] * 2,
+            "verdict": ["yes", "yes", "yes", "no", "no", "yes", "yes", ""],
+        }
+    )
+    answers.to_csv(fresh / "answers.csv", index=False)
+    result = _kedro(
+        fresh,
+        "--pipelines",
+        "evaluate",
+        "--params",
+        "evaluate.verdicts_file=answers.csv,evaluate.aggregation=dsg",
+    )
+    assert result.returncode == 0, result.stderr[-6000:]
+    board = pd.read_csv(fresh / "data" / "08_reporting" / "leaderboard.csv").set_index("model")
+    # mine: p1 1, p2 (yes, no) 1/2 -> 0.75; theirs: p1 q1 "no" fails q2 by DSG -> 0, p2 q1 yes -> 1 -> 0.5
+    assert board.loc["mine", "final"] == pytest.approx(0.75) and board.loc["mine", "final_n"] == 2
+    assert board.loc["theirs", "final"] == pytest.approx(0.5)
+    log = result.stdout + result.stderr
+    assert "AIBench examination skipped" in log and "baseline metrics skipped" in log
+    assert "evaluate.verdicts_file is set" in log
+
+
+def test_judging_without_a_benchmark_names_what_to_run(fresh):
+    result = _kedro(fresh, "--pipelines", "evaluate")
+    assert result.returncode != 0
+    said = " ".join(result.stderr.split())  # the console wraps long lines
+    assert "benchmark.parquet does not exist: run `kedro run --pipelines bench_select` first" in said
+    assert "needed to judge images (set evaluate.verdicts_file" in said
