@@ -24,6 +24,7 @@ CONTEXTS = {
         "terms": ["Glucose", "Pyruvate"],
         "required_text": ["Glucose"],
         "relations": [["Glucose", "Pyruvate"]],
+        "laws": ["Mass is conserved."],
         "tracks": ["process"],
     },
 }
@@ -61,6 +62,13 @@ def test_track_scores_parse_and_label_at_tau() -> None:
     assert labels_from_scores(scores, tau=7) == {"entity": True, "process": False, "law": True}
 
 
+def _question(qid: str, layer: int, track: str, kind: str, about: list[str], **fields) -> dict:
+    """A checklist question; the text questions' expected_text defaults to ``about``."""
+    question = {"id": qid, "layer": layer, "track": track, "kind": kind, "polarity": "positive", "about": about,
+                "question": "q", "expected_text": None}
+    return question | fields
+
+
 @pytest.mark.parametrize(
     ("task", "output", "problem"),
     [
@@ -68,38 +76,64 @@ def test_track_scores_parse_and_label_at_tau() -> None:
         ("track_scores", {"entity": 5, "process": 1, "rationale": "r"}, "law"),
         (
             "reasoning",
-            {"terms": ["A"], "required_text": ["A"], "relations": [["A", "Z"]], "sci_rcot": "s"},
+            {"terms": ["A"], "required_text": ["A"], "relations": [["A", "Z"]], "laws": [], "sci_rcot": "s"},
             "Z",
         ),
         (
             "reasoning",
-            {"terms": ["A"], "required_text": [" "], "relations": [], "sci_rcot": "s"},
+            {"terms": ["A"], "required_text": [" "], "relations": [], "laws": [], "sci_rcot": "s"},
             "required_text",
+        ),
+        (
+            "reasoning",
+            {"terms": ["A"], "required_text": ["A"], "relations": [], "sci_rcot": "s"},
+            "laws",
         ),
         ("abstract_prompt", {"prompt": ""}, "prompt"),
         (
             "checklist",
-            {"questions": [{"id": "L1-01", "layer": 1, "track": "text", "question": "q", "parent_ids": []}]},
+            {"questions": [_question("L1-01", 1, "text", "text", ["A"], parent_ids=[])]},
             "expected_text",
         ),
         (
             "checklist",
-            {
-                "questions": [
-                    {"id": "L2-law-01", "layer": 2, "track": "law", "question": "q", "parent_ids": ["X"]}
-                ]
-            },
+            {"questions": [_question("L2-law-01", 2, "law", "law", ["F = m a"], parent_ids=["X"])]},
             "parent_ids name no question",
         ),
         (
             "checklist",
             {
                 "questions": [
-                    {"id": "a", "layer": 2, "track": "law", "question": "q"},
-                    {"id": "a", "layer": 2, "track": "entity", "question": "q"},
+                    _question("a", 2, "law", "law", ["F = m a"]),
+                    _question("a", 2, "entity", "entity", ["Pump"]),
                 ]
             },
             "repeat",
+        ),
+        (
+            "checklist",
+            {"questions": [_question("L2-process-01", 2, "process", "relation", ["Pump"])]},
+            "a relation question is about 2",
+        ),
+        (
+            "checklist",
+            {"questions": [_question("L1-01", 1, "text", "text", ["B"], expected_text="A")]},
+            "about its expected_text",
+        ),
+        (
+            "checklist",
+            {"questions": [_question("L2-entity-01", 2, "entity", "text", ["Pump"])]},
+            "layer 2 needs a reasoning track and kind",
+        ),
+        (
+            "checklist",
+            {"questions": [_question("L2-entity-01", 2, "entity", "entity", ["Pump"], polarity="reversed")]},
+            "polarity",
+        ),
+        (
+            "checklist",
+            {"questions": [{k: v for k, v in _question("a", 2, "law", "law", ["x"]).items() if k != "about"}]},
+            "about",
         ),
         ("checklist", {"questions": []}, "questions"),
     ],
@@ -115,6 +149,22 @@ def test_a_failed_call_stays_a_failure_with_its_reason() -> None:
 
 
 def test_reasoning_strips_and_deduplicates_strings() -> None:
-    output = {"terms": [" A ", "A", "B"], "required_text": ["A"], "relations": [["A", "B"]], "sci_rcot": "s"}
+    output = {"terms": [" A ", "A", "B"], "required_text": ["A"], "relations": [["A", "B"]],
+              "laws": ["F = m a", " F = m a "], "sci_rcot": "s"}
     reasoning = parse_output("reasoning", VLMResult(output=output))
     assert reasoning.terms == ["A", "B"]
+    assert reasoning.laws == ["F = m a"]
+
+
+def test_checklist_questions_carry_kind_polarity_and_about() -> None:
+    questions = [
+        _question("L1-01", 1, "text", "text", ["Pump"], expected_text="Pump"),
+        _question("L2-process-01", 2, "process", "relation", ["Pump", "Tank"], polarity="negative"),
+        _question("L2-law-01", 2, "law", "law", ["F = m a"]),
+    ]
+    checklist = parse_output("checklist", VLMResult(output={"questions": questions}))
+    relation = checklist.questions[1]
+    assert (relation.kind, relation.polarity, relation.about) == ("relation", "negative", ["Pump", "Tank"])
+    schema = TASKS["checklist"].schema
+    item = schema["$defs"]["ChecklistQuestion"] if "$defs" in schema else schema
+    assert {"kind", "polarity", "about"} <= set(item["required"])

@@ -63,6 +63,17 @@ def test_checklist_items_shape():
     assert items()[1]["expected_text"] is None
 
 
+def test_checklist_items_carry_the_structured_fields_when_the_checklist_has_them():
+    structured = CHECKLIST.assign(
+        kind=["text", "relation", "relation"],
+        polarity=["positive", "positive", "negative"],
+        about=['["ATP"]', '["A", "B"]', '["B", "A"]'],
+    )
+    third = checklist_items(structured)[2]
+    assert (third["kind"], third["polarity"], third["about"]) == ("relation", "negative", ["B", "A"])
+    assert '"about": [' in build_judge_request("p", checklist_items(structured), b"png").prompt
+
+
 def test_request_carries_image_prompt_checklist_and_rules():
     png = image_png_bytes(Image.new("RGB", (8, 8), "white"))
     request = build_judge_request("Draw ATP synthase.", items(), png)

@@ -48,16 +48,18 @@ def _unique(items: Sequence[str]) -> list[str]:
 
 
 class Reasoning(BaseModel):
-    """Terms, text to render, directed relations between labels, and the Sci-RCoT narration."""
+    """Terms, text to render, directed relations between labels, laws, and the Sci-RCoT narration."""
 
     terms: list[NonEmpty]
     required_text: list[NonEmpty]
     relations: list[Relation]
+    laws: list[NonEmpty]
     sci_rcot: NonEmpty
 
     @model_validator(mode="after")
     def _relations_join_labels(self) -> Reasoning:
         self.terms, self.required_text = _unique(self.terms), _unique(self.required_text)
+        self.laws = _unique(self.laws)
         labels = set(self.terms) | set(self.required_text)
         unknown = sorted({end for pair in self.relations for end in pair} - labels)
         if unknown:
@@ -71,22 +73,45 @@ class AbstractPrompt(BaseModel):
     prompt: NonEmpty
 
 
+QuestionKind = Literal["text", "entity", "relation", "law"]
+Polarity = Literal["positive", "negative"]
+# How many strings a question of each kind is about: the text, the entity's label, the relation's
+# [source, target], the law's statement.
+ABOUT_SIZE: dict[str, int] = {"text": 1, "entity": 1, "relation": 2, "law": 1}
+
+
 class ChecklistQuestion(BaseModel):
-    """One atomic yes/no question; layer 1 checks a text string, layer 2 a track's reasoning."""
+    """One atomic yes/no question; layer 1 checks a text string, layer 2 a track's reasoning.
+
+    ``kind`` says what is checked, ``about`` what it is checked on (the expected text; the entity's
+    label; the relation's [source, target]; the law's statement) and ``polarity`` whether the question
+    asserts something that must be drawn (positive) or a fault that must be absent (negative: a
+    duplicated entity, a reversed flow, a contradicted law). "yes" always means the image is correct.
+    """
 
     id: NonEmpty
     layer: Literal[1, 2]
     track: Literal["text", "entity", "process", "law"]
+    kind: QuestionKind
+    polarity: Polarity
+    about: list[NonEmpty]
     question: NonEmpty
     expected_text: str | None = None
     parent_ids: list[str] = Field(default_factory=list)
 
     @model_validator(mode="after")
     def _layer_matches_track(self) -> ChecklistQuestion:
-        if self.layer == 1 and (self.track != "text" or not self.expected_text):
-            raise ValueError(f"question {self.id}: layer 1 needs track 'text' and an expected_text")
-        if self.layer == 2 and (self.track == "text" or self.expected_text is not None):
-            raise ValueError(f"question {self.id}: layer 2 needs a reasoning track and no expected_text")
+        if self.layer == 1 and (self.track != "text" or self.kind != "text" or not self.expected_text):
+            raise ValueError(f"question {self.id}: layer 1 needs track and kind 'text' and an expected_text")
+        if self.layer == 2 and (self.track == "text" or self.kind == "text" or self.expected_text is not None):
+            raise ValueError(f"question {self.id}: layer 2 needs a reasoning track and kind, no expected_text")
+        if len(self.about) != ABOUT_SIZE[self.kind]:
+            raise ValueError(
+                f"question {self.id}: a {self.kind} question is about {ABOUT_SIZE[self.kind]} string(s), "
+                f"got {self.about}"
+            )
+        if self.kind == "text" and self.about != [self.expected_text]:
+            raise ValueError(f"question {self.id}: a text question is about its expected_text")
         return self
 
 
@@ -161,7 +186,10 @@ short noun phrases; every label in required_text that names a scientific concept
 3. "relations": the directed connections drawn as arrows or flows, as [source, target] pairs, in \
 the direction the arrow points. Both ends must be strings from required_text or terms, spelled \
 identically. Leave the list empty when nothing is connected.
-4. "sci_rcot": the Scientific Reasoning Chain-of-Thought, one paragraph that narrates in this order:
+4. "laws": every law, equation or quantitative constraint the figure shows or obeys, each as one \
+short statement: copied character for character where the image writes it, else as the caption \
+states it. Leave the list empty when there is none.
+5. "sci_rcot": the Scientific Reasoning Chain-of-Thought, one paragraph that narrates in this order:
    (a) Style: the kind of figure (flow diagram, structural drawing, circuit schematic, plot ...), \
 layout, colours and background;
    (b) Required text: the strings to render, quoted exactly;
@@ -222,22 +250,30 @@ Layer 1, text (track "text", layer 1): one question per string in required_text,
 string. Check position only where the ground truth states it explicitly; never infer positions \
 from vague prepositions.
 
-Layer 2, reasoning (layer 2, expected_text null), only for the active tracks listed below:
-- entity: for each term that names an entity, whether it is drawn as a distinct, identifiable \
-component with its structure intact; add negative checks against incoherent structures.
-- process: for each relation [A, B], 'Is there an arrow from "A" to "B"?', plus a negative check \
-that the flow is not reversed or broken ('Is there no arrow pointing from "B" back to "A"?').
-- law: for each term that states a law, equation or quantitative relationship, whether the \
-drawing obeys that constraint; add negative checks against physically impossible depictions.
+Layer 2, reasoning (layer 2, expected_text null), only for the active tracks listed below; each \
+fact gets a positive question (it is drawn) and a negative one (no fault against it is drawn):
+- entity (kind "entity", about [label]): for each term that names an entity (not a law), 'Is \
+"<label>" drawn as a distinct, identifiable component?' (positive) and, against incoherent \
+structures, 'Is "<label>" drawn as one component only, not duplicated?' (negative).
+- process (kind "relation", about [source, target] in the direction asked): for each relation \
+[A, B], 'Is there an arrow from "A" to "B"?' (positive, about [A, B]) and, against reversed or \
+broken flows, 'Is there no arrow from "B" to "A" (the flow is not reversed)?' (negative, about [B, A]).
+- law (kind "law", about [statement]): for each law, 'Does the figure state or obey the law \
+"<statement>"?' (positive) and, against impossible laws, 'Is nothing in the figure contradicting \
+"<statement>" (no conflicting equation or impossible depiction)?' (negative).
+Every question carries "kind" (text, entity, relation or law), "polarity" (positive or negative) \
+and "about" (the strings it is about, spelled exactly as given below); a text question is about \
+its expected_text.
 
 Ids: "L1-01", "L1-02", ... for layer 1 and "L2-<track>-01", ... for layer 2, numbered in order. \
 parent_ids lists the ids of questions a question depends on: a process question depends on the \
-entity questions of its two ends when they exist. Each question tests one fact only.
+positive entity questions of its two ends when they exist. Each question tests one fact only.
 
 Active tracks (JSON): $tracks
 Terms (JSON): $terms
 Required text (JSON): $required_text
 Relations [source, target] (JSON): $relations
+Laws (JSON): $laws
 
 Reply with one JSON object and nothing else, matching this JSON schema:
 $schema
@@ -275,7 +311,7 @@ TASKS: dict[str, TaskSpec] = {
         ),
         TaskSpec(
             name="reasoning",
-            version="sciir-f-rcot-v2",
+            version="sciir-f-rcot-v3",
             template=REASONING_TEMPLATE,
             output=Reasoning,
             context_keys=("caption", "methods_text"),
@@ -291,10 +327,10 @@ TASKS: dict[str, TaskSpec] = {
         ),
         TaskSpec(
             name="checklist",
-            version="sciir-d1-checklist-v2",
+            version="sciir-d1-checklist-v3",
             template=CHECKLIST_TEMPLATE,
             output=Checklist,
-            context_keys=("terms", "required_text", "relations", "tracks"),
+            context_keys=("terms", "required_text", "relations", "laws", "tracks"),
             sees_image=False,
         ),
     )

@@ -112,17 +112,33 @@ def _optional_text(value: Any) -> str | None:
     return str(value)
 
 
+# Structured question fields (docs/data_contract.md): sent to the judge when the checklists have them.
+STRUCTURED_FIELDS = ("kind", "polarity", "about")
+
+
+def _structured(row: Mapping[str, Any]) -> dict[str, Any]:
+    """kind, polarity and about (a JSON list in the table) of one checklist row, those it has."""
+    fields: dict[str, Any] = {}
+    for name in STRUCTURED_FIELDS:
+        value = _optional_text(row.get(name))
+        if value is not None:
+            fields[name] = json.loads(value) if name == "about" else value
+    return fields
+
+
 def checklist_items(questions: pd.DataFrame) -> list[ChecklistItem]:
-    """The judge's view of one sample's checklist rows: id, question, layer, track, expected_text."""
+    """The judge's view of one sample's checklist rows: id, question, layer, track, expected_text and,
+    when the checklist has them, kind, polarity and about."""
     return [
         {
-            "id": str(row.question_id),
-            "question": str(row.question),
-            "layer": int(row.layer),
-            "track": str(row.track),
-            "expected_text": _optional_text(row.expected_text),
+            "id": str(row["question_id"]),
+            "question": str(row["question"]),
+            "layer": int(row["layer"]),
+            "track": str(row["track"]),
+            "expected_text": _optional_text(row["expected_text"]),
         }
-        for row in questions.itertuples(index=False)
+        | _structured(row)
+        for row in questions.to_dict("records")
     ]
 
 

@@ -17,6 +17,7 @@ from sciir.backends.offline import (
     figure_kind,
     plausible_labels,
     score_from_cues,
+    stated_laws,
     stated_relations,
     track_cues,
     visible_caption_terms,
@@ -90,6 +91,15 @@ def test_reasoning_reads_labels_and_stated_relations(offline: OfflineVLM, figure
     assert rcot.startswith("Style: flow diagram on a white background.")
     assert rcot.index("Required text") < rcot.index("Entity structure") < rcot.index("Topology")
     assert "Law: Read counts are proportional to transcript abundance." in rcot
+    # No label writes a law, so the law is the caption's statement of it.
+    assert reasoning.laws == ["Read counts are proportional to transcript abundance."]
+
+
+def test_laws_written_in_the_image_come_before_the_caption() -> None:
+    caption = "Ohm's law for a resistor: the equation V = I R, written on the plot, gives the relationship."
+    assert stated_laws(caption, ["Ohmic resistor", "Voltage (V)", "V = I R"]) == ["V = I R"]
+    assert stated_laws(caption, ["Ohmic resistor"]) == [caption]
+    assert stated_laws("A workflow in three steps.", ["Pump"]) == []
 
 
 def test_relations_need_both_ends_visible_and_keep_direction() -> None:
@@ -110,42 +120,82 @@ def test_abstract_prompt_keeps_style_and_names_terms(offline: OfflineVLM) -> Non
     assert "leads to" not in prompt  # no description of the flow: the model must reason it out
 
 
-def test_checklist_layers_ids_and_parents(offline: OfflineVLM) -> None:
-    context = {
+def _checklist_context(tracks: list[str], laws: list[str] | None = None) -> dict:
+    return {
         "terms": ["Glucose", "Pyruvate", "Mass conservation"],
         "required_text": ["Glucose", "Pyruvate"],
         "relations": [["Glucose", "Pyruvate"]],
-        "tracks": ["entity", "process", "law"],
+        "laws": ["Mass conservation: six carbons in = six carbons out"] if laws is None else laws,
+        "tracks": tracks,
     }
-    checklist = _ask(offline, "checklist", context)
+
+
+def _fields(question) -> tuple:
+    return question.kind, question.polarity, question.about
+
+
+def test_checklist_layers_ids_and_parents(offline: OfflineVLM) -> None:
+    checklist = _ask(offline, "checklist", _checklist_context(["entity", "process", "law"]))
     assert isinstance(checklist, Checklist)
     by_id = {q.id: q for q in checklist.questions}
     assert by_id["L1-01"].question == 'Is the text "Glucose" rendered with exactly this spelling?'
-    assert by_id["L1-02"].expected_text == "Pyruvate"
-    assert [q.id for q in checklist.questions if q.track == "entity"] == [
-        "L2-entity-01",
-        "L2-entity-02",
-        "L2-entity-03",
+    assert _fields(by_id["L1-02"]) == ("text", "positive", ["Pyruvate"]) and by_id["L1-02"].expected_text == "Pyruvate"
+    # entity: a positive and a negative (not duplicated) question per term; the term naming a law is left out
+    entity = [q for q in checklist.questions if q.track == "entity"]
+    assert [(q.id, *_fields(q)) for q in entity] == [
+        ("L2-entity-01", "entity", "positive", ["Glucose"]),
+        ("L2-entity-02", "entity", "negative", ["Glucose"]),
+        ("L2-entity-03", "entity", "positive", ["Pyruvate"]),
+        ("L2-entity-04", "entity", "negative", ["Pyruvate"]),
     ]
+    assert "not duplicated" in by_id["L2-entity-02"].question
     assert by_id["L2-process-01"].question == 'Is there an arrow from "Glucose" to "Pyruvate"?'
-    assert by_id["L2-process-01"].parent_ids == ["L2-entity-01", "L2-entity-02"]
+    assert _fields(by_id["L2-process-01"]) == ("relation", "positive", ["Glucose", "Pyruvate"])
+    assert by_id["L2-process-01"].parent_ids == ["L2-entity-01", "L2-entity-03"]
     assert 'no arrow from "Pyruvate" to "Glucose"' in by_id["L2-process-02"].question
-    assert [q.id for q in checklist.questions if q.track == "law"] == ["L2-law-01"]  # only the law term
-    assert "Mass conservation" in by_id["L2-law-01"].question
+    assert _fields(by_id["L2-process-02"]) == ("relation", "negative", ["Pyruvate", "Glucose"])
+    law = [q for q in checklist.questions if q.track == "law"]
+    statement = ["Mass conservation: six carbons in = six carbons out"]
+    assert [_fields(q) for q in law] == [("law", "positive", statement), ("law", "negative", statement)]
+    assert law[1].parent_ids == [law[0].id]
+
+
+@pytest.mark.parametrize("track", ["entity", "process", "law"])
+def test_each_labelled_track_gets_positive_and_negative_questions(offline: OfflineVLM, track: str) -> None:
+    checklist = _ask(offline, "checklist", _checklist_context([track]))
+    layer2 = [q for q in checklist.questions if q.layer == 2]
+    assert {q.track for q in layer2} == {track}
+    assert {q.polarity for q in layer2} == {"positive", "negative"}
 
 
 def test_checklist_without_anything_to_check_fails(offline: OfflineVLM) -> None:
     request = build_request(
-        "checklist", {"terms": [], "required_text": [], "relations": [], "tracks": ["law"]}
+        "checklist", {"terms": [], "required_text": [], "relations": [], "laws": [], "tracks": ["law"]}
     )
     [result] = offline.generate([request])
     assert not result.ok and "nothing to check" in result.failure
 
 
-def test_judge_delegates_to_ocr_and_unknown_tasks_fail(offline: OfflineVLM, figure: bytes) -> None:
+def _item(qid: str, kind: str | None, about: list[str], polarity: str = "positive", **fields) -> dict:
+    track = {"text": "text", "entity": "entity", "relation": "process", "law": "law", None: "entity"}[kind]
+    item = {"id": qid, "question": "q", "layer": 1 if kind == "text" else 2, "track": track,
+            "expected_text": about[0] if kind == "text" else None}
+    if kind is not None:
+        item |= {"kind": kind, "polarity": polarity, "about": about}
+    return item | fields
+
+
+def test_judge_answers_what_the_drawing_shows_and_unknown_tasks_fail(offline: OfflineVLM, figure: bytes) -> None:
     checklist = [
-        {"id": "L1-01", "question": "q", "layer": 1, "track": "text", "expected_text": "RNA extraction"},
-        {"id": "L2-entity-01", "question": "q", "layer": 2, "track": "entity", "expected_text": None},
+        _item("text", "text", ["RNA extraction"]),
+        _item("entity", "entity", ["RNA extraction"]),
+        _item("once", "entity", ["RNA extraction"], "negative"),
+        _item("arrow", "relation", ["Sample collection", "RNA extraction"]),
+        _item("not reversed", "relation", ["RNA extraction", "Sample collection"], "negative"),
+        _item("reversed", "relation", ["Sequencing", "RNA extraction"]),
+        _item("skipping", "relation", ["Sample collection", "Sequencing"]),
+        _item("law", "law", ["Read counts are proportional to transcript abundance."]),
+        _item("unstructured", None, ["RNA extraction"]),  # a checklist without kinds: only text is judged
     ]
     context = {"checklist": checklist, "prompt": "p"}
     answers, unknown = offline.generate(
@@ -155,7 +205,17 @@ def test_judge_delegates_to_ocr_and_unknown_tasks_fail(offline: OfflineVLM, figu
         ]
     )
     verdicts = {a["id"]: a["verdict"] for a in answers.output["answers"]}
-    assert verdicts == {"L1-01": "yes", "L2-entity-01": None}
+    assert verdicts == {
+        "text": "yes",
+        "entity": "yes",
+        "once": "yes",
+        "arrow": "yes",
+        "not reversed": "yes",
+        "reversed": "no",
+        "skipping": "no",
+        "law": None,  # not written in the image
+        "unstructured": None,
+    }
     assert not unknown.ok and "no rule for task 'caption'" in unknown.failure
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import json
 import random
 from collections.abc import Sequence
 from pathlib import Path
@@ -17,6 +18,7 @@ from PIL import Image
 from sciir.backends.base import VisionLanguageModel, VLMRequest, VLMResult
 from sciir.backends.cache import CachedVLM, ResponseCache
 from sciir.backends.offline import OfflineVLM
+from sciir.laws import compact
 from sciir.pipelines.annotate import create_pipeline
 from sciir.pipelines.annotate.nodes import ANNOTATION_COLUMNS, CHECKLIST_COLUMNS, annotate
 from sciir.sample.content import LAW_TOPICS, PROCESS_TOPICS, edge_sentences
@@ -113,8 +115,27 @@ def test_checklists_follow_the_labels(first_run: dict, sample: dict) -> None:
     assert text["expected_text"].tolist() == sample["process_truth"].required_text
     arrows = process[process["track"] == "process"]["question"]
     assert 'Is there an arrow from "Pyruvate" to "Fermentation"?' in arrows.tolist()
-    assert set(process["track"]) == {"text", "process"}  # no entity label, no law term read
+    assert set(process["track"]) == {"text", "process", "law"}  # labelled process and law, not entity
+    # The law is stated by the caption only (not written in the panel): one positive, one negative question.
+    law = process[process["track"] == "law"]
+    assert law["about"].tolist() == [f'["{PROCESS.facts["law"]}"]'] * 2
+    assert law["polarity"].tolist() == ["positive", "negative"] and set(law["kind"]) == {"law"}
+    relations = process[process["kind"] == "relation"]
+    assert set(relations["polarity"]) == {"positive", "negative"} and len(relations) == 2 * len(
+        sample["process_truth"].relations
+    )
     assert set(checklists["sample_id"]) <= {"process-p0", "law-p0"}
+
+
+def test_a_plot_that_writes_its_law_gets_law_questions_about_the_written_equation(first_run: dict) -> None:
+    checklists = first_run["checklists"]
+    law = checklists[(checklists["sample_id"] == "law-p0") & (checklists["track"] == "law")]
+    assert law["kind"].tolist() == ["law", "law"] and law["polarity"].tolist() == ["positive", "negative"]
+    # About the equation as read (Tesseract may drop the spaces of "V = I R").
+    abouts = [json.loads(about) for about in law["about"]]
+    assert [[compact(statement) for statement in about] for about in abouts] == [["v=ir"], ["v=ir"]]
+    annotations = first_run["annotations"].set_index("sample_id")
+    assert json.loads(annotations.loc["law-p0", "laws"]) == abouts[0]
 
 
 def test_text_without_track_vocabulary_is_low_reasoning(first_run: dict) -> None:

@@ -94,6 +94,9 @@ def inputs(tmp_path: Path) -> dict:
             "question_id": ["t1", "e1", "p1", "t1", "e1"],
             "layer": [1, 2, 2, 1, 2],
             "track": ["text", "entity", "process", "text", "entity"],
+            "kind": ["text", "entity", "relation", "text", "entity"],
+            "polarity": ["positive"] * 5,
+            "about": ['["ATP"]', '["Enzyme"]', '["ADP", "ATP"]', '["Grid"]', '["Grid"]'],
             "question": [
                 'Is the text "ATP" rendered with exactly this spelling?',
                 'Is "Enzyme" drawn as a distinct, identifiable component?',
@@ -239,14 +242,14 @@ def test_metrics_report_and_plots(outputs):
 
 
 def test_judge_validated_on_the_images_whose_content_is_known(outputs):
-    table = outputs["judge_validation"].set_index("question_type")
+    table = outputs["judge_validation"].query("polarity == 'all'").set_index("question_kind")
     assert set(table.judge) == {"ScriptedJudge"}
     # entity e1: holds on good/s1 (yes), dropped on bad/s1 (no: detected); good/s2 e1 unjudged (outage).
     entity = table.loc["entity"]
     assert (entity.n_questions, entity.n_faulty, entity.n_detected, entity.n_unjudged) == (3, 1, 1, 1)
     assert entity.detection_rate == 1.0 and entity.false_alarm_rate == 0.0
     # process p1: holds on good/s1, reversed on bad/s1 (detected).
-    assert table.loc["process", "detection_rate"] == 1.0 and table.loc["process", "n_correct"] == 1
+    assert table.loc["relation", "detection_rate"] == 1.0 and table.loc["relation", "n_correct"] == 1
     assert outputs["evaluate_metrics"]["judge_validation.all.detection_rate"] == 1.0
 
 

@@ -2,14 +2,19 @@
 
 It reads the image with OCR and the request's texts with fixed rules, and states nothing else:
 
-- ``judge``: the OCR judge (exact-spelling checks judged, every other question abstained on).
+- ``judge``: what the pixels show (``sciir.backends.visual_judge``): exact spelling by OCR, entities
+  as labels read inside drawn shapes, relations as arrows between them, laws where they are written;
+  everything else abstained on.
 - ``track_scores``: track vocabulary found in the caption, the text read in the image and the
   methods text (mapping to 1-10 in ``score_from_cues``); it scores only what text supports.
 - ``reasoning``: required text = label-like lines read in the image; terms = those labels plus
   caption words that are also visible; relations = pairs of visible labels that the caption or
-  methods text states as "A leads to B", "A -> B" or "from A to B"; Sci-RCoT narrated from these.
+  methods text states as "A leads to B", "A -> B" or "from A to B"; laws = the labels that write a
+  law or equation, else the caption's sentences that state one; Sci-RCoT narrated from these.
 - ``abstract_prompt``: the style of the Sci-RCoT plus the quoted terms, nothing about layout.
-- ``checklist``: layer 1 per required text; layer 2 per active track from terms and relations.
+- ``checklist``: layer 1 per required text; layer 2 per active track from terms, relations and laws,
+  each fact with a positive question and a negative one (duplicated entity, reversed flow,
+  contradicted law), each with its kind, polarity and what it is about.
 - ``aibench_qa``: component existence (level 1) from OCR; every other level abstained on.
 - ``aesthetics``: abstained on for every criterion: rules over OCR cannot judge visual design.
 """
@@ -26,10 +31,11 @@ import pytesseract
 from pydantic import BaseModel
 
 from sciir.backends.base import VisionLanguageModel, VLMRequest, VLMResult
-from sciir.backends.ocr import OcrReading, OcrVLM, answer_aibench_by_ocr, decode_png, judge_by_ocr
+from sciir.backends.ocr import OcrReading, OcrVLM, answer_aibench_by_ocr, decode_png
+from sciir.backends.visual_judge import judge_by_sight
 
 # Bump when a rule below changes, so cached answers of the old rules are not reused.
-RULES_VERSION = "offline-rules-v1"
+RULES_VERSION = "offline-rules-v2"
 
 # Words that signal each reasoning track, matched case-insensitively at a word start (so "molecules"
 # and "proportionality" count). Deliberately narrow: a word that belongs to two tracks would blur both.
@@ -84,6 +90,7 @@ class _ChecklistContext(BaseModel):
     terms: list[str]
     required_text: list[str]
     relations: list[tuple[str, str]]
+    laws: list[str]
     tracks: list[str]
 
 
@@ -276,6 +283,13 @@ def _names_a_law(term: str) -> bool:
     return "=" in term or any(pattern.search(term) for pattern in _LAW_VOCABULARY)
 
 
+def stated_laws(caption: str, labels: Sequence[str]) -> list[str]:
+    """The laws a figure states: its labels that write a law or an equation (the image first), else the
+    caption's sentences with law vocabulary."""
+    written = [label for label in labels if _names_a_law(label)]
+    return written or sentences_with_cues(caption, _LAW_VOCABULARY)
+
+
 class _ChecklistBuilder:
     """Collects questions and numbers them per layer and track: L1-01, L2-process-01, ..."""
 
@@ -283,7 +297,16 @@ class _ChecklistBuilder:
         self.questions: list[dict[str, Any]] = []
         self._counts: dict[str, int] = {}
 
-    def add(self, track: str, question: str, expected: str | None = None, parents: Sequence[str] = ()) -> str:
+    def add(
+        self,
+        track: str,
+        kind: str,
+        about: Sequence[str],
+        question: str,
+        *,
+        negative: bool = False,
+        parents: Sequence[str] = (),
+    ) -> str:
         prefix = "L1" if track == "text" else f"L2-{track}"
         self._counts[prefix] = self._counts.get(prefix, 0) + 1
         qid = f"{prefix}-{self._counts[prefix]:02d}"
@@ -292,44 +315,82 @@ class _ChecklistBuilder:
                 "id": qid,
                 "layer": 1 if track == "text" else 2,
                 "track": track,
+                "kind": kind,
+                "polarity": "negative" if negative else "positive",
+                "about": list(about),
                 "question": question,
-                "expected_text": expected,
+                "expected_text": about[0] if kind == "text" else None,
                 "parent_ids": list(parents),
             }
         )
         return qid
 
 
+def _entity_questions(checklist: _ChecklistBuilder, terms: Sequence[str]) -> dict[str, str]:
+    """Per entity term: drawn as a component (positive), drawn once (negative, incoherent structure)."""
+    ids: dict[str, str] = {}
+    for term in terms:
+        ids[term] = checklist.add(
+            "entity", "entity", [term], f'Is "{term}" drawn as a distinct, identifiable component?'
+        )
+        checklist.add(
+            "entity",
+            "entity",
+            [term],
+            f'Is "{term}" drawn as one component only, not duplicated?',
+            negative=True,
+            parents=[ids[term]],
+        )
+    return ids
+
+
+def _process_questions(
+    checklist: _ChecklistBuilder, relations: Sequence[tuple[str, str]], entity_ids: dict[str, str]
+) -> None:
+    """Per relation [A, B]: an arrow from A to B (positive), none from B to A (negative, reversed flow)."""
+    for a, b in relations:
+        parents = [entity_ids[end] for end in (a, b) if end in entity_ids]
+        checklist.add(
+            "process", "relation", [a, b], f'Is there an arrow from "{a}" to "{b}"?', parents=parents
+        )
+        checklist.add(
+            "process",
+            "relation",
+            [b, a],
+            f'Is there no arrow from "{b}" to "{a}" (the flow is not reversed)?',
+            negative=True,
+            parents=parents,
+        )
+
+
+def _law_questions(checklist: _ChecklistBuilder, laws: Sequence[str]) -> None:
+    """Per law: stated or obeyed (positive), nothing contradicting it (negative, impossible law)."""
+    for law in laws:
+        first = checklist.add("law", "law", [law], f'Does the figure state or obey the law "{law}"?')
+        checklist.add(
+            "law",
+            "law",
+            [law],
+            f'Is nothing in the figure contradicting "{law}" (no conflicting equation or impossible depiction)?',
+            negative=True,
+            parents=[first],
+        )
+
+
 def checklist_questions(context: _ChecklistContext) -> list[dict[str, Any]]:
-    """Layer 1 per required text; layer 2 per active track: entity per term, process per relation
-    (with its reversed-flow negative), law per term that names a law or equation."""
+    """Layer 1 per required text; layer 2 per active track, each fact with a positive and a negative
+    question: entity per term that names no law, process per relation, law per law statement."""
     checklist = _ChecklistBuilder()
     for text in context.required_text:
-        checklist.add("text", f'Is the text "{text}" rendered with exactly this spelling?', expected=text)
+        checklist.add("text", "text", [text], f'Is the text "{text}" rendered with exactly this spelling?')
     tracks = set(context.tracks)
     entity_ids: dict[str, str] = {}
     if "entity" in tracks:
-        for term in context.terms:
-            entity_ids[term] = checklist.add(
-                "entity", f'Is "{term}" drawn as a distinct, identifiable component?'
-            )
+        entity_ids = _entity_questions(checklist, [term for term in context.terms if not _names_a_law(term)])
     if "process" in tracks:
-        for a, b in context.relations:
-            parents = [entity_ids[end] for end in (a, b) if end in entity_ids]
-            checklist.add("process", f'Is there an arrow from "{a}" to "{b}"?', parents=parents)
-            checklist.add(
-                "process",
-                f'Is there no arrow from "{b}" to "{a}" (the flow is not reversed)?',
-                parents=parents,
-            )
+        _process_questions(checklist, context.relations, entity_ids)
     if "law" in tracks:
-        for term in filter(_names_a_law, context.terms):
-            parents = [entity_ids[term]] if term in entity_ids else []
-            checklist.add(
-                "law",
-                f'Does the figure obey "{term}", with nothing drawn that contradicts it?',
-                parents=parents,
-            )
+        _law_questions(checklist, context.laws)
     return checklist.questions
 
 
@@ -363,7 +424,7 @@ class OfflineVLM(VisionLanguageModel):
         self.min_confidence = float(config.get("min_confidence", 60))
         self._ocr = OcrVLM(lang=config.get("lang", "eng"))
         self._handlers: dict[str, Callable[[VLMRequest], VLMResult]] = {
-            "judge": lambda request: judge_by_ocr(request, self._ocr.read),
+            "judge": lambda request: judge_by_sight(request, self._ocr.read),
             "track_scores": self._track_scores,
             "reasoning": self._reasoning,
             "abstract_prompt": self._abstract_prompt,
@@ -417,14 +478,15 @@ class OfflineVLM(VisionLanguageModel):
         labels = plausible_labels(reading, self.min_confidence)
         terms = labels + visible_caption_terms(context.caption, reading, labels, self.min_confidence)
         relations = stated_relations(f"{context.caption}\n{context.methods_text}", labels)
-        law = sentences_with_cues(context.caption, _LAW_VOCABULARY)
+        laws = stated_laws(context.caption, labels)
         style = f"{figure_kind(context.caption, labels)} on a {background_name(image)} background"
         return VLMResult(
             output={
                 "terms": terms,
                 "required_text": labels,
                 "relations": [list(pair) for pair in relations],
-                "sci_rcot": narrate_rcot(style, labels, terms, relations, law),
+                "laws": laws,
+                "sci_rcot": narrate_rcot(style, labels, terms, relations, laws),
             }
         )
 

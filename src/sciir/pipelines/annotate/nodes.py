@@ -50,12 +50,24 @@ ANNOTATION_COLUMNS = (
     "terms",
     "required_text",
     "relations",
+    "laws",
     "sci_rcot",
     "abstract_prompt",
     "status",
     "reason",
 )
-CHECKLIST_COLUMNS = ("sample_id", "question_id", "layer", "track", "question", "expected_text", "parent_ids")
+CHECKLIST_COLUMNS = (
+    "sample_id",
+    "question_id",
+    "layer",
+    "track",
+    "kind",
+    "polarity",
+    "about",
+    "question",
+    "expected_text",
+    "parent_ids",
+)
 
 
 class AnnotateParams(BaseModel):
@@ -116,6 +128,7 @@ def _checklist_context(work: SampleWork, tau: int) -> dict[str, Any]:
         "terms": reasoning.terms,
         "required_text": reasoning.required_text,
         "relations": reasoning.relations,
+        "laws": reasoning.laws,
         "tracks": work.tracks(tau),
     }
 
@@ -216,6 +229,7 @@ def annotation_row(work: SampleWork, tau: int) -> dict[str, Any]:
     row["terms"] = _json(reasoning.terms) if reasoning else None
     row["required_text"] = _json(reasoning.required_text) if reasoning else None
     row["relations"] = _json(reasoning.relations) if reasoning else None
+    row["laws"] = _json(reasoning.laws) if reasoning else None
     row["sci_rcot"] = reasoning.sci_rcot if reasoning else None
     row["abstract_prompt"] = work.abstract_prompt.prompt if work.abstract_prompt else None
     row["status"] = "failed" if work.failures else "ok"
@@ -237,6 +251,9 @@ def checklist_rows(work: SampleWork) -> list[dict[str, Any]]:
             "question_id": q.id,
             "layer": q.layer,
             "track": q.track,
+            "kind": q.kind,
+            "polarity": q.polarity,
+            "about": _json(q.about),
             "question": q.question,
             "expected_text": q.expected_text,
             "parent_ids": _json(q.parent_ids),
