@@ -70,7 +70,6 @@ from sciir.scoring import (
     score_samples,
     score_table,
 )
-from sciir.selection import BENCHMARK_COLUMNS
 from sciir.summary import leaderboard_text
 from sciir.tracking import NestedRun, log_nested_runs
 
@@ -207,6 +206,7 @@ CHECKLIST_INPUT_COLUMNS = (
     "expected_text",
     "parent_ids",
 )
+BENCHMARK_INPUT_COLUMNS = ("sample_id", "group", "setting", "tracks", "prompt", "plan")
 MANIFEST_INPUT_COLUMNS = ("model", "sample_id", "backend", "role", "seed", "status", "reason", "meta")
 
 
@@ -217,7 +217,7 @@ def checklists_or_empty(checklists: pd.DataFrame | MissingInput) -> pd.DataFrame
 
 def benchmark_or_empty(benchmark: pd.DataFrame | MissingInput) -> pd.DataFrame:
     """The benchmark, or none (samples of a verdicts file then have no group or setting)."""
-    return frame_or_empty(benchmark, BENCHMARK_COLUMNS)
+    return frame_or_empty(benchmark, BENCHMARK_INPUT_COLUMNS)
 
 
 def manifest_or_empty(generation_manifest: pd.DataFrame | MissingInput) -> pd.DataFrame:
