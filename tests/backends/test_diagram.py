@@ -138,6 +138,19 @@ def test_an_entity_drawn_twice_fails_the_negative_and_its_relations_are_abstaine
     assert verdicts == {"drawn": "yes", "once": "no", "tank once": "yes", "arrow": None}
 
 
+def test_a_short_label_one_glyph_off_is_abstained_on_not_denied() -> None:
+    png = _draw(["R1", "Vin"], [(1, 0)])
+    verdicts = _answers(
+        png,
+        {
+            "misread": ("entity", "positive", ["Rl"]),  # an annotator's OCR read "R1" as "Rl"
+            "absent": ("entity", "positive", ["Capacitor"]),
+            "arrow": ("relation", "positive", ["Vin", "R1"]),
+        },
+    )
+    assert verdicts == {"misread": None, "absent": "no", "arrow": "yes"}
+
+
 def test_outlined_boxes_are_shapes_too() -> None:
     png = _draw(STEPS, [(0, 1), (2, 1)], outlined=True)
     verdicts = _answers(

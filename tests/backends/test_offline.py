@@ -100,6 +100,8 @@ def test_laws_written_in_the_image_come_before_the_caption() -> None:
     assert stated_laws(caption, ["Ohmic resistor", "Voltage (V)", "V = I R"]) == ["V = I R"]
     assert stated_laws(caption, ["Ohmic resistor"]) == [caption]
     assert stated_laws("A workflow in three steps.", ["Pump"]) == []
+    panels = "Ohmic resistor and Pump. (a) Workflow of a pump. (b) Ohm's law holds for the resistor."
+    assert stated_laws(panels, ["Pump"]) == ["Ohm's law holds for the resistor."]
 
 
 def test_relations_need_both_ends_visible_and_keep_direction() -> None:

@@ -192,6 +192,11 @@ def test_embedded_sample_is_written_once_and_decided_as_its_manifest_says(tmp_pa
     first_write = manifest_path.stat().st_mtime_ns
     prepare_source(params)
     assert manifest_path.stat().st_mtime_ns == first_write  # same seed: not regenerated
+    # A sample drawn by an older version of the generator (same seed) is drawn again.
+    stale = json.loads(manifest_path.read_text(encoding="utf-8")) | {"version": 1}
+    manifest_path.write_text(json.dumps(stale), encoding="utf-8")
+    prepare_source(params)
+    assert json.loads(manifest_path.read_text(encoding="utf-8"))["version"] != 1
 
     articles, figures = ingest_articles(str(folder), params)
     manifest = json.loads(manifest_path.read_text(encoding="utf-8"))

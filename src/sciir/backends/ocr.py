@@ -394,15 +394,33 @@ class SolverItem(BaseModel):
     label: str | None = None
 
 
+def one_edit_apart(first: str, second: str) -> bool:
+    """Whether one character substituted, inserted or deleted turns ``first`` into ``second`` (or they are
+    equal): "R1" read as "Rl" is as close as two short labels get without being the same."""
+    if abs(len(first) - len(second)) > 1:
+        return False
+    shorter, longer = sorted((first, second), key=len)
+    for index, (a, b) in enumerate(zip(shorter, longer, strict=False)):
+        if a != b:
+            rest = index + 1 if len(shorter) == len(longer) else index
+            return shorter[rest:] == longer[index + 1 :]
+    return True
+
+
+def resembles(text: str, label: str) -> bool:
+    """Whether ``text`` read may be ``label`` misspelt or misread (ignoring case): similar by at least
+    ``_NEAR_MATCH``, or one character apart (a short label's one misread glyph)."""
+    a, b = text.casefold(), label.casefold()
+    return one_edit_apart(a, b) or difflib.SequenceMatcher(None, a, b).ratio() >= _NEAR_MATCH
+
+
 def near_miss(reading: OcrReading, label: str) -> str | None:
-    """The run of words read that is close to ``label`` without being it (misspelt or misread: OCR cannot
+    """A run of words read that is close to ``label`` without being it (misspelt or misread: OCR cannot
     tell which), ignoring case; None when nothing read is that close."""
-    text = reading.normalised_text
-    if not text:
-        return None
-    closest = closest_span(text, normalise_whitespace(label))
-    similarity = difflib.SequenceMatcher(None, closest.casefold(), label.casefold()).ratio()
-    return closest if similarity >= _NEAR_MATCH else None
+    words = reading.normalised_text.split()
+    size = max(1, len(label.split()))
+    spans = [" ".join(words[i : i + size]) for i in range(len(words) - size + 1)] or [" ".join(words)]
+    return next((span for span in spans if span and resembles(span, label)), None)
 
 
 def _solver_answer(item: SolverItem, answer: str | None, evidence: str) -> dict[str, Any]:

@@ -61,6 +61,8 @@ _STOPWORDS = frozenset(
 )
 _RELATION_ARROWS = r"(?:->|→|⟶|=>)"
 METHODS_SOURCE = "methods text"
+# "(b) " before the sentence describing panel b of a multi-panel caption.
+_PANEL_LETTER = re.compile(r"^\([a-z]\)\s+")
 
 
 def _word_start(word: str) -> re.Pattern[str]:
@@ -287,7 +289,7 @@ def stated_laws(caption: str, labels: Sequence[str]) -> list[str]:
     """The laws a figure states: its labels that write a law or an equation (the image first), else the
     caption's sentences with law vocabulary."""
     written = [label for label in labels if _names_a_law(label)]
-    return written or sentences_with_cues(caption, _LAW_VOCABULARY)
+    return written or [_PANEL_LETTER.sub("", s) for s in sentences_with_cues(caption, _LAW_VOCABULARY)]
 
 
 class _ChecklistBuilder:

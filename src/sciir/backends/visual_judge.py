@@ -25,7 +25,15 @@ from typing import Any
 
 from sciir.backends.base import VLMRequest, VLMResult
 from sciir.backends.diagram import Diagram, Shape, read_diagram
-from sciir.backends.ocr import JudgeItem, OcrReading, abstention, judge_checklist, judge_item, near_miss
+from sciir.backends.ocr import (
+    JudgeItem,
+    OcrReading,
+    abstention,
+    judge_checklist,
+    judge_item,
+    near_miss,
+    resembles,
+)
 from sciir.laws import contradicting, states
 
 Answer = dict[str, Any]
@@ -67,6 +75,9 @@ def answer_entity(item: JudgeItem, reading: OcrReading, diagram: Diagram) -> Ans
         return abstention(item, _unlocated(label, reading))
     if not diagram.all_shapes_read:
         return abstention(item, "the image has no drawn shapes whose text was all read")
+    close = [shape.text for shape in diagram.shapes if resembles(shape.text, label)]
+    if close:
+        return abstention(item, f'a shape holds "{close[0]}", close to "{label}" (misspelt or misread)')
     texts = ", ".join(f'"{shape.text}"' for shape in diagram.shapes)
     return _verdict(
         item, "no", f"shapes read: {texts}", f'No drawn shape holds "{label}", nor anything close.'

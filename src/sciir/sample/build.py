@@ -35,6 +35,8 @@ from sciir.sample.jats import CC_BY, CC_BY_NC, ArticleDocument, FigureEntry, Lic
 DOI_PREFIX = "10.5555/sciir.sample."
 FIGURES_PER_ARTICLE = 3
 MANIFEST_NAME = "MANIFEST.json"
+# Bump when what a seed draws changes (ingest rewrites a sample folder of another version).
+SAMPLE_VERSION = 2  # 2: law plots write their equation
 ICON_CAPTION = "Pictogram of a laboratory flask."
 
 
@@ -304,7 +306,7 @@ def write_embedded_sample(out_dir: Path, seed: int = 7) -> dict[str, Any]:
     out_dir.mkdir(parents=True, exist_ok=True)
     rng = random.Random(seed)
     plans = plan_sample(rng)
-    manifest: dict[str, Any] = {"seed": seed, "articles": [], "figures": []}
+    manifest: dict[str, Any] = {"seed": seed, "version": SAMPLE_VERSION, "articles": [], "figures": []}
     for plan in plans:
         manifest["figures"].extend(_write_article(out_dir, plan, rng))
         manifest["articles"].append({

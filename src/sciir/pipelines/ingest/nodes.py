@@ -67,18 +67,21 @@ class IngestParams(BaseModel):
         return LicencePolicy(accepted=self.licence.accepted, third_party_patterns=self.third_party_patterns)
 
 
-def _manifest_seed(folder: Path) -> int | None:
-    """Seed recorded in the sample's MANIFEST.json; None when it is missing or unreadable."""
+def _manifest_key(folder: Path) -> tuple[Any, Any] | None:
+    """Seed and generator version recorded in the sample's MANIFEST.json; None when it is unreadable."""
     try:
-        return json.loads((folder / "MANIFEST.json").read_text(encoding="utf-8")).get("seed")
+        manifest = json.loads((folder / "MANIFEST.json").read_text(encoding="utf-8"))
+        return manifest.get("seed"), manifest.get("version")
     except (OSError, ValueError, AttributeError):
         return None
 
 
 def _prepare_embedded(source: SourceParams) -> Path:
-    """Generate the embedded sample unless a sample with the same seed is already there."""
+    """Generate the embedded sample unless one with the same seed, by this version of the generator, is there."""
+    from sciir.sample.build import SAMPLE_VERSION
+
     folder = Path(source.path)
-    if _manifest_seed(folder) != source.seed:
+    if _manifest_key(folder) != (source.seed, SAMPLE_VERSION):
         from sciir.sample import write_embedded_sample
 
         logger.info("Writing the embedded sample (seed %d) to %s", source.seed, folder)
