@@ -1,10 +1,12 @@
-"""`kedro run` end to end on the embedded sample, in a temporary copy of the project."""
+"""`kedro run` end to end on the embedded sample, in the session's fresh clone (tests/e2e/conftest.py).
+
+DVC (`dvc repro`, `status`, `metrics show`, `push`) is run as the README shows it, by
+tests/e2e/test_documented_commands.py."""
 
 from __future__ import annotations
 
 import json
 import os
-import shutil
 import sqlite3
 import subprocess
 import sys
@@ -38,23 +40,6 @@ def _tool(project: Path, tool: str, *args: str) -> subprocess.CompletedProcess:
 
 def _kedro(project: Path, *args: str) -> subprocess.CompletedProcess:
     return _tool(project, "kedro", *args)
-
-
-@pytest.fixture(scope="module")
-def project(tmp_path_factory) -> Path:
-    root = tmp_path_factory.mktemp("sciir")
-    for item in ("conf", "src", "pyproject.toml", "dvc.yaml", ".dvc/config", ".dvcignore", ".gitignore"):
-        source = REPO / item
-        if source.is_dir():
-            shutil.copytree(source, root / item, ignore=shutil.ignore_patterns("__pycache__", "local"))
-        else:
-            (root / item).parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy(source, root / item)
-    (root / "conf" / "local").mkdir()
-    git = ["git", "-c", "user.name=e2e", "-c", "user.email=e2e@example.invalid"]
-    for args in (["init", "-q"], ["add", "-A"], ["commit", "-qm", "snapshot"]):
-        subprocess.run([*git, *args], cwd=root, check=True, capture_output=True)
-    return root
 
 
 @pytest.fixture(scope="module")
@@ -147,13 +132,3 @@ def test_evaluate_alone_imports_no_model_library(first_run, project):
     result = subprocess.run([sys.executable, "-c", code], cwd=project, env=env, capture_output=True, text=True)
     assert result.returncode == 0, result.stderr[-4000:]
     assert "HEAVY=\n" in result.stdout
-
-
-def test_dvc_reproduces_the_default_run_and_pushes_it(first_run, project):
-    _tool(project, "dvc", "repro")
-    assert "Data and pipelines are up to date" in _tool(project, "dvc", "status").stdout
-    board = _leaderboard(project)
-    assert board.loc["programmatic", "text"] - board.loc["programmatic_faulty", "text"] >= 0.5
-    _tool(project, "dvc", "push")
-    assert any((project / "dvcstore").rglob("*")), "nothing reached the local DVC remote"
-    assert "evaluate" in _tool(project, "dvc", "metrics", "show").stdout

@@ -1,0 +1,282 @@
+"""Every command README.md and docs/*.md show is run, exactly as written, as a newcomer's shell runs it.
+
+The commands are the lines of the documents' fenced ``bash`` blocks (``# comments`` stripped), run in
+order (README.md first, then docs/*.md by name) in one bash session in the session's fresh clone
+(tests/e2e/conftest.py). The shell starts as a newcomer's does: no virtual environment on PATH, no
+PYTHONPATH, no MLflow override; only what the README says to do (``make run``, then
+``source .venv/bin/activate``) puts the tools on PATH. Commands that cannot run here are listed in
+``EXEMPT`` with the reason; servers (``SERVERS``) are started, polled until they answer and stopped;
+example files the documents name are written by ``doc_fixtures.py`` right before the first command
+that names them. A documented command with neither a run nor an exemption fails the test, and so
+does a command written in running text (an inline code span) that no block runs and no entry exempts.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import re
+import shlex
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.e2e
+
+REPO = Path(__file__).resolve().parents[2]
+DOCUMENTS = ["README.md", *sorted(str(p.relative_to(REPO)) for p in (REPO / "docs").glob("*.md"))]
+FIXTURE_SCRIPT = Path(__file__).with_name("doc_fixtures.py")
+
+
+def _fixture_names() -> list[str]:
+    """The example files doc_fixtures.py writes (its ``FIXTURES``)."""
+    spec = importlib.util.spec_from_file_location("doc_fixtures", FIXTURE_SCRIPT)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return list(module.FIXTURES)
+
+
+FIXTURES = _fixture_names()
+
+# Documented commands (block lines or inline spans) that a test cannot run, and why.
+EXEMPT = {
+    "make test": "this is that run: `make test` is the command that runs this test suite",
+    ".venv/bin/python benchmarks/bench_default_run.py": (
+        "a measurement (a cold and a warm `kedro run` in its own copy, about 3 minutes); the same runs "
+        "are made by tests/e2e/test_default_run.py"
+    ),
+    ".venv/bin/python benchmarks/bench_judge_client.py": (
+        "a throughput measurement that saturates the machine for about a minute (concurrency up to 256); "
+        "its client and server are tested in tests/reliability and tests/backends"
+    ),
+    "brew install graphviz tesseract": "macOS only; this machine has both programs (`make` checks them)",
+    "dnf install graphviz tesseract": "Fedora only; this machine has both programs (`make` checks them)",
+    "vllm serve Qwen/Qwen3-VL-8B-Instruct --port 8000": "needs the model's weights and a GPU",
+    "--params aibench.baseline_metrics.clip.model_path=/models/clip-vit-base-patch32": (
+        "needs CLIP weights; CLIPScore is tested on a tiny local CLIP in tests/test_baseline_metrics.py"
+    ),
+    "--params aibench.baseline_metrics.vqascore.backend=openai,aibench.baseline_metrics.vqascore.config"
+    ".base_url=http://localhost:8000/v1,aibench.baseline_metrics.vqascore.config.model=Qwen/Qwen3-VL-8B-"
+    "Instruct": "needs a served model with log-probabilities; tested against the loopback server in tests/",
+    "dvc exp run --queue": "queues experiments for a worker; `dvc repro` runs the same stages below",
+}
+# Servers: started in the background, polled at their URL until they answer, then stopped.
+SERVERS = {".venv/bin/mlflow ui --backend-store-uri sqlite:///mlruns/mlflow.db": "http://127.0.0.1:5000"}
+COMMAND_WORDS = re.compile(
+    r"^(kedro|dvc|make|mlflow|vllm|source|pip|python3?|brew|dnf|apt-get|\.venv/bin/\S+)\s|^--params\s"
+)
+FENCE = re.compile(r"^(\s*)```(\w*)\s*$")
+SESSION_TIMEOUT_S = 1800
+
+
+@dataclass(frozen=True)
+class Command:
+    document: str
+    line: int
+    text: str
+
+    @property
+    def label(self) -> str:
+        return f"{self.document}:{self.line}: {self.text}"
+
+
+def _strip_comment(line: str) -> str:
+    """The line without a trailing ``# comment`` (a ``#`` inside quotes or a word is kept)."""
+    return re.sub(r"(^|\s)#.*$", "", line).strip()
+
+
+def block_commands(document: str) -> list[Command]:
+    """The command lines of a document's fenced ``bash`` / ``sh`` blocks, comments stripped."""
+    commands, language, pending = [], None, ""
+    for number, line in enumerate((REPO / document).read_text(encoding="utf-8").splitlines(), 1):
+        fence = FENCE.match(line)
+        if fence:
+            language = None if language is not None else fence.group(2)
+            continue
+        if language not in ("bash", "sh", "shell"):
+            continue
+        text = _strip_comment(line)
+        if text.endswith("\\"):
+            pending += text[:-1] + " "
+            continue
+        if pending + text:
+            commands.append(Command(document, number, pending + text))
+        pending = ""
+    return commands
+
+
+def inline_commands(document: str) -> list[Command]:
+    """Code spans outside shell blocks that read as commands (see ``COMMAND_WORDS``)."""
+    found, language = [], None
+    for number, line in enumerate((REPO / document).read_text(encoding="utf-8").splitlines(), 1):
+        fence = FENCE.match(line)
+        if fence:
+            language = None if language is not None else fence.group(2)
+            continue
+        if language in ("bash", "sh", "shell"):
+            continue
+        for span in re.findall(r"`([^`\n]+)`", line):
+            if COMMAND_WORDS.match(span.strip()):
+                found.append(Command(document, number, span.strip()))
+    return found
+
+
+def _span_pattern(text: str) -> re.Pattern[str]:
+    """A regex for an inline command: ``<placeholder>`` matches any word."""
+    parts = re.split(r"<[^>]+>", text)
+    return re.compile(r"\S+".join(re.escape(part) for part in parts))
+
+
+def covered_by_blocks(span: str, blocks: list[Command]) -> bool:
+    """An inline command some block command runs: the same command, or each ``--params`` setting of it."""
+    texts = [command.text for command in blocks]
+    if span.startswith("--params "):
+        settings = span.removeprefix("--params ").split(",")
+        return all(any(re.search(rf"[ ,]{re.escape(s)}(,|\s|$)", t) for t in texts) for s in settings)
+    pattern = _span_pattern(span)
+    return any(pattern.search(text) for text in texts)
+
+
+ALL_BLOCKS = [command for document in DOCUMENTS for command in block_commands(document)]
+
+
+def test_the_documents_show_the_commands_this_test_knows():
+    commands = {command.text for command in ALL_BLOCKS}
+    assert {"make run", "source .venv/bin/activate", "dvc repro"} <= commands
+    spans = {command.text for document in DOCUMENTS for command in inline_commands(document)}
+    stale = sorted(set(EXEMPT) - commands - spans) + sorted(set(SERVERS) - commands)
+    assert not stale, f"exempted commands no document shows any more (remove them): {stale}"
+
+
+def test_every_command_in_running_text_is_run_by_a_block_or_exempt():
+    uncovered = [
+        command.label
+        for document in DOCUMENTS
+        for command in inline_commands(document)
+        if command.text not in EXEMPT and not covered_by_blocks(command.text, ALL_BLOCKS)
+    ]
+    assert not uncovered, (
+        "commands shown in running text that no shell block runs: show them in a ```bash block "
+        f"or exempt them with a reason in EXEMPT: {uncovered}"
+    )
+
+
+# ---- the session
+
+
+def _newcomer_env() -> dict[str, str]:
+    """This environment without what a newcomer's shell lacks: no venv on PATH, no PYTHONPATH, no MLflow override.
+
+    Telemetry stays off (``KEDRO_DISABLE_TELEMETRY``, as ``make`` and dvc.yaml set it): nothing may be sent.
+    """
+    venv_bins = {str(Path(sys.executable).parent), str(REPO / ".venv" / "bin")}
+    path = [entry for entry in os.environ.get("PATH", "").split(os.pathsep) if entry not in venv_bins]
+    dropped = (
+        "VIRTUAL_ENV",
+        "PYTHONPATH",
+        "PYTHONHOME",
+        "SCIIR_MLFLOW_TRACKING_URI",
+        "SCIIR_MLFLOW_ARTIFACT_URI",
+    )
+    env = {key: value for key, value in os.environ.items() if key not in dropped}
+    return env | {"PATH": os.pathsep.join(path), "KEDRO_DISABLE_TELEMETRY": "1"}
+
+
+def _fixture_step(name: str, logs: Path, index: int) -> str:
+    """Shell lines writing fixture ``name`` (doc_fixtures.py), logged as step ``fixture-<index>``."""
+    run = f"{shlex.quote(sys.executable)} {shlex.quote(str(FIXTURE_SCRIPT))} {shlex.quote(name)}"
+    log = shlex.quote(str(logs / f"fixture-{index}"))
+    return f"{{ {run} ; }} > {log}.log 2>&1; echo $? > {log}.rc\n"
+
+
+def _server_step(command: str, url: str, log: str) -> str:
+    """Shell lines that start a documented server, poll ``url`` for up to 90 s, stop it, record the result."""
+    probe = f"{shlex.quote(sys.executable)} -c 'import sys, urllib.request; urllib.request.urlopen(sys.argv[1], timeout=2)'"
+    return (
+        f"if {probe} {url} 2>/dev/null; then echo 'port already answering: {url}' > {log}.log; echo 9 > {log}.rc; else\n"
+        f"setsid {command} > {log}.log 2>&1 &\nserver=$!\nrc=1\n"
+        f"for _ in $(seq 90); do if {probe} {url} 2>/dev/null; then rc=0; break; fi; sleep 1; done\n"
+        f'kill -- -"$server" 2>/dev/null; wait "$server" 2>/dev/null\necho $rc > {log}.rc\nfi\n'
+    )
+
+
+def session_script(commands: list[Command], logs: Path) -> str:
+    """One bash script running ``commands`` in order; each logs to ``<logs>/<i>.log`` and its status to ``<i>.rc``.
+
+    A failed command does not stop the session: each one's result is reported on its own.
+    """
+    lines, written = [], set()
+    for index, command in enumerate(commands):
+        if command.text in EXEMPT:
+            continue
+        for name in FIXTURES:
+            if name not in written and re.search(rf"(^|[ =,/]){re.escape(name)}($|[ ,/])", command.text):
+                lines.append(_fixture_step(name, logs, index))
+                written.add(name)
+        log = shlex.quote(str(logs / str(index)))
+        if command.text in SERVERS:
+            lines.append(_server_step(command.text, SERVERS[command.text], log))
+        else:
+            lines.append(f"{{ {command.text}\n}} > {log}.log 2>&1 < /dev/null; echo $? > {log}.rc\n")
+    return "".join(lines)
+
+
+@pytest.fixture(scope="module")
+def session(project: Path, tmp_path_factory) -> Path:
+    """Run every documented command once in one newcomer's shell in the project; the folder of their logs."""
+    logs = tmp_path_factory.mktemp("documented_commands")
+    script = logs / "session.sh"
+    script.write_text(session_script(ALL_BLOCKS, logs))
+    subprocess.run(
+        ["bash", "--noprofile", "--norc", str(script)],
+        cwd=project,
+        env=_newcomer_env(),
+        timeout=SESSION_TIMEOUT_S,
+        check=True,
+    )
+    return logs
+
+
+def _result(logs: Path, step: str) -> str | None:
+    """None when the step succeeded, else what went wrong (its status and the end of its output)."""
+    rc_file = logs / f"{step}.rc"
+    if not rc_file.exists():
+        return "did not run"
+    rc = rc_file.read_text().strip()
+    if rc == "0":
+        return None
+    output = (logs / f"{step}.log").read_text(errors="replace") if (logs / f"{step}.log").exists() else ""
+    return f"exit status {rc}:\n{output[-3000:]}"
+
+
+@pytest.mark.parametrize("document", DOCUMENTS)
+def test_every_documented_command_runs(session, document):
+    failures = []
+    for index, command in enumerate(ALL_BLOCKS):
+        if command.document != document:
+            continue
+        if command.text in EXEMPT:
+            assert EXEMPT[command.text].strip(), command.label
+            continue
+        problem = _result(session, str(index))
+        if problem:
+            failures.append(f"{command.label}\n  {problem}")
+        fixture = _result(session, f"fixture-{index}") if (session / f"fixture-{index}.rc").exists() else None
+        if fixture:
+            failures.append(f"{command.label} (writing its example file)\n  {fixture}")
+    assert not failures, "documented commands failed:\n" + "\n".join(failures)
+
+
+def _log_of(session: Path, text: str) -> str:
+    """The output of the README's block command ``text``."""
+    index = next(i for i, command in enumerate(ALL_BLOCKS) if command.text == text)
+    return (session / f"{index}.log").read_text(errors="replace")
+
+
+def test_the_readme_dvc_commands_reproduce_check_and_push(session, project):
+    assert "Data and pipelines are up to date" in _log_of(session, "dvc status")
+    assert "evaluate" in _log_of(session, "dvc metrics show")
+    assert any(path.is_file() for path in (project / "dvcstore").rglob("*")), "nothing reached ./dvcstore"
