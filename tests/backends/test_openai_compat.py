@@ -359,6 +359,9 @@ def test_pydantic_generated_schemas_with_refs_unions_and_bounds_are_checked() ->
         "track": "text",
         "question": "Is 'ATP' written?",
         "expected_text": None,
+        "kind": "text",
+        "polarity": "positive",
+        "about": ["ATP"],
     }
     assert schema_problems({"questions": [question]}, checklist_schema) == []
     bad = {**question, "layer": True, "expected_text": 5}
