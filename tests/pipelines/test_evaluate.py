@@ -27,7 +27,7 @@ from PIL import Image
 from sciir.backends.base import VisionLanguageModel, VLMRequest, VLMResult
 from sciir.backends.cache import CachedVLM, ResponseCache
 from sciir.pipelines.evaluate import create_pipeline
-from sciir.pipelines.evaluate.nodes import judge_generations, validate_judge
+from sciir.pipelines.evaluate.nodes import judge_generations, plot_tracks, validate_judge
 from sciir.pipelines.evaluate.pipeline import sciir_evaluation_pipeline
 
 PARAMS = {"unjudged_policy": "exclude", "batch_size": 2, "thumbnail_px": 64, "bootstrap": {"n_boot": 100}}
@@ -378,3 +378,12 @@ def test_several_aggregation_rules_in_one_run_side_by_side(tmp_path):
 def test_an_aggregation_rule_listed_twice_is_refused(tmp_path):
     with pytest.raises(ValueError, match="each rule once"):
         run_pipeline(tmp_path, PARAMS | {"aggregation": ["tifa", "tifa"]})
+
+
+def test_references_are_named_so_in_the_track_plot(outputs):
+    board = outputs["leaderboard"].assign(
+        role=lambda b: b["model"].map({"bad": "reference"}).fillna("contestant")
+    )
+    figure = plot_tracks(board, PARAMS)
+    ticks = [label.get_text() for label in figure.axes[0].get_xticklabels()]
+    assert "bad (reference)" in ticks and "good" in ticks and "good (reference)" not in ticks

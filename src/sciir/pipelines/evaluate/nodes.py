@@ -62,6 +62,7 @@ from sciir.report import (
     render_report,
 )
 from sciir.scoring import (
+    CONTESTANT,
     TRACKS,
     UnjudgedPolicy,
     breakdown_table,
@@ -354,9 +355,12 @@ def list_missing_images(judge_summary: dict[str, Any]) -> pd.DataFrame:
 
 
 def plot_tracks(leaderboard: pd.DataFrame, params: dict[str, Any]) -> Any:
-    """Grouped bars of each model's score per track, with bootstrap interval whiskers."""
+    """Grouped bars of each model's score per track, with bootstrap interval whiskers; references are
+    named so in the legend."""
     rule = EvaluateParams.model_validate(params).primary_rule
-    return plot_track_pass_rates(leaderboard[leaderboard["aggregation"] == rule], TRACKS, RULE_LABELS[rule])
+    board = leaderboard[leaderboard["aggregation"] == rule]
+    names = board["model"].where(board["role"] == CONTESTANT, board["model"] + " (reference)")
+    return plot_track_pass_rates(board.assign(model=names), TRACKS, RULE_LABELS[rule])
 
 
 def plot_groups(evaluate_scores: pd.DataFrame, params: dict[str, Any]) -> Any:
