@@ -28,6 +28,7 @@ BENCHMARK = pd.DataFrame(
         "group": ["All_Three"],
         "setting": ["instruction_following"],
         "prompt": ["Draw <ATP>."],
+        "tracks": ['["entity", "process", "law"]'],  # labelled entity, but no entity question: a defect
     }
 )
 CHECKLISTS = pd.DataFrame(
@@ -156,3 +157,13 @@ def test_images_are_marked_once_decoded_by_the_page_script():
     assert doc.xpath("//img[@class='generated']")
     script = doc.xpath("//script")[0].text_content()
     assert 'querySelectorAll("img.generated")' in script and "dataset.loaded" in script
+
+
+def test_a_labelled_track_without_questions_is_shown_as_a_checklist_defect():
+    badges = [
+        badge.text_content()
+        for badge in render().xpath('//section[@id="drawn/s1"]//span[contains(@class, "badge")]')
+    ]
+    assert "entity: unjudged (no questions (checklist defect))" in badges
+    assert "final: fail (a labelled track has no questions)" in badges  # the process "no" fails it anyway
+    assert "text: pass" in badges

@@ -60,7 +60,8 @@ class ImageView:
     prompt: str
     image_uri: str | None
     image_note: str | None
-    results: list[tuple[str, str]] = field(default_factory=list)  # (track, pass / fail / unjudged)
+    # (track, pass / fail / unjudged, a note such as a checklist defect or "")
+    results: list[tuple[str, str, str]] = field(default_factory=list)
     checks: list[CheckView] = field(default_factory=list)
 
 
@@ -213,13 +214,18 @@ def _image_or_note(
         return None, f"image {image_id} could not be read for the report: {exc}"
 
 
-def _result_label(passed: Any, checklist_defect: bool = False) -> str:
-    """pass / fail / unjudged for a nullable boolean; a labelled track without questions says so."""
-    if checklist_defect:
-        return "no questions (checklist defect)" + ("" if passed is None or passed is pd.NA else ": fail")
+def _result_label(passed: Any) -> str:
+    """pass / fail / unjudged for a nullable boolean."""
     if passed is None or passed is pd.NA:
         return "unjudged"
     return "pass" if passed else "fail"
+
+
+def _defect_note(track: str, checklist_defect: bool) -> str:
+    """Why a result is what it is when the checklist lacks questions for a labelled track."""
+    if not checklist_defect:
+        return ""
+    return "a labelled track has no questions" if track == FINAL else "no questions (checklist defect)"
 
 
 def _check_view(row: Any) -> CheckView:
@@ -273,7 +279,8 @@ def image_views(
                 image_uri=uri,
                 image_note=note,
                 results=[
-                    (r.track, _result_label(r.passed, r.checklist_defect)) for r in scores.itertuples(index=False)
+                    (r.track, _result_label(r.passed), _defect_note(r.track, r.checklist_defect))
+                    for r in scores.itertuples(index=False)
                 ],
                 checks=[_check_view(row) for row in rows.itertuples(index=False)],
             )
