@@ -37,6 +37,8 @@ CHECKLISTS = pd.DataFrame(
         "question_id": ["q1", "q2", "q3"],
         "question": ['Is "ATP" spelled exactly?', "Does A point to B?", "Is the law respected?"],
         "expected_text": ["ATP", None, None],
+        "kind": ["text", "relation", "law"],
+        "polarity": ["positive", "negative", "positive"],
     }
 )
 VERDICTS = pd.DataFrame(
@@ -167,3 +169,8 @@ def test_a_labelled_track_without_questions_is_shown_as_a_checklist_defect():
     assert "entity: unjudged (no questions (checklist defect))" in badges
     assert "final: fail (a labelled track has no questions)" in badges  # the process "no" fails it anyway
     assert "text: pass" in badges
+
+
+def test_each_check_says_what_it_checks_from_its_structured_fields():
+    row = render().xpath('//section[@id="drawn/s1"]//tr[@data-question-id="q2"]/td')
+    assert [cell.text_content() for cell in row[:3]] == ["q2", "process", "relation, negative"]

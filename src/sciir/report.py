@@ -40,6 +40,7 @@ class CheckView:
 
     question_id: str
     track: str
+    constraint: str  # e.g. "relation, negative" from the question's kind and polarity, when known
     question: str
     expected_text: str | None
     verdict: str
@@ -228,12 +229,18 @@ def _defect_note(track: str, checklist_defect: bool) -> str:
     return "a labelled track has no questions" if track == FINAL else "no questions (checklist defect)"
 
 
+def _constraint(kind: Any, polarity: Any) -> str:
+    """``relation, negative``: what a question checks, from its structured fields (empty when unknown)."""
+    return ", ".join(str(value) for value in (kind, polarity) if isinstance(value, str) and value)
+
+
 def _check_view(row: Any) -> CheckView:
     """A display row of one verdict joined with its question."""
     verdict = row.verdict if row.status == "judged" else row.status
     return CheckView(
         question_id=row.question_id,
         track=row.track,
+        constraint=_constraint(getattr(row, "kind", None), getattr(row, "polarity", None)),
         question=row.question,
         expected_text=None if pd.isna(row.expected_text) else row.expected_text,
         verdict=verdict,
@@ -254,8 +261,9 @@ def image_views(
     thumbnail_px: int,
 ) -> list[ImageView]:
     """One view per (model, sample) that has verdicts, in model then sample order."""
-    checks = verdicts.merge(
-        checklists[["sample_id", "question_id", "question", "expected_text"]],
+    described = ["question", "expected_text", *(c for c in ("kind", "polarity") if c in checklists.columns)]
+    checks = verdicts.drop(columns=["kind", "polarity"], errors="ignore").merge(
+        checklists[["sample_id", "question_id", *described]],
         on=["sample_id", "question_id"],
         how="left",
     )
