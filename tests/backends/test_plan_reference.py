@@ -4,9 +4,7 @@ it can calibrate the judge, never be configured as a contestant."""
 from __future__ import annotations
 
 import io
-import re
 
-import pytesseract
 import pytest
 from kedro.io import DatasetError
 from PIL import Image
@@ -16,6 +14,7 @@ from sciir.backends.dataset import BackendSetDataset, make_backend
 from sciir.backends.plan_drawing import plan_to_dot
 from sciir.backends.plan_reference import PlanReferenceRenderer, parse_plan
 from sciir.backends.registry import build_backend
+from sciir.testing.drawings import ocr_words, visible_edges
 
 PROCESS = {
     "labels": ["Sample", "Centrifuge", "Supernatant", "Pellet"],
@@ -34,20 +33,11 @@ def draw(generator: PlanReferenceRenderer, plan: dict, **size: int) -> Generatio
     return result
 
 
-def ocr_words(result: GenerationResult) -> set[str]:
-    text = pytesseract.image_to_string(Image.open(io.BytesIO(result.image)), config="--psm 11")
-    return set(re.findall(r"[A-Za-z]+", text))
-
-
-def visible_edges(dot_source: str) -> list[str]:
-    return [line for line in dot_source.splitlines() if "->" in line and "invis" not in line]
-
-
 def test_every_plan_label_and_edge_is_drawn_readably() -> None:
     result = draw(PlanReferenceRenderer(), PROCESS)
     assert result.ok and result.meta["backend"] == "plan_reference"
     assert result.meta["drawn_labels"] == PROCESS["labels"] and result.meta["drawn_edges"] == PROCESS["edges"]
-    assert set(PROCESS["labels"]) <= ocr_words(result)
+    assert set(PROCESS["labels"]) <= ocr_words(result.image)
     assert len(visible_edges(plan_to_dot(parse_plan(request(PROCESS)), font_size=28).source)) == 3
 
 
@@ -73,7 +63,7 @@ def test_faulty_reference_plants_faults_of_known_truth_deterministically() -> No
     assert result.ok and again.image == result.image and again.meta == result.meta
     faults = {fault["kind"]: fault for fault in result.meta["planted_faults"]}
     assert sorted(faults) == ["drop_node", "misspell", "reverse_edge"]
-    assert faults["misspell"]["drawn"] in ocr_words(result)
+    assert faults["misspell"]["drawn"] in ocr_words(result.image)
     src, dst = faults["reverse_edge"]["edge"]
     assert [dst, src] in result.meta["drawn_edges"] and [src, dst] not in result.meta["drawn_edges"]
 

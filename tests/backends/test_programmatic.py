@@ -4,9 +4,7 @@ prompt states, readably; it can never read a plan; its faulty variant plants vis
 from __future__ import annotations
 
 import io
-import re
 
-import pytesseract
 import pytest
 from PIL import Image
 from pydantic import ValidationError
@@ -16,6 +14,7 @@ from sciir.backends.plan_drawing import plan_to_dot
 from sciir.backends.programmatic import ProgrammaticGenerator, prompt_plan
 from sciir.backends.registry import build_backend
 from sciir.faults import Plan
+from sciir.testing.drawings import ocr_words, visible_edges
 
 # An instruction-following (Sci-RCoT) prompt: it quotes its labels and narrates its arrows.
 PROCESS_PROMPT = (
@@ -42,16 +41,6 @@ def draw(generator: ProgrammaticGenerator, prompt: str, **size: int) -> Generati
     return result
 
 
-def ocr_words(result: GenerationResult) -> set[str]:
-    """Words Tesseract reads in the image; sparse-text mode suits boxes scattered on a canvas."""
-    text = pytesseract.image_to_string(Image.open(io.BytesIO(result.image)), config="--psm 11")
-    return set(re.findall(r"[A-Za-z]+", text))
-
-
-def visible_edges(dot_source: str) -> list[str]:
-    return [line for line in dot_source.splitlines() if "->" in line and "invis" not in line]
-
-
 @pytest.fixture(scope="module")
 def process_drawing() -> GenerationResult:
     return draw(ProgrammaticGenerator(), PROCESS_PROMPT)
@@ -62,7 +51,7 @@ def test_every_quoted_label_is_drawn_readably_on_a_white_canvas(process_drawing:
     assert process_drawing.meta["backend"] == "programmatic"
     assert process_drawing.meta["drawn_labels"] == PROCESS_LABELS
     assert process_drawing.meta["planted_faults"] == []
-    assert set(PROCESS_LABELS) <= ocr_words(process_drawing)
+    assert set(PROCESS_LABELS) <= ocr_words(process_drawing.image)
     image = Image.open(io.BytesIO(process_drawing.image))
     assert image.size == (1024, 1024) and image.mode == "RGB"
     assert image.getpixel((0, 0)) == image.getpixel((1023, 1023)) == (255, 255, 255)
@@ -82,7 +71,7 @@ def test_an_abstract_prompt_that_states_no_connection_gives_labels_without_arrow
     labels = ["Mitochondria", "Nucleus", "Ribosome", "Membrane", "Cytoplasm"]
     assert result.ok and result.meta["drawn_labels"] == labels and result.meta["drawn_edges"] == []
     assert Image.open(io.BytesIO(result.image)).size == (768, 512)
-    assert set(labels) <= ocr_words(result)
+    assert set(labels) <= ocr_words(result.image)
     assert visible_edges(plan_to_dot(prompt_plan(ABSTRACT_PROMPT), font_size=28).source) == []
 
 
@@ -136,7 +125,7 @@ def test_faulty_variant_plants_visible_faults_in_what_it_parsed_deterministicall
     faults = {fault["kind"]: fault for fault in result.meta["planted_faults"]}
     assert sorted(faults) == ["drop_node", "misspell", "reverse_edge"]
 
-    words = ocr_words(result)
+    words = ocr_words(result.image)
     misspelled = faults["misspell"]
     assert misspelled["label"] in PROCESS_LABELS
     assert misspelled["label"] not in words and misspelled["label"] not in result.meta["drawn_labels"]
