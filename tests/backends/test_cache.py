@@ -37,7 +37,7 @@ def test_second_pass_is_served_from_the_cache(tmp_path):
 
 def test_failures_are_returned_in_order_and_not_cached(tmp_path):
     inner = CountingVLM(model="m")
-    cached = CachedVLM(inner, ResponseCache(tmp_path / "c.sqlite"), chunk_size=2)
+    cached = CachedVLM(inner, ResponseCache(tmp_path / "c.sqlite"), window=2)
     requests = [VLMRequest(task="t", prompt=p) for p in ["ok1", "fail", "ok2"]]
     results = cached.generate(requests)
     assert [r.ok for r in results] == [True, False, True]
@@ -86,7 +86,7 @@ def test_concurrent_writers_share_one_file(tmp_path):
 
     def work(worker: int) -> None:
         requests = [VLMRequest(task="t", prompt=f"{worker}-{i}") for i in range(50)]
-        CachedVLM(CountingVLM(), ResponseCache(path), chunk_size=5).generate(requests)
+        CachedVLM(CountingVLM(), ResponseCache(path), window=5).generate(requests)
 
     with ThreadPoolExecutor(4) as pool:
         list(pool.map(work, range(4)))

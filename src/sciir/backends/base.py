@@ -8,21 +8,38 @@ a verdict, a score or a default answer by anything downstream.
 it exists, so a caller (the response cache) can keep it before the batch ends.
 A backend that finishes requests one by one overrides it; the default reports
 every result once ``generate`` returns.
+
+``generate_stream`` takes a lazy iterable of requests of any length and reports each result by its
+position in the stream; it returns nothing. At most ``window`` requests are taken from the iterable
+ahead of their results, so memory is bounded by the window, whatever the number of requests. The
+default hands a synchronous backend's ``generate_streaming`` one window of requests at a time; an
+asynchronous backend overrides it so that each finished request frees its slot for the next one at once
+(no waves: one slow reply holds back nobody else).
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import logging
 from abc import abstractmethod
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
+from itertools import islice
 from typing import Any, ClassVar, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+logger = logging.getLogger(__name__)
+
 
 def sha256_hex(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
+
+
+def image_sha256(image: bytes) -> str:
+    """The sha256 of an image's bytes: an image payload (``sciir.image_payload.Payload``) carries it,
+    hashed once when made, so every request of that image reuses it."""
+    return getattr(image, "sha256", None) or sha256_hex(image)
 
 
 class VLMRequest(BaseModel):
@@ -30,7 +47,7 @@ class VLMRequest(BaseModel):
 
     ``prompt`` is what a real model reads; ``context`` carries the same facts as
     structured fields (caption, checklist ...) for backends that do not read prose.
-    ``images`` are PNG-encoded bytes. ``top_logprobs`` asks, instead of a JSON object, for the first
+    ``images`` are encoded image files (PNG, JPEG or WebP; see ``sciir.image_payload``). ``top_logprobs`` asks, instead of a JSON object, for the first
     answer token's most likely alternatives with their log-probabilities (VQAScore reads P("yes")
     from them); a backend that cannot return them fails the request.
     """
@@ -61,7 +78,7 @@ class VLMRequest(BaseModel):
             "task": self.task,
             "template_version": self.template_version,
             "prompt": self.prompt,
-            "images": [sha256_hex(img) for img in self.images],
+            "images": [image_sha256(img) for img in self.images],
             "json_schema": self.json_schema,
             "context": self.context,
             "seed": self.seed,
@@ -163,6 +180,60 @@ def report_each(results: list[Result], on_result: Callable[[int, Result], None])
     return results
 
 
+Req = TypeVar("Req", VLMRequest, GenerationRequest)
+
+# Requests a synchronous backend is handed per call when streaming, unless it knows better.
+DEFAULT_STREAM_WINDOW = 16
+
+
+def stream_in_windows(
+    generate_streaming: Callable[[Sequence[Req], Callable[[int, Result], None]], list[Result]],
+    requests: Iterable[Req],
+    on_result: Callable[[int, Result], None],
+    window: int,
+) -> None:
+    """Stream ``requests`` through a batch call, ``window`` requests per call.
+
+    Each window is taken from the iterable only when the previous one has been answered, and every
+    result is reported with its position in the whole stream.
+    """
+    if window < 1:
+        raise ValueError(f"a stream's window must be at least 1, got {window}")
+    iterator, offset = iter(requests), 0
+    while chunk := list(islice(iterator, window)):
+        reported = 0
+
+        def shifted(index: int, result: Result, start: int = offset) -> None:
+            nonlocal reported
+            reported += 1
+            on_result(start + index, result)
+
+        results = generate_streaming(chunk, shifted)
+        if len(results) != len(chunk) or reported != len(chunk):
+            raise RuntimeError(
+                f"the backend returned {len(results)} results and reported {reported} for {len(chunk)} requests"
+            )
+        offset += len(chunk)
+
+
+_RENAMED_WINDOWS_WARNED: set[str] = set()
+
+
+def window_setting(section: str, window: int | None, batch_size: int | None) -> int | None:
+    """A stage's stream window from its parameters: ``window``, else the former ``batch_size`` (still read,
+    with a warning once per process, so an old configuration keeps working); None leaves it to the
+    backend."""
+    if batch_size is not None and section not in _RENAMED_WINDOWS_WARNED:
+        _RENAMED_WINDOWS_WARNED.add(section)
+        logger.warning(
+            "%s.batch_size is read as %s.window (requests taken ahead of the replies): requests stream "
+            "through a window now, never in batches; rename the key",
+            section,
+            section,
+        )
+    return window if window is not None else batch_size
+
+
 class VisionLanguageModel(Backend):
     @abstractmethod
     def generate(self, requests: Sequence[VLMRequest]) -> list[VLMResult]:
@@ -173,6 +244,24 @@ class VisionLanguageModel(Backend):
     ) -> list[VLMResult]:
         """As :meth:`generate`, and ``on_result(index, result)`` once for each request as it completes."""
         return report_each(self.generate(requests), on_result)
+
+    @property
+    def stream_window(self) -> int:
+        """The requests :meth:`generate_stream` takes ahead of their results unless told otherwise."""
+        return DEFAULT_STREAM_WINDOW
+
+    def generate_stream(
+        self,
+        requests: Iterable[VLMRequest],
+        on_result: Callable[[int, VLMResult], None],
+        window: int | None = None,
+    ) -> None:
+        """``on_result(position, result)`` once for every request of a lazy stream, as each completes.
+
+        At most ``window`` (default :attr:`stream_window`) requests are taken ahead of their results.
+        An exception raised by ``on_result`` or by the iterable stops the stream.
+        """
+        stream_in_windows(self.generate_streaming, requests, on_result, window or self.stream_window)
 
 
 GeneratorRole = Literal["contestant", "reference"]
@@ -200,3 +289,17 @@ class ImageGenerator(Backend):
     ) -> list[GenerationResult]:
         """As :meth:`generate`, and ``on_result(index, result)`` once for each request as it completes."""
         return report_each(self.generate(requests), on_result)
+
+    @property
+    def stream_window(self) -> int:
+        """The requests :meth:`generate_stream` takes ahead of their results unless told otherwise."""
+        return DEFAULT_STREAM_WINDOW
+
+    def generate_stream(
+        self,
+        requests: Iterable[GenerationRequest],
+        on_result: Callable[[int, GenerationResult], None],
+        window: int | None = None,
+    ) -> None:
+        """As :meth:`VisionLanguageModel.generate_stream`, for images."""
+        stream_in_windows(self.generate_streaming, requests, on_result, window or self.stream_window)

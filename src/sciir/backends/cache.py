@@ -2,9 +2,10 @@
 
 Keyed by a hash of the backend's identity (name, model, decoding settings) and the request's content
 (prompt template version, prompt, image hashes, seed). Each answer is written the moment the backend
-reports it (``generate_streaming``), one transaction per response, so a process killed mid-stage
-loses at most the requests in flight and a rerun pays only for what is missing. Failures are not
-cached: a rerun tries them again. Identical requests in one batch are sent once.
+reports it, one transaction per response, so a process killed mid-stage loses at most the requests in
+flight and a rerun pays only for what is missing. Failures are not cached: a rerun tries them again.
+Requests stream (``generate_stream``): a hit is answered at once without the backend, a miss goes on to
+the backend's own stream, and a request identical to one still in flight is not sent again.
 
 The wrappers' ``stats`` count cache hits, misses (requests sent to the backend) and failures, and add up
 what the sent calls consumed (``http_requests``, ``prompt_tokens``, ``completion_tokens``,
@@ -18,7 +19,8 @@ import logging
 import os
 import sqlite3
 import threading
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from itertools import count
 from pathlib import Path
 from typing import Any, Generic, TypeVar, cast
 
@@ -131,7 +133,7 @@ class _CachingWrapper(Generic[Req, Res]):
 
     inner: Any  # the wrapped backend; typed precisely by each subclass
     cache: ResponseCache
-    chunk_size: int
+    window: int | None
 
     def __init__(self, encode: Callable[[Res], bytes], decode: Callable[[bytes], Res]) -> None:
         self._encode, self._decode = encode, decode
@@ -164,48 +166,54 @@ class _CachingWrapper(Generic[Req, Res]):
                 self.stats[name] += result.usage.get(name, 0.0)
 
     def _run_cached(self, requests: Sequence[Req], on_result: Callable[[int, Res], None]) -> list[Res]:
-        """Serve what the cache has, send the rest (each distinct request once), keep each answer as it comes."""
-        keys = [request_key(self.inner, request) for request in requests]
-        stored = self.cache.get_many(list(dict.fromkeys(keys)))
+        """:meth:`_stream_cached` over a batch, its results returned in order."""
         results: list[Res | None] = [None] * len(requests)
-        waiting: dict[str, list[int]] = {}  # key -> the requests that share it, still without a result
-        for index, key in enumerate(keys):
-            if key in stored:
-                results[index] = self._decode(stored[key])
-                on_result(index, results[index])
-            else:
-                waiting.setdefault(key, []).append(index)
-        self._count("hits", len(requests) - len(waiting))  # duplicates ride on the first one's answer
-        unique = list(waiting)
-        for start in range(0, len(unique), self.chunk_size):
-            self._send(unique[start : start + self.chunk_size], waiting, requests, results, on_result)
-        return cast(list[Res], results)  # _send fills every index or raises
 
-    def _send(
-        self,
-        chunk: list[str],
-        waiting: dict[str, list[int]],
-        requests: Sequence[Req],
-        results: list[Res | None],
-        on_result: Callable[[int, Res], None],
+        def keep(index: int, result: Res) -> None:
+            results[index] = result
+            on_result(index, result)
+
+        self._stream_cached(requests, keep, self.window)
+        if any(result is None for result in results):
+            raise RuntimeError(f"{type(self.inner).__name__} left requests of the batch without a result")
+        return cast(list[Res], results)
+
+    def _stream_cached(
+        self, requests: Iterable[Req], on_result: Callable[[int, Res], None], window: int | None
     ) -> None:
-        """Send one request per key in ``chunk`` and fill in every request waiting on each answer."""
-        reported: set[int] = set()
+        """Serve what the cache has at once, stream the rest to the inner backend, keep each answer as it
+        comes. A request identical to one still in flight is not sent again: it gets that one's answer.
+
+        Only the requests in flight are remembered, so memory is bounded by the window.
+        """
+        in_flight: dict[str, list[int]] = {}  # key -> positions waiting on its answer
+        sent_keys: dict[int, str] = {}  # position in the inner stream -> key, until answered
+        positions = count()
+
+        def misses() -> Iterator[Req]:
+            for index, request in enumerate(requests):
+                key = request_key(self.inner, request)
+                if key in in_flight:  # a duplicate rides on the first one's answer
+                    in_flight[key].append(index)
+                    self._count("hits")
+                elif (stored := self.cache.get_many([key]).get(key)) is not None:
+                    self._count("hits")
+                    on_result(index, self._decode(stored))
+                else:
+                    in_flight[key] = [index]
+                    sent_keys[next(positions)] = key
+                    yield request
 
         def arrived(position: int, result: Res) -> None:
-            key = chunk[position]
+            key = sent_keys.pop(position)
             self._record_sent(key, result)
-            reported.add(position)
-            for index in waiting[key]:
-                results[index] = result
+            for index in in_flight.pop(key):
                 on_result(index, result)
 
-        answers = self.inner.generate_streaming([requests[waiting[key][0]] for key in chunk], arrived)
-        if len(answers) != len(chunk) or len(reported) != len(chunk):
-            raise RuntimeError(
-                f"{type(self.inner).__name__} returned {len(answers)} results and reported {len(reported)} "
-                f"for {len(chunk)} requests"
-            )
+        self.inner.generate_stream(misses(), arrived, window)
+        if sent_keys:
+            name = type(self.inner).__name__
+            raise RuntimeError(f"{name} left {len(sent_keys)} streamed requests unanswered")
 
 
 def _encode_vlm(result: VLMResult) -> bytes:
@@ -231,15 +239,19 @@ def _decode_generation(value: bytes) -> GenerationResult:
 class CachedVLM(_CachingWrapper[VLMRequest, VLMResult], VisionLanguageModel):
     """A vision-language model whose answers are served from the cache when already paid for.
 
-    ``chunk_size`` is the most requests handed to the inner backend per call. Answers are written one
-    by one as they arrive, so chunks need not be small; a chunk smaller than the backend's concurrency
-    would leave its slots idle at each chunk's end.
+    Requests stream to the inner backend (:meth:`generate_stream`), ``window`` ahead of their answers
+    at most (default: the inner backend's own window, e.g. an HTTP backend's concurrency); answers
+    are written one by one as they arrive.
     """
 
-    def __init__(self, inner: VisionLanguageModel, cache: ResponseCache, chunk_size: int = 1024) -> None:
+    def __init__(self, inner: VisionLanguageModel, cache: ResponseCache, window: int | None = None) -> None:
         VisionLanguageModel.__init__(self)
         _CachingWrapper.__init__(self, _encode_vlm, _decode_vlm)
-        self.inner, self.cache, self.chunk_size = inner, cache, chunk_size
+        self.inner, self.cache, self.window = inner, cache, window
+
+    @property
+    def stream_window(self) -> int:
+        return self.window or self.inner.stream_window
 
     def generate(self, requests: Sequence[VLMRequest]) -> list[VLMResult]:
         return self._run_cached(requests, lambda index, result: None)
@@ -249,18 +261,31 @@ class CachedVLM(_CachingWrapper[VLMRequest, VLMResult], VisionLanguageModel):
     ) -> list[VLMResult]:
         return self._run_cached(requests, on_result)
 
+    def generate_stream(
+        self,
+        requests: Iterable[VLMRequest],
+        on_result: Callable[[int, VLMResult], None],
+        window: int | None = None,
+    ) -> None:
+        """Cache hits are reported at once; misses stream to the inner backend (see :meth:`_stream_cached`)."""
+        self._stream_cached(requests, on_result, window or self.window)
+
 
 class CachedGenerator(_CachingWrapper[GenerationRequest, GenerationResult], ImageGenerator):
     """An image generator whose images are served from the cache when already made.
 
-    ``chunk_size`` is the most requests handed to the inner generator per call.
+    ``window`` is the most requests handed to the inner generator ahead of their images (default: its own).
     """
 
-    def __init__(self, inner: ImageGenerator, cache: ResponseCache, chunk_size: int = 8) -> None:
+    def __init__(self, inner: ImageGenerator, cache: ResponseCache, window: int | None = None) -> None:
         ImageGenerator.__init__(self)
         _CachingWrapper.__init__(self, _encode_generation, _decode_generation)
-        self.inner, self.cache, self.chunk_size = inner, cache, chunk_size
+        self.inner, self.cache, self.window = inner, cache, window
         self.role = inner.role  # a cached reference is still a reference
+
+    @property
+    def stream_window(self) -> int:
+        return self.window or self.inner.stream_window
 
     def generate(self, requests: Sequence[GenerationRequest]) -> list[GenerationResult]:
         return self._run_cached(requests, lambda index, result: None)
@@ -269,3 +294,11 @@ class CachedGenerator(_CachingWrapper[GenerationRequest, GenerationResult], Imag
         self, requests: Sequence[GenerationRequest], on_result: Callable[[int, GenerationResult], None]
     ) -> list[GenerationResult]:
         return self._run_cached(requests, on_result)
+
+    def generate_stream(
+        self,
+        requests: Iterable[GenerationRequest],
+        on_result: Callable[[int, GenerationResult], None],
+        window: int | None = None,
+    ) -> None:
+        self._stream_cached(requests, on_result, window or self.window)

@@ -1,6 +1,7 @@
 """Transport base for HTTP model backends: one shared async session, bounded concurrency, retries, limits.
 
-A backend hands :meth:`HTTPTransport.run_batch` its items and one coroutine per item. The transport
+A backend hands :meth:`HTTPTransport.run_batch` its items (or :meth:`HTTPTransport.run_stream` a lazy
+iterable of them) and one coroutine per item. The transport
 owns the event loop, the connection pool, the concurrency bound, the retry policy and the optional rate
 limits, so a backend is only payload building and reply parsing (the shape of lm-evaluation-harness's
 ``TemplateAPI``).
@@ -9,7 +10,7 @@ Each item holds one concurrency slot for its whole life (payload building, attem
 between them): that bounds both the requests in flight and the payloads held in memory, and makes a
 rate-limited server slow the whole batch down instead of being hammered by the other items.
 
-The HTTP client is aiohttp with one ``ClientSession`` per batch and a connection pool sized to the
+The HTTP client is aiohttp with one ``ClientSession`` per batch or stream and a connection pool sized to the
 concurrency: httpx's pool serialises connection checkout under load (encode/httpx#3215) and stalls
 near 120 requests/s at 64 concurrent requests, well under what a served judge answers.
 """
@@ -23,7 +24,7 @@ import logging
 import random
 import threading
 import time
-from collections.abc import Awaitable, Callable, Coroutine, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Coroutine, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
@@ -383,15 +384,46 @@ class HTTPTransport:
         """
         if not items:
             return []
-        return run_coroutine_sync(lambda: self._run_all(items, call, on_error, on_result))
+        results: list[R | None] = [None] * len(items)
 
-    async def _run_all(
+        def keep(index: int, result: R) -> None:
+            results[index] = result
+            if on_result is not None:
+                on_result(index, result)
+
+        self.run_stream(items, call, on_error, keep)
+        return results  # type: ignore[return-value]  # the stream reported every index
+
+    def run_stream(
         self,
-        items: Sequence[T],
+        items: Iterable[T],
         call: Callable[[HTTPSession, T], Awaitable[R]],
         on_error: Callable[[T, Exception], R],
-        on_result: Callable[[int, R], None] | None,
-    ) -> list[R]:
+        on_result: Callable[[int, R], None],
+        window: int | None = None,
+    ) -> None:
+        """``call(session, item)`` for every item of a lazy iterable, on one session, as a stream.
+
+        At most ``window`` items (default: the concurrency) are taken from ``items`` ahead of their
+        results; the next one is taken the moment one finishes, so a slow reply holds back nobody else
+        and memory is bounded by the window. Items are taken on the event loop's thread, between
+        awaits, as are the calls to ``on_result(position, result)``: the iterable and the callback never
+        run at the same time. An exception from one call becomes ``on_error(item, exception)``; one
+        raised by the iterable or by ``on_result`` cancels the calls in flight and stops the stream.
+        """
+        size = window or self.concurrency
+        if size < 1:
+            raise ValueError(f"a stream's window must be at least 1, got {size}")
+        run_coroutine_sync(lambda: self._stream(iter(items), call, on_error, on_result, size))
+
+    async def _stream(
+        self,
+        items: Iterator[T],
+        call: Callable[[HTTPSession, T], Awaitable[R]],
+        on_error: Callable[[T, Exception], R],
+        on_result: Callable[[int, R], None],
+        window: int,
+    ) -> None:
         secret = self._api_key.get_secret_value() if self._api_key else None
         headers = {"Authorization": f"Bearer {secret}"} if secret else {}
         connector = aiohttp.TCPConnector(limit=self.concurrency, limit_per_host=self.concurrency)
@@ -403,17 +435,36 @@ class HTTPTransport:
             session = HTTPSession(client, self.base_url, self.retry, self.limits, self.timeout_s, secret)
             slots = asyncio.Semaphore(self.concurrency)
 
-            async def one(index: int, item: T) -> R:
+            async def one(index: int, item: T) -> None:
                 async with slots:
                     try:
                         result = await call(session, item)
-                    except Exception as err:  # one item's failure must not sink the batch
+                    except Exception as err:  # one item's failure must not sink the stream
                         result = on_error(item, err)
-                if on_result is not None:
-                    on_result(index, result)
-                return result
+                on_result(index, result)
 
-            return list(await asyncio.gather(*(one(index, item) for index, item in enumerate(items))))
+            running: set[asyncio.Task[None]] = set()
+            try:
+                for index, item in enumerate(items):
+                    running.add(asyncio.create_task(one(index, item)))
+                    # Let the new call start (its payload is built off the loop) before taking the next.
+                    await asyncio.sleep(0)
+                    if len(running) >= window:
+                        running = await _first_finished(running)
+                while running:
+                    running = await _first_finished(running)
+            finally:
+                for task in running:
+                    task.cancel()
+                await asyncio.gather(*running, return_exceptions=True)
+
+
+async def _first_finished(running: set[asyncio.Task[None]]) -> set[asyncio.Task[None]]:
+    """Wait until at least one task finishes, re-raise what it raised; the tasks still running."""
+    done, pending = await asyncio.wait(running, return_when=asyncio.FIRST_COMPLETED)
+    for task in done:
+        task.result()
+    return pending
 
 
 class HTTPBackend(Generic[T, R]):
@@ -436,6 +487,19 @@ class HTTPBackend(Generic[T, R]):
     def generate_streaming(self, requests: Sequence[T], on_result: Callable[[int, R], None]) -> list[R]:
         """As :meth:`generate`, calling ``on_result(index, result)`` the moment each request completes."""
         return self._transport.run_batch(requests, self._call_one, self._failure, on_result)
+
+    @property
+    def stream_window(self) -> int:
+        """A stream keeps the transport's concurrency in flight."""
+        return self._transport.concurrency
+
+    def generate_stream(
+        self, requests: Iterable[T], on_result: Callable[[int, R], None], window: int | None = None
+    ) -> None:
+        """Every request of a lazy stream on one session, ``window`` (default: the concurrency) ahead of
+        the results at most; ``on_result(position, result)`` as each completes (see
+        :meth:`HTTPTransport.run_stream`)."""
+        self._transport.run_stream(requests, self._call_one, self._failure, on_result, window)
 
     async def _call_one(self, session: HTTPSession, request: T) -> R:
         raise NotImplementedError
