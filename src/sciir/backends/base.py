@@ -211,7 +211,8 @@ def stream_in_windows(
         results = generate_streaming(chunk, shifted)
         if len(results) != len(chunk) or reported != len(chunk):
             raise RuntimeError(
-                f"the backend returned {len(results)} results and reported {reported} for {len(chunk)} requests"
+                f"the backend returned {len(results)} results and reported {reported} "
+                f"for {len(chunk)} requests"
             )
         offset += len(chunk)
 

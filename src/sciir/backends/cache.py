@@ -207,8 +207,10 @@ class _CachingWrapper(Generic[Req, Res]):
         def arrived(position: int, result: Res) -> None:
             key = sent_keys.pop(position)
             self._record_sent(key, result)
-            for index in in_flight.pop(key):
-                on_result(index, result)
+            first, *riders = in_flight.pop(key)
+            on_result(first, result)
+            for index in riders:  # answered without being sent, as a cache hit is
+                on_result(index, result.model_copy(update={"cached": True}))
 
         self.inner.generate_stream(misses(), arrived, window)
         if sent_keys:
@@ -267,7 +269,7 @@ class CachedVLM(_CachingWrapper[VLMRequest, VLMResult], VisionLanguageModel):
         on_result: Callable[[int, VLMResult], None],
         window: int | None = None,
     ) -> None:
-        """Cache hits are reported at once; misses stream to the inner backend (see :meth:`_stream_cached`)."""
+        """Cache hits are reported at once; misses stream to the inner backend (:meth:`_stream_cached`)."""
         self._stream_cached(requests, on_result, window or self.window)
 
 
