@@ -20,6 +20,7 @@ from sciir.generated_images import (
     missing_image_table,
     missing_per_model,
     model_names,
+    open_image,
     unavailable_reason,
     unused_images,
 )
@@ -52,7 +53,7 @@ def test_a_folder_gives_one_loader_per_model_and_sample(tmp_path, caplog):
     with caplog.at_level(logging.WARNING):
         images = folder_images(tmp_path)
     assert sorted(images) == ["alpha/s1", "alpha/s2", "beta/s1"]
-    assert images["alpha/s2"]().size == (40, 30)
+    assert open_image(images["alpha/s2"]).size == (40, 30)  # a PNG named .JPG: the bytes tell
     # beta/s1.png sorts first and is used; the second image for the same pair is named in the log
     assert "beta/s1.webp is not used" in caplog.text
 

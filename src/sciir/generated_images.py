@@ -1,10 +1,13 @@
 """Which generated images there are: each model's image of each benchmark sample, and why one is missing.
 
 Images are keyed ``<model>/<sample_id>``: the ``generations`` dataset (``<model>/<sample_id>.png``) or a
-folder of the user's own images with the same layout (.png, .jpg, .jpeg or .webp). Every model that drew
-anything is expected to have drawn every sample; a pair without a usable image (no file, a failed
-generation, an unreadable file) gets a reason that names the model, the sample and what is wrong, and an
-image file of no expected pair is listed as unused. Nothing is dropped silently.
+folder of the user's own images with the same layout (.png, .jpg, .jpeg or .webp). Either gives lazy
+handles (``sciir.image_payload.ImageFile``): a model request carries the file's own bytes
+(:func:`image_payloads`), and pixels are decoded only by a consumer that needs them (:func:`open_image`).
+
+Every model that drew anything is expected to have drawn every sample; a pair without a usable image (no
+file, a failed generation, an unreadable file) gets a reason that names the model, the sample and what is
+wrong, and an image file of no expected pair is listed as unused. Nothing is dropped silently.
 """
 
 from __future__ import annotations
@@ -20,12 +23,17 @@ from typing import Any
 import pandas as pd
 from PIL import Image
 
+from sciir.image_payload import ImageFile, ImageLimits, Payload, image_file, payload, prepare_payloads
+
 logger = logging.getLogger(__name__)
 
-# <model>/<sample_id> -> a loader of that image file (Kedro's partitioned dataset, or ``folder_images``).
-ImageFiles = Mapping[str, Callable[[], Image.Image]]
-# The same, or the images themselves: a pipeline run in memory may pass those.
-ImageLoaders = Mapping[str, Callable[[], Image.Image] | Image.Image]
+# <model>/<sample_id> -> a loader of that image file's handle (Kedro's partitioned dataset of
+# ``sciir.image_dataset.ImageFileDataset``, or ``folder_images``), or of a decoded image.
+ImageFiles = Mapping[str, Callable[[], ImageFile | Image.Image]]
+# The same, or the handles or images themselves: a pipeline run in memory may pass those.
+ImageLoaders = Mapping[str, Callable[[], ImageFile | Image.Image] | ImageFile | Image.Image]
+# <model>/<sample_id> -> a loader of the bytes a model request carries for that image.
+PayloadLoaders = Mapping[str, Callable[[], Payload]]
 # (model, sample_id) -> that pair's generation manifest row (with ``status`` and ``reason``).
 ManifestEntries = Mapping[tuple[str, str], Any]
 
@@ -62,18 +70,12 @@ def model_of(image_id: str) -> str:
 # ---- finding the images
 
 
-def read_image_file(path: Path) -> Image.Image:
-    """The decoded image at ``path``, with the file closed again."""
-    with Image.open(path) as image:
-        image.load()
-        return image.copy()
-
-
-def folder_images(folder: Path) -> dict[str, Callable[[], Image.Image]]:
-    """``<model>/<sample_id>`` -> loader, for every image file in the model folders of ``folder``."""
+def folder_images(folder: Path) -> dict[str, Callable[[], ImageFile]]:
+    """``<model>/<sample_id>`` -> loader of its handle, for every image file in the model folders of
+    ``folder`` (nothing is read here)."""
     if not folder.is_dir():
         raise FileNotFoundError(f"images_dir {folder} is not a folder of <model>/<sample_id>.png images")
-    loaders: dict[str, Callable[[], Image.Image]] = {}
+    loaders: dict[str, Callable[[], ImageFile]] = {}
     for path in sorted(folder.glob("*/*")):
         if not path.is_file() or path.suffix.lower() not in FOLDER_IMAGE_SUFFIXES:
             continue
@@ -81,7 +83,7 @@ def folder_images(folder: Path) -> dict[str, Callable[[], Image.Image]]:
         if key in loaders:
             logger.warning("images_dir holds two images for %s: %s is not used", key, path)
             continue
-        loaders[key] = partial(read_image_file, path)
+        loaders[key] = partial(ImageFile.at, path)
     return loaders
 
 
@@ -108,12 +110,53 @@ def manifest_entries(generation_manifest: pd.DataFrame) -> dict[tuple[str, str],
 # ---- which expected images are usable
 
 
-def open_image(entry: Callable[[], Image.Image] | Image.Image) -> Image.Image:
+def open_image(entry: Callable[[], ImageFile | Image.Image] | ImageFile | Image.Image) -> Image.Image:
     """The image an entry of an image mapping gives, fully decoded; OSError or ValueError when the
     file cannot be read."""
     image = entry() if callable(entry) else entry
+    if isinstance(image, ImageFile):
+        return image.image()
     image.load()
     return image
+
+
+def _payload_of(
+    entry: Callable[[], ImageFile | Image.Image] | ImageFile | Image.Image, limits: ImageLimits
+) -> Payload:
+    return payload(image_file(entry), limits)
+
+
+def image_payloads(
+    images: ImageLoaders, image_ids: Iterable[str], limits: ImageLimits
+) -> dict[str, Callable[[], Payload]]:
+    """Image id -> loader of the bytes a request carries for it under a backend's ``limits`` (the file's
+    own bytes when they fit; ``sciir.image_payload.payload``), for ``image_ids``. The conversions some of
+    them need (format, depth, size) are made first, in worker processes; a loader raises OSError or
+    ValueError naming the file when it cannot be read."""
+    loaders = {image_id: partial(_payload_of, images[image_id], limits) for image_id in image_ids}
+    prepare_payloads(_readable_handles(images[image_id] for image_id in loaders), limits)
+    return loaders
+
+
+def _readable_handles(entries: Iterable[Any]) -> Iterable[ImageFile]:
+    """The handles of ``entries``, skipping those whose loader fails (their payload loader says why)."""
+    for entry in entries:
+        try:
+            yield image_file(entry)
+        except (OSError, ValueError):
+            continue
+
+
+def load_payload(expected: ExpectedImage, images: ImageLoaders, limits: ImageLimits) -> Payload:
+    """The bytes a request carries for the expected image under ``limits``, or NoImageError naming
+    what is wrong."""
+    entry = images.get(expected.image_id)
+    if entry is None:
+        raise NoImageError(expected.no_image())
+    try:
+        return _payload_of(entry, limits)
+    except (OSError, ValueError) as error:
+        raise NoImageError(f"the image {expected.image_id} could not be read ({error})") from error
 
 
 def load_image(expected: ExpectedImage, images: ImageLoaders) -> Image.Image:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import base64
 import math
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -19,6 +19,7 @@ import pandas as pd
 from jinja2 import Environment, PackageLoader, select_autoescape
 from PIL import Image
 
+from sciir.generated_images import ImageLoaders, open_image
 from sciir.judging import image_png_bytes
 from sciir.scoring import CATEGORIES, FINAL, TRACKS, breakdown_table, rules_in
 
@@ -202,7 +203,7 @@ def thumbnail_data_uri(image: Image.Image, size: int) -> str:
 
 
 def _image_or_note(
-    image_id: str, images: Mapping[str, Callable[[], Image.Image]], unavailable: Mapping[str, str], size: int
+    image_id: str, images: ImageLoaders, unavailable: Mapping[str, str], size: int
 ) -> tuple[str | None, str | None]:
     """(data URI, None) for a judged image; (None, why not) when there was no usable image."""
     if image_id in unavailable:
@@ -210,7 +211,7 @@ def _image_or_note(
     if image_id not in images:
         return None, f"no image file for {image_id}"
     try:
-        return thumbnail_data_uri(images[image_id](), size), None
+        return thumbnail_data_uri(open_image(images[image_id]), size), None
     except (OSError, ValueError) as exc:
         return None, f"image {image_id} could not be read for the report: {exc}"
 
@@ -256,7 +257,7 @@ def image_views(
     checklists: pd.DataFrame,
     sample_scores: pd.DataFrame,
     benchmark: pd.DataFrame,
-    images: Mapping[str, Callable[[], Image.Image]],
+    images: ImageLoaders,
     unavailable: Mapping[str, str],
     thumbnail_px: int,
 ) -> list[ImageView]:

@@ -271,7 +271,7 @@ def test_a_corrupt_image_fails_its_request_only() -> None:
         broken, fine = _vlm(srv).generate(requests)
         sent = srv.requests
     assert broken.failure.startswith(
-        "task judge: image 2 of 2 is not a readable image: UnidentifiedImageError"
+        "task judge: image 2 of 2 is not a readable image: not a recognised image format"
     )
     assert fine.ok
     assert len(sent) == 1  # the broken request never reached the server

@@ -169,7 +169,7 @@ def test_ingest_then_curate_on_external_articles_accounts_for_every_figure(tmp_p
     assert curated["sample_id"].is_unique
     assert curated.loc[curated["status"] == "rejected", "reason"].str.len().gt(0).all()
     assert set(images) == set(curated.loc[curated["status"] == "kept", "sample_id"])
-    first_image = next(iter(images.values()))()
+    first_image = next(iter(images.values()))().image()  # the catalog loads a lazy handle
     assert first_image.size == (SMALL_OUTPUT_PX, SMALL_OUTPUT_PX)
 
     ingest_metrics = outputs["ingest_metrics"].load()

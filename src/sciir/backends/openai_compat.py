@@ -25,6 +25,7 @@ from PIL import Image
 from sciir.backends.base import VisionLanguageModel, VLMRequest, VLMResult
 from sciir.backends.http_client import CallFailed, HTTPBackend, HTTPSession, HTTPTransport, Reply
 from sciir.backends.replies import InvalidReply, UnsupportedSchema, parse_reply, reply_validator
+from sciir.image_payload import ImageLimits, UnreadableImageFile, request_payload
 
 log = logging.getLogger(__name__)
 
@@ -63,15 +64,16 @@ def png_for_upload(image: bytes, max_side: int) -> bytes:
         raise UnreadableImage(f"{type(err).__name__}: {err}") from None
 
 
-def image_parts(images: Sequence[bytes], max_side: int) -> list[dict[str, Any]]:
-    """Chat content parts carrying ``images`` as PNG data URLs; names the image that cannot be read."""
+def image_parts(images: Sequence[bytes], limits: ImageLimits) -> list[dict[str, Any]]:
+    """Chat content parts carrying ``images`` as data URLs of their own format: each image's own bytes
+    when they fit ``limits``, else converted (``sciir.image_payload``); names the image that cannot be read."""
     parts = []
     for number, image in enumerate(images, start=1):
         try:
-            png = png_for_upload(image, max_side)
-        except UnreadableImage as err:
-            raise UnreadableImage(f"image {number} of {len(images)} is not a readable image: {err}") from None
-        url = "data:image/png;base64," + base64.b64encode(png).decode("ascii")
+            sent = request_payload(image, limits, f"image {number} of {len(images)}")
+        except UnreadableImageFile as err:
+            raise UnreadableImage(str(err)) from None
+        url = f"data:{sent.mime_type};base64," + base64.b64encode(sent).decode("ascii")
         parts.append({"type": "image_url", "image_url": {"url": url}})
     return parts
 
@@ -222,6 +224,11 @@ class OpenAICompatibleVLM(HTTPBackend[VLMRequest, VLMResult], VisionLanguageMode
     timeouts, rate limits, prices and the proxy switch do not, and the API key is never part of it.
     ``extra`` settings (``top_p``, ``chat_template_kwargs`` ...) are sent as payload fields.
 
+    Images are sent as their own bytes (PNG, JPEG, WebP) when they fit ``image_max_side`` and, when set,
+    ``image_format`` (``png``, ``jpeg`` or ``webp``: the one format sent); any other image is converted
+    to it (PNG by default) and resized. The judge's callers prepare images under the same limits
+    (``image_limits``), once per image, so nothing is decoded here.
+
     Decoding is greedy by default (``temperature`` 0). With a higher temperature every request must
     carry a seed, so that its answer is reproducible and cached under that seed; a request without one
     fails without being sent.
@@ -242,6 +249,7 @@ class OpenAICompatibleVLM(HTTPBackend[VLMRequest, VLMResult], VisionLanguageMode
         temperature: float = 0.0,
         max_tokens: int = 2048,
         image_max_side: int = 1024,
+        image_format: str | None = None,
         invalid_reply_retries: int = 1,
         system_prompt: str | None = None,
         retry_base_delay_s: float = 0.5,
@@ -260,9 +268,12 @@ class OpenAICompatibleVLM(HTTPBackend[VLMRequest, VLMResult], VisionLanguageMode
             temperature=temperature,
             max_tokens=max_tokens,
             image_max_side=image_max_side,
+            # Only when set, so every other configuration keeps its identity and so its cached answers.
+            **({"image_format": image_format} if image_format else {}),
             system_prompt=system_prompt,
             **extra,
         )
+        self.image_limits = ImageLimits.from_config(self.config)
         self.model = model
         self.invalid_reply_retries = invalid_reply_retries
         self._extra = extra
@@ -287,7 +298,7 @@ class OpenAICompatibleVLM(HTTPBackend[VLMRequest, VLMResult], VisionLanguageMode
         asks for one token with ``logprobs`` and ``top_logprobs`` instead.
         """
         user_content = [{"type": "text", "text": request.prompt}]
-        user_content += image_parts(request.images, self.config["image_max_side"])
+        user_content += image_parts(request.images, self.image_limits)
         system_prompt = self.config["system_prompt"]
         messages = [{"role": "system", "content": system_prompt}] if system_prompt else []
         messages.append({"role": "user", "content": user_content})

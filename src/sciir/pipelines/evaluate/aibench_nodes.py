@@ -43,9 +43,10 @@ from sciir.generated_images import (
     NoImageError,
     image_models,
     load_image,
+    load_payload,
     missing_per_model,
 )
-from sciir.judging import image_png_bytes
+from sciir.image_payload import backend_image_limits
 from sciir.optional_inputs import is_missing
 
 logger = logging.getLogger(__name__)
@@ -81,7 +82,7 @@ def ask_per_image(
         pending: list[tuple[ExpectedImage, str, VLMRequest]] = []
         for job in batch:
             try:
-                png = image_png_bytes(load_image(job, generations))
+                png = load_payload(job, generations, backend_image_limits(model))
             except NoImageError as error:
                 unavailable[job] = str(error)
                 continue

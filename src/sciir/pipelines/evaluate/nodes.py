@@ -27,15 +27,17 @@ from sciir.bootstrap import BootstrapConfig
 from sciir.generated_images import (
     ExpectedImage,
     ImageFiles,
+    PayloadLoaders,
+    image_payloads,
     image_source,
     manifest_entries,
     missing_image_table,
     missing_per_model,
     model_names,
-    open_image,
     unavailable_reason,
     unused_images,
 )
+from sciir.image_payload import backend_image_limits
 from sciir.judge_validation import question_truth, validation_metrics, validation_table
 from sciir.judging import (
     JUDGE_TEMPLATE_VERSION,
@@ -44,7 +46,6 @@ from sciir.judging import (
     checklist_chunks,
     checklist_items,
     failed_rows,
-    image_png_bytes,
     parse_judge_reply,
     read_verdicts_file,
     verdicts_frame,
@@ -169,7 +170,7 @@ def _batches(jobs: Sequence[ImageJob], size: int) -> Iterator[Sequence[ImageJob]
 
 def _judge_batch(
     jobs: Sequence[ImageJob],
-    images: ImageFiles,
+    images: PayloadLoaders,
     judge: VisionLanguageModel,
     run: JudgeRun,
     questions_per_request: int | None,
@@ -180,7 +181,7 @@ def _judge_batch(
     requests: list[VLMRequest] = []
     for job in jobs:
         try:
-            png = image_png_bytes(open_image(images[job.image_id]))
+            png = images[job.image_id]()
         except (OSError, ValueError) as exc:
             run.mark_unavailable(job, job.no_image(f"the image file could not be read ({exc})"))
             continue
@@ -291,8 +292,9 @@ def judge_generations(
             available.append(job)
         else:
             run.mark_unavailable(job, reason)
+    payloads = image_payloads(images, [job.image_id for job in available], backend_image_limits(judge))
     for batch in _batches(available, config.batch_size):
-        _judge_batch(batch, images, judge, run, config.questions_per_request)
+        _judge_batch(batch, payloads, judge, run, config.questions_per_request)
     for message in run.ignored_answers:
         logger.warning(message)
     logger.info(

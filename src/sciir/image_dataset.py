@@ -1,0 +1,61 @@
+"""A Kedro dataset of one image file that loads a lazy handle (``sciir.image_payload.ImageFile``).
+
+Loading reads nothing: a model request gets the file's own bytes through ``image_payload.payload`` and
+a consumer that needs pixels calls ``.image()`` (or ``sciir.generated_images.open_image``). Saving takes
+a decoded image (encoded in the format of the file's suffix, PNG by default), bytes already encoded, or
+a handle, so the generate and curate pipelines write through it as they wrote through
+``pillow.ImageDataset``. It is the inner dataset of the image folders' ``PartitionedDataset``.
+"""
+
+from __future__ import annotations
+
+from pathlib import PurePosixPath
+from typing import Any
+
+from kedro.io import AbstractDataset
+
+from sciir.image_payload import ImageFile, encode
+
+
+def _suffix_format(filepath: str) -> str:
+    """The Pillow format a file's suffix names (PNG when it names none)."""
+    from PIL import Image
+
+    return Image.registered_extensions().get(PurePosixPath(filepath).suffix.lower(), "PNG")
+
+
+def file_bytes(data: Any, filepath: str) -> bytes:
+    """What is written for ``data``: a handle's or bytes' own bytes, or a decoded image encoded."""
+    if isinstance(data, ImageFile):
+        return data.read()
+    if isinstance(data, bytes | bytearray):
+        return bytes(data)
+    return encode(data, _suffix_format(filepath))
+
+
+class ImageFileDataset(AbstractDataset[Any, ImageFile]):
+    """One image file at ``filepath`` (any fsspec path): loads an :class:`ImageFile`, saves images or bytes."""
+
+    def __init__(self, *, filepath: str, metadata: dict[str, Any] | None = None) -> None:
+        self._filepath = filepath
+        self.metadata = metadata
+
+    def load(self) -> ImageFile:
+        return ImageFile.at(self._filepath)
+
+    def save(self, data: Any) -> None:
+        import fsspec
+
+        content = file_bytes(data, self._filepath)
+        filesystem, path = fsspec.core.url_to_fs(self._filepath)
+        filesystem.makedirs(filesystem._parent(path), exist_ok=True)
+        filesystem.pipe_file(path, content)
+
+    def _exists(self) -> bool:
+        import fsspec
+
+        filesystem, path = fsspec.core.url_to_fs(self._filepath)
+        return bool(filesystem.isfile(path))
+
+    def _describe(self) -> dict[str, Any]:
+        return {"filepath": self._filepath}
