@@ -36,9 +36,9 @@ from string import Template
 from typing import Any
 
 import pandas as pd
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from sciir.backends.base import VLMRequest, VLMResult
+from sciir.backends.base import VLMRequest, VLMResult, window_setting
 from sciir.baseline_metrics import BaselineMetricsSettings
 
 LEVELS = (1, 2, 3, 4)
@@ -80,8 +80,15 @@ class AIBenchParams(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     questions: QuestionSettings = Field(default_factory=QuestionSettings)
-    batch_size: int = Field(default=16, ge=1)
+    # Solver and aesthetics requests taken ahead of the replies; null: the judge's own window.
+    window: int | None = Field(default=None, ge=1)
+    batch_size: int | None = Field(default=None, ge=1)  # the former name of ``window``, still read
     baseline_metrics: BaselineMetricsSettings = Field(default_factory=BaselineMetricsSettings)
+
+    @model_validator(mode="after")
+    def _batch_size_is_the_window(self) -> AIBenchParams:
+        self.window = window_setting("aibench", self.window, self.batch_size)
+        return self
 
 
 # ---- the logic graph G = (V, E, P)

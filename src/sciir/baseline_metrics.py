@@ -22,9 +22,9 @@ from dataclasses import dataclass
 from typing import Any
 
 import pandas as pd
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from sciir.backends.base import VLMRequest, VLMResult
+from sciir.backends.base import VLMRequest, VLMResult, window_setting
 
 CLIPSCORE = "clipscore"
 VQASCORE = "vqascore"
@@ -65,7 +65,14 @@ class VQAScoreSettings(BaseModel):
     config: dict[str, Any] = Field(default_factory=dict)
     cache_path: str | None = None
     question: str = VQASCORE_QUESTION
-    batch_size: int = Field(default=8, ge=1)
+    # Requests taken ahead of the replies; null: the backend's own window (an HTTP backend's concurrency).
+    window: int | None = Field(default=None, ge=1)
+    batch_size: int | None = Field(default=None, ge=1)  # the former name of ``window``, still read
+
+    @model_validator(mode="after")
+    def _batch_size_is_the_window(self) -> VQAScoreSettings:
+        self.window = window_setting("aibench.baseline_metrics.vqascore", self.window, self.batch_size)
+        return self
 
     @field_validator("config")
     @classmethod

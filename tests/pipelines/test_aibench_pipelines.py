@@ -34,7 +34,7 @@ from sciir.pipelines.evaluate.aibench_nodes import create_aibench_pipeline as ev
 
 FONT = Path(matplotlib.get_data_path()) / "fonts" / "ttf" / "DejaVuSans.ttf"
 STEPS = ["Mixing", "Heating", "Cooling"]
-PARAMS = {"questions": {"seed": 0, "distractors": 2, "non_adjacent": 1, "max_pairs": 2}, "batch_size": 2}
+PARAMS = {"questions": {"seed": 0, "distractors": 2, "non_adjacent": 1, "max_pairs": 2}, "window": 2}
 
 
 def _annotation(sample_id: str, terms, relations, status: str = "ok", reason: str | None = None) -> dict:

@@ -27,10 +27,10 @@ from PIL import Image
 from sciir.backends.base import VisionLanguageModel, VLMRequest, VLMResult
 from sciir.backends.cache import CachedVLM, ResponseCache
 from sciir.pipelines.evaluate import create_pipeline
-from sciir.pipelines.evaluate.nodes import judge_generations, plot_tracks, validate_judge
+from sciir.pipelines.evaluate.nodes import EvaluateParams, judge_generations, plot_tracks, validate_judge
 from sciir.pipelines.evaluate.pipeline import sciir_evaluation_pipeline
 
-PARAMS = {"unjudged_policy": "exclude", "batch_size": 2, "thumbnail_px": 64, "bootstrap": {"n_boot": 100}}
+PARAMS = {"unjudged_policy": "exclude", "window": 2, "thumbnail_px": 64, "bootstrap": {"n_boot": 100}}
 JUDGE_INPUTS = ("benchmark", "checklists", "generations", "generation_manifest", "judge", "params:evaluate")
 SAVED = {
     "verdicts": lambda folder: ParquetDataset(filepath=str(folder / "verdicts.parquet")),
@@ -387,3 +387,33 @@ def test_references_are_named_so_in_the_track_plot(outputs):
     figure = plot_tracks(board, PARAMS)
     ticks = [label.get_text() for label in figure.axes[0].get_xticklabels()]
     assert "bad (reference)" in ticks and "good" in ticks and "good (reference)" not in ticks
+
+
+class OutOfOrderJudge(ScriptedJudge):
+    """The scripted judge, reporting each window's replies last to first, as a slow first reply would."""
+
+    def generate_streaming(self, requests, on_result):
+        results = self.generate(requests)
+        for index in reversed(range(len(results))):
+            on_result(index, results[index])
+        return results
+
+
+def test_streamed_verdicts_do_not_depend_on_the_window_or_on_reply_order(tmp_path, caplog):
+    one_by_one = inputs(tmp_path / "one") | {"params:evaluate": PARAMS | {"window": 1}}
+    reordered = inputs(tmp_path / "all") | {"params:evaluate": PARAMS | {"window": 16}}
+    reordered["judge"] = CachedVLM(OutOfOrderJudge(), ResponseCache(tmp_path / "all.sqlite"))
+    first, first_summary = judge_generations(*(one_by_one[name] for name in JUDGE_INPUTS))
+    with caplog.at_level("INFO", logger="sciir.progress"):
+        second, second_summary = judge_generations(*(reordered[name] for name in JUDGE_INPUTS))
+    pd.testing.assert_frame_equal(first, second)
+    assert first_summary["ignored_answers"] == second_summary["ignored_answers"] != []
+    # good/s1, good/s2 (fails), bad/s1, retired/s1 (identical to good/s1: answered with it, a cache hit).
+    line = [r.getMessage() for r in caplog.records if r.name == "sciir.progress"][-1]
+    assert line.startswith("judge_generations: 4/4 requests in ")
+    assert line.endswith(", 1 failed, 1 from the cache")
+
+
+def test_the_former_batch_size_key_is_read_as_the_window():
+    assert EvaluateParams.model_validate(PARAMS | {"window": None, "batch_size": 8}).window == 8
+    assert EvaluateParams.model_validate(PARAMS).window == 2

@@ -1,7 +1,8 @@
 """Annotate nodes: ask the annotator for track scores, Sci-RCoT, abstract prompts and checklists.
 
-Samples go through in batches; within a batch each task is one call to the annotator, in
-dependency order: track scores and reasoning (from the image, caption and methods text), then
+Samples go through in batches; within a batch the requests of each stage stream through the annotator
+(a bounded window, the next request sent as soon as one finishes), stage after stage in dependency
+order: track scores and reasoning (from the image, caption and methods text), then
 the abstract prompt (from the reasoning), then the checklist (from the reasoning and the labels).
 A sample whose image cannot be read or whose answer is unusable becomes a ``failed`` row naming
 the sample and the task; the other samples go on. Samples with every track score below tau are
@@ -10,6 +11,7 @@ kept as ``ok`` rows without labels (low reasoning content, appendix B.4) and get
 
 from __future__ import annotations
 
+import io
 import json
 import logging
 from collections.abc import Callable, Mapping, Sequence
@@ -31,14 +33,14 @@ from sciir.annotation import (
     labels_from_scores,
     parse_output,
 )
-from sciir.backends.base import VisionLanguageModel
+from sciir.backends.base import VisionLanguageModel, VLMResult
 from sciir.backends.cache import stats_metrics
-from sciir.image_payload import ImageFile, ImageLimits, backend_image_limits, image_file, payload
+from sciir.progress import Progress
 
 logger = logging.getLogger(__name__)
 
-# Kedro's partitioned dataset gives loaders of handles; a pipeline run in memory passes the images themselves.
-ImageLoaders = Mapping[str, Callable[[], ImageFile | Image.Image] | ImageFile | Image.Image]
+# Kedro's partitioned dataset gives loaders; a pipeline run in memory passes the images themselves.
+ImageLoaders = Mapping[str, Callable[[], Image.Image] | Image.Image]
 
 # Tasks asked together in one call, in dependency order.
 STAGES: tuple[tuple[str, ...], ...] = (("track_scores", "reasoning"), ("abstract_prompt",), ("checklist",))
@@ -142,15 +144,20 @@ CONTEXTS: dict[str, Callable[[SampleWork, int], dict[str, Any]]] = {
 }
 
 
-def load_image(work: SampleWork, images: ImageLoaders, limits: ImageLimits) -> None:
-    """Read the sample's image once as the bytes a request carries under the annotator's ``limits``
-    (the file's own bytes when they fit), or record why it cannot be used."""
+def png_bytes(image: Image.Image) -> bytes:
+    buffer = io.BytesIO()
+    image.save(buffer, format="PNG")
+    return buffer.getvalue()
+
+
+def load_image(work: SampleWork, images: ImageLoaders) -> None:
+    """PNG-encode the sample's image once, or record why it cannot be used."""
     loader = images.get(work.sample_id)
     if loader is None:
         work.failures.append(f"sample {work.sample_id}: no image in curated_images")
         return
     try:
-        work.image = payload(image_file(loader), limits)
+        work.image = png_bytes(loader() if callable(loader) else loader)
     except (OSError, ValueError) as error:
         work.failures.append(f"sample {work.sample_id}: image could not be read: {error}")
 
@@ -173,19 +180,31 @@ def kept_samples(curated: pd.DataFrame, max_methods_chars: int) -> list[SampleWo
 
 
 def run_stage(
-    annotator: VisionLanguageModel, tasks: Sequence[str], batch: Sequence[SampleWork], tau: int
+    annotator: VisionLanguageModel,
+    tasks: Sequence[str],
+    batch: Sequence[SampleWork],
+    tau: int,
+    progress: Progress,
 ) -> None:
-    """One call to the annotator for every active sample and task of this stage; record the answers."""
+    """Stream every active sample's requests of this stage to the annotator; record the answers in the
+    order of the samples and tasks, whatever order they arrived in."""
     jobs = [(work, task) for work in batch if work.active for task in tasks]
+    progress.not_needed(len(batch) * len(tasks) - len(jobs))
     if not jobs:
         return
-    requests = [build_request(task, CONTEXTS[task](work, tau), work.image) for work, task in jobs]
-    results = annotator.generate(requests)
-    if len(results) != len(requests):
-        raise RuntimeError(f"annotator returned {len(results)} results for {len(requests)} requests")
-    for (work, task), result in zip(jobs, results, strict=True):
+    results: dict[int, VLMResult] = {}
+
+    def arrived(position: int, result: VLMResult) -> None:
+        progress.add(result)
+        results[position] = result
+
+    requests = (build_request(task, CONTEXTS[task](work, tau), work.image) for work, task in jobs)
+    annotator.generate_stream(requests, arrived)
+    if len(results) != len(jobs):
+        raise RuntimeError(f"annotator returned {len(results)} results for {len(jobs)} requests")
+    for position, (work, task) in enumerate(jobs):
         try:
-            setattr(work, task, parse_output(task, result))
+            setattr(work, task, parse_output(task, results[position]))
         except AnnotationError as error:
             work.failures.append(f"sample {work.sample_id}: {error}")
 
@@ -198,13 +217,17 @@ def mark_low_reasoning(batch: Sequence[SampleWork], tau: int) -> None:
 
 
 def annotate_batch(
-    annotator: VisionLanguageModel, batch: Sequence[SampleWork], images: ImageLoaders, tau: int
+    annotator: VisionLanguageModel,
+    batch: Sequence[SampleWork],
+    images: ImageLoaders,
+    tau: int,
+    progress: Progress,
 ) -> None:
     """Load the batch's images, then run every stage in dependency order."""
     for work in batch:
-        load_image(work, images, backend_image_limits(annotator))
+        load_image(work, images)
     for tasks in STAGES:
-        run_stage(annotator, tasks, batch, tau)
+        run_stage(annotator, tasks, batch, tau, progress)
         mark_low_reasoning(batch, tau)
     for work in batch:
         work.image = None  # the bytes are not needed any more; memory stays bounded by one batch
@@ -297,10 +320,12 @@ def annotate(
     """Annotate every kept curated sample: annotations, checklists and the run's metrics."""
     settings = AnnotateParams.model_validate(params)
     samples = kept_samples(curated, settings.max_methods_chars)
-    for start in range(0, len(samples), settings.batch_size):
-        batch = samples[start : start + settings.batch_size]
-        annotate_batch(annotator, batch, curated_images, settings.tau)
-        logger.info("annotate: %d of %d samples done", start + len(batch), len(samples))
+    # Every task of every sample, until a failure or low reasoning content makes the rest unneeded.
+    with Progress("annotate", len(samples) * sum(len(tasks) for tasks in STAGES)) as progress:
+        for start in range(0, len(samples), settings.batch_size):
+            batch = samples[start : start + settings.batch_size]
+            annotate_batch(annotator, batch, curated_images, settings.tau, progress)
+            logger.debug("annotate: %d of %d samples done", start + len(batch), len(samples))
     annotations = annotations_frame([annotation_row(work, settings.tau) for work in samples])
     checklists = pd.DataFrame(
         [row for work in samples for row in checklist_rows(work)], columns=list(CHECKLIST_COLUMNS)

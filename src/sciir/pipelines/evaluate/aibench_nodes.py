@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import logging
 from collections import defaultdict
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from itertools import count
 from typing import Any, cast
 
 import pandas as pd
@@ -43,11 +44,11 @@ from sciir.generated_images import (
     NoImageError,
     image_models,
     load_image,
-    load_payload,
     missing_per_model,
 )
-from sciir.image_payload import backend_image_limits
+from sciir.judging import image_png_bytes
 from sciir.optional_inputs import is_missing
+from sciir.progress import Progress
 
 logger = logging.getLogger(__name__)
 
@@ -65,36 +66,61 @@ class Asked:
     results: Mapping[str, VLMResult]
     unavailable: str | None = None
 
+    @property
+    def ok(self) -> bool:
+        """Every request about the image was answered (for progress counts)."""
+        return self.unavailable is None and all(result.ok for result in self.results.values())
+
+    @property
+    def cached(self) -> bool:
+        """Every answer about the image came from the response cache."""
+        return bool(self.results) and all(result.cached for result in self.results.values())
+
 
 def ask_per_image(
     jobs: Sequence[ExpectedImage],
     generations: ImageLoaders,
     model: VisionLanguageModel,
     build: Callable[[ExpectedImage, bytes], dict[str, VLMRequest]],
-    batch_size: int,
+    window: int | None,
+    name: str,
 ) -> list[Asked]:
-    """The requests ``build`` makes of each usable image (by task), sent in batches; each image is
-    encoded once and held in memory for one batch only."""
-    asked: list[Asked] = []
-    for start in range(0, len(jobs), batch_size):
-        batch = jobs[start : start + batch_size]
-        unavailable: dict[ExpectedImage, str] = {}
-        pending: list[tuple[ExpectedImage, str, VLMRequest]] = []
-        for job in batch:
-            try:
-                png = load_payload(job, generations, backend_image_limits(model))
-            except NoImageError as error:
-                unavailable[job] = str(error)
-                continue
-            pending += [(job, task, request) for task, request in build(job, png).items()]
-        results = model.generate([request for *_, request in pending]) if pending else []
-        if len(results) != len(pending):
-            raise RuntimeError(f"backend returned {len(results)} results for {len(pending)} requests")
-        by_job: dict[ExpectedImage, dict[str, VLMResult]] = defaultdict(dict)
-        for (job, task, _), result in zip(pending, results, strict=True):
-            by_job[job][task] = result
-        asked += [Asked(job, by_job.get(job, {}), unavailable.get(job)) for job in batch]
-    return asked
+    """The requests ``build`` makes of each usable image (by task), streamed through ``model`` at most
+    ``window`` ahead of the replies (None: the model's own window); each image is read and encoded when
+    its first request is taken from the stream. Progress, per image, is shown and logged as ``name``."""
+    sent: dict[int, tuple[int, str]] = {}  # stream position -> (job number, task), while in flight
+    waiting: dict[int, int] = {}  # job number -> its requests still without a result
+    results: dict[int, dict[str, VLMResult]] = defaultdict(dict)
+    unavailable: dict[int, str] = {}
+    with Progress(name, len(jobs), unit="image") as progress:
+
+        def requests() -> Iterator[VLMRequest]:
+            positions = count()
+            for number, job in enumerate(jobs):
+                try:
+                    png = image_png_bytes(load_image(job, generations))
+                except NoImageError as error:
+                    unavailable[number] = str(error)
+                    progress.skip(1)
+                    continue
+                built = build(job, png)
+                waiting[number] = len(built)
+                for task, request in built.items():
+                    sent[next(positions)] = (number, task)
+                    yield request
+
+        def arrived(position: int, result: VLMResult) -> None:
+            number, task = sent.pop(position)
+            results[number][task] = result
+            waiting[number] -= 1
+            if not waiting[number]:
+                del waiting[number]
+                progress.add(Asked(jobs[number], results[number]))
+
+        model.generate_stream(requests(), arrived, window)
+    if sent:
+        raise RuntimeError(f"backend left {len(sent)} requests without a result")
+    return [Asked(job, results.get(number, {}), unavailable.get(number)) for number, job in enumerate(jobs)]
 
 
 def failed_requests(asked: Sequence[Asked], task: str) -> int:
@@ -186,7 +212,12 @@ def examine_images(
     items = {sample: aibench.solver_items(frame) for sample, frame in questions.items()}
     jobs = image_jobs(generations, list(benchmark["sample_id"]))
     asked = ask_per_image(
-        jobs, generations, judge, lambda job, png: image_requests(job, png, items), settings.batch_size
+        jobs,
+        generations,
+        judge,
+        lambda job, png: image_requests(job, png, items),
+        settings.window,
+        "examine_aibench_images",
     )
     answers: list[dict[str, Any]] = []
     ignored: list[str] = []
@@ -291,7 +322,8 @@ def vqascore_rows(
         generations,
         model,
         lambda job, png: {VQASCORE: build_vqascore_request(prompts[job.sample_id], png, settings.question)},
-        settings.batch_size,
+        settings.window,
+        "vqascore",
     )
     rows = []
     for item in asked:

@@ -14,38 +14,39 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
+from itertools import count
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from sciir.aggregation import AggregationRule
-from sciir.backends.base import VisionLanguageModel, VLMRequest
+from sciir.backends.base import VisionLanguageModel, VLMRequest, VLMResult, window_setting
 from sciir.backends.cache import stats_metrics
 from sciir.bootstrap import BootstrapConfig
 from sciir.generated_images import (
     ExpectedImage,
     ImageFiles,
-    PayloadLoaders,
-    image_payloads,
     image_source,
     manifest_entries,
     missing_image_table,
     missing_per_model,
     model_names,
+    open_image,
     unavailable_reason,
     unused_images,
 )
-from sciir.image_payload import backend_image_limits
 from sciir.judge_validation import question_truth, validation_metrics, validation_table
 from sciir.judging import (
     JUDGE_TEMPLATE_VERSION,
     ChecklistItem,
+    ParsedReply,
     build_judge_request,
     checklist_chunks,
     checklist_items,
     failed_rows,
+    image_png_bytes,
     parse_judge_reply,
     read_verdicts_file,
     verdicts_frame,
@@ -53,6 +54,7 @@ from sciir.judging import (
 )
 from sciir.optional_inputs import MissingInput, frame_or_empty, is_missing, mapping_or_empty, required
 from sciir.plots import plot_group_heatmap, plot_track_pass_rates
+from sciir.progress import Progress
 from sciir.report import (
     breakdown_intervals,
     coverage_table,
@@ -96,7 +98,10 @@ class EvaluateParams(BaseModel):
     bootstrap: BootstrapConfig = Field(default_factory=BootstrapConfig)
     images_dir: str | None = None
     verdicts_file: str | None = None
-    batch_size: int = Field(default=16, ge=1)
+    # Requests taken ahead of the judge's replies (read, encoded, in flight); null: the judge's own window
+    # (an HTTP backend's concurrency). ``batch_size`` is its former name, still read.
+    window: int | None = Field(default=None, ge=1)
+    batch_size: int | None = Field(default=None, ge=1)
     questions_per_request: int | None = Field(default=None, ge=1)
     thumbnail_px: int = Field(default=256, ge=16)
 
@@ -106,6 +111,11 @@ class EvaluateParams(BaseModel):
         if isinstance(value, list) and (not value or len(set(value)) < len(value)):
             raise ValueError(f"aggregation lists each rule once and at least one, got {value}")
         return value
+
+    @model_validator(mode="after")
+    def _batch_size_is_the_window(self) -> EvaluateParams:
+        self.window = window_setting("evaluate", self.window, self.batch_size)
+        return self
 
     @property
     def rules(self) -> list[AggregationRule]:
@@ -163,39 +173,60 @@ def image_jobs(benchmark: pd.DataFrame, checklists: pd.DataFrame, models: Sequen
     ]
 
 
-def _batches(jobs: Sequence[ImageJob], size: int) -> Iterator[Sequence[ImageJob]]:
-    for start in range(0, len(jobs), size):
-        yield jobs[start : start + size]
-
-
-def _judge_batch(
+def _judge_requests(
     jobs: Sequence[ImageJob],
-    images: PayloadLoaders,
-    judge: VisionLanguageModel,
+    images: ImageFiles,
     run: JudgeRun,
     questions_per_request: int | None,
-) -> None:
-    """Encode the batch's images, send one request per image (or per chunk of its checklist),
-    parse the replies into ``run``."""
-    sent: list[tuple[ImageJob, list[ChecklistItem]]] = []
-    requests: list[VLMRequest] = []
+    sent: dict[int, tuple[ImageJob, list[ChecklistItem]]],
+    progress: Progress,
+) -> Iterator[VLMRequest]:
+    """The judge requests of ``jobs``, made lazily: each image is read when its first request is taken
+    from the stream. ``sent`` learns which image and questions each position of the stream asks about;
+    an image that cannot be read is marked unavailable in ``run`` instead."""
+    positions = count()
     for job in jobs:
+        chunks = checklist_chunks(job.checklist, questions_per_request)
         try:
-            png = images[job.image_id]()
+            png = image_png_bytes(open_image(images[job.image_id]))
         except (OSError, ValueError) as exc:
             run.mark_unavailable(job, job.no_image(f"the image file could not be read ({exc})"))
+            progress.skip(len(chunks))
             continue
-        for chunk in checklist_chunks(job.checklist, questions_per_request):
-            sent.append((job, chunk))
-            requests.append(build_judge_request(job.prompt, chunk, png))
-    results = judge.generate(requests) if requests else []
-    if len(results) != len(requests):
-        raise RuntimeError(f"judge returned {len(results)} results for {len(requests)} requests")
-    for (job, chunk), result in zip(sent, results, strict=True):
-        run.failed_requests += not result.ok
-        parsed = parse_judge_reply(result, chunk, job.model, job.sample_id)
-        run.rows.extend(parsed.rows)
-        run.ignored_answers.extend(parsed.ignored)
+        for chunk in chunks:
+            sent[next(positions)] = (job, chunk)
+            yield build_judge_request(job.prompt, chunk, png)
+
+
+def _judge_stream(
+    jobs: Sequence[ImageJob],
+    images: ImageFiles,
+    judge: VisionLanguageModel,
+    run: JudgeRun,
+    config: EvaluateParams,
+) -> None:
+    """Stream one request per image (or per chunk of its checklist) through the judge, ``config.window``
+    ahead of the replies at most; parse each reply as it arrives. Rows are added to ``run`` in stream
+    order, whatever order the replies came in."""
+    questions_per_request = config.questions_per_request
+    total = sum(len(checklist_chunks(job.checklist, questions_per_request)) for job in jobs)
+    sent: dict[int, tuple[ImageJob, list[ChecklistItem]]] = {}  # only the requests in flight
+    parsed: dict[int, ParsedReply] = {}
+    with Progress("judge_generations", total) as progress:
+
+        def arrived(position: int, result: VLMResult) -> None:
+            job, chunk = sent.pop(position)
+            progress.add(result)
+            run.failed_requests += not result.ok
+            parsed[position] = parse_judge_reply(result, chunk, job.model, job.sample_id)
+
+        requests = _judge_requests(jobs, images, run, questions_per_request, sent, progress)
+        judge.generate_stream(requests, arrived, config.window)
+    if sent:
+        raise RuntimeError(f"the judge left {len(sent)} requests without a result")
+    for position in sorted(parsed):
+        run.rows.extend(parsed[position].rows)
+        run.ignored_answers.extend(parsed[position].ignored)
 
 
 # What evaluate reads of the tables that may not exist yet (``sciir.optional_inputs``).
@@ -292,9 +323,7 @@ def judge_generations(
             available.append(job)
         else:
             run.mark_unavailable(job, reason)
-    payloads = image_payloads(images, [job.image_id for job in available], backend_image_limits(judge))
-    for batch in _batches(available, config.batch_size):
-        _judge_batch(batch, payloads, judge, run, config.questions_per_request)
+    _judge_stream(available, images, judge, run, config)
     for message in run.ignored_answers:
         logger.warning(message)
     logger.info(

@@ -27,6 +27,7 @@ from sciir.backends.base import (
     ImageGenerator,
     PlanRequest,
 )
+from sciir.progress import Progress
 
 logger = logging.getLogger(__name__)
 
@@ -163,16 +164,17 @@ def generate_batch(
 def run_generator(
     model: str, generator: ImageGenerator, requests: Sequence[GenerationRequest], batch_size: int
 ) -> list[tuple[GenerationResult, float]]:
-    """Each request's result with its seconds (its batch's wall time shared evenly), logging progress."""
+    """Each request's result with its seconds (its batch's wall time shared evenly), showing progress."""
     timed: list[tuple[GenerationResult, float]] = []
-    for start in range(0, len(requests), batch_size):
-        batch = list(requests[start : start + batch_size])
-        began = time.perf_counter()
-        results = generate_batch(model, generator, batch)
-        per_request = (time.perf_counter() - began) / len(batch)
-        timed.extend((result, per_request) for result in results)
-        failed = sum(not result.ok for result, _ in timed)
-        logger.info("generate %s: %d/%d samples (%d failed)", model, len(timed), len(requests), failed)
+    with Progress(f"generate {model}", len(requests), unit="image") as progress:
+        for start in range(0, len(requests), batch_size):
+            batch = list(requests[start : start + batch_size])
+            began = time.perf_counter()
+            results = generate_batch(model, generator, batch)
+            per_request = (time.perf_counter() - began) / len(batch)
+            timed.extend((result, per_request) for result in results)
+            for result in results:
+                progress.add(result)
     return timed
 
 
