@@ -11,7 +11,6 @@ kept as ``ok`` rows without labels (low reasoning content, appendix B.4) and get
 
 from __future__ import annotations
 
-import io
 import json
 import logging
 from collections.abc import Callable, Mapping, Sequence
@@ -35,12 +34,13 @@ from sciir.annotation import (
 )
 from sciir.backends.base import VisionLanguageModel, VLMResult
 from sciir.backends.cache import stats_metrics
+from sciir.image_payload import ImageFile, ImageLimits, backend_image_limits, image_file, payload
 from sciir.progress import Progress
 
 logger = logging.getLogger(__name__)
 
-# Kedro's partitioned dataset gives loaders; a pipeline run in memory passes the images themselves.
-ImageLoaders = Mapping[str, Callable[[], Image.Image] | Image.Image]
+# Kedro's partitioned dataset gives loaders of handles; a pipeline run in memory passes the images themselves.
+ImageLoaders = Mapping[str, Callable[[], ImageFile | Image.Image] | ImageFile | Image.Image]
 
 # Tasks asked together in one call, in dependency order.
 STAGES: tuple[tuple[str, ...], ...] = (("track_scores", "reasoning"), ("abstract_prompt",), ("checklist",))
@@ -144,20 +144,15 @@ CONTEXTS: dict[str, Callable[[SampleWork, int], dict[str, Any]]] = {
 }
 
 
-def png_bytes(image: Image.Image) -> bytes:
-    buffer = io.BytesIO()
-    image.save(buffer, format="PNG")
-    return buffer.getvalue()
-
-
-def load_image(work: SampleWork, images: ImageLoaders) -> None:
-    """PNG-encode the sample's image once, or record why it cannot be used."""
+def load_image(work: SampleWork, images: ImageLoaders, limits: ImageLimits) -> None:
+    """Read the sample's image once as the bytes a request carries under the annotator's ``limits``
+    (the file's own bytes when they fit), or record why it cannot be used."""
     loader = images.get(work.sample_id)
     if loader is None:
         work.failures.append(f"sample {work.sample_id}: no image in curated_images")
         return
     try:
-        work.image = png_bytes(loader() if callable(loader) else loader)
+        work.image = payload(image_file(loader), limits)
     except (OSError, ValueError) as error:
         work.failures.append(f"sample {work.sample_id}: image could not be read: {error}")
 
@@ -225,7 +220,7 @@ def annotate_batch(
 ) -> None:
     """Load the batch's images, then run every stage in dependency order."""
     for work in batch:
-        load_image(work, images)
+        load_image(work, images, backend_image_limits(annotator))
     for tasks in STAGES:
         run_stage(annotator, tasks, batch, tau, progress)
         mark_low_reasoning(batch, tau)

@@ -44,9 +44,10 @@ from sciir.generated_images import (
     NoImageError,
     image_models,
     load_image,
+    load_payload,
     missing_per_model,
 )
-from sciir.judging import image_png_bytes
+from sciir.image_payload import backend_image_limits
 from sciir.optional_inputs import is_missing
 from sciir.progress import Progress
 
@@ -98,7 +99,7 @@ def ask_per_image(
             positions = count()
             for number, job in enumerate(jobs):
                 try:
-                    png = image_png_bytes(load_image(job, generations))
+                    png = load_payload(job, generations, backend_image_limits(model))
                 except NoImageError as error:
                     unavailable[number] = str(error)
                     progress.skip(1)

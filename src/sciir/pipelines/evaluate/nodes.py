@@ -28,15 +28,17 @@ from sciir.bootstrap import BootstrapConfig
 from sciir.generated_images import (
     ExpectedImage,
     ImageFiles,
+    PayloadLoaders,
+    image_payloads,
     image_source,
     manifest_entries,
     missing_image_table,
     missing_per_model,
     model_names,
-    open_image,
     unavailable_reason,
     unused_images,
 )
+from sciir.image_payload import backend_image_limits
 from sciir.judge_validation import question_truth, validation_metrics, validation_table
 from sciir.judging import (
     JUDGE_TEMPLATE_VERSION,
@@ -46,7 +48,6 @@ from sciir.judging import (
     checklist_chunks,
     checklist_items,
     failed_rows,
-    image_png_bytes,
     parse_judge_reply,
     read_verdicts_file,
     verdicts_frame,
@@ -175,7 +176,7 @@ def image_jobs(benchmark: pd.DataFrame, checklists: pd.DataFrame, models: Sequen
 
 def _judge_requests(
     jobs: Sequence[ImageJob],
-    images: ImageFiles,
+    images: PayloadLoaders,
     run: JudgeRun,
     questions_per_request: int | None,
     sent: dict[int, tuple[ImageJob, list[ChecklistItem]]],
@@ -188,7 +189,7 @@ def _judge_requests(
     for job in jobs:
         chunks = checklist_chunks(job.checklist, questions_per_request)
         try:
-            png = image_png_bytes(open_image(images[job.image_id]))
+            png = images[job.image_id]()
         except (OSError, ValueError) as exc:
             run.mark_unavailable(job, job.no_image(f"the image file could not be read ({exc})"))
             progress.skip(len(chunks))
@@ -200,7 +201,7 @@ def _judge_requests(
 
 def _judge_stream(
     jobs: Sequence[ImageJob],
-    images: ImageFiles,
+    images: PayloadLoaders,
     judge: VisionLanguageModel,
     run: JudgeRun,
     config: EvaluateParams,
@@ -323,7 +324,8 @@ def judge_generations(
             available.append(job)
         else:
             run.mark_unavailable(job, reason)
-    _judge_stream(available, images, judge, run, config)
+    payloads = image_payloads(images, [job.image_id for job in available], backend_image_limits(judge))
+    _judge_stream(available, payloads, judge, run, config)
     for message in run.ignored_answers:
         logger.warning(message)
     logger.info(
