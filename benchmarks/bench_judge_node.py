@@ -24,6 +24,7 @@ Usage, from the repository root:
     .venv/bin/python benchmarks/bench_judge_node.py             # 768 images: rates, warm rerun, faults
     .venv/bin/python benchmarks/bench_judge_node.py --memory    # also the node's peak memory at 4x images
     .venv/bin/python benchmarks/bench_judge_node.py --quick     # 96 images, for a quick look
+    .venv/bin/python benchmarks/bench_judge_node.py --images 3072 --side 64   # small images: the bound
 Options: --images N (a multiple of 24), --memory-only (only the two cold runs for memory), --latency-s 0.2,
 --concurrency 64, --fault-rate 0.2, --keep DIR (work there and keep the copy, images and logs).
 """
@@ -157,7 +158,9 @@ def checklists_table(samples: int) -> pd.DataFrame:
             text = f'Is there an arrow from "{a}" to "{b}"?'
             rows.append(_question(sample, f"L2-process-{k:02d}", 2, "process", "relation", [a, b], text))
         law = "the flux through each stage is conserved"
-        rows.append(_question(sample, "L2-law-00", 2, "law", "law", [law], f"Does the figure show that {law}?"))
+        rows.append(
+            _question(sample, "L2-law-00", 2, "law", "law", [law], f"Does the figure show that {law}?")
+        )
     return pd.DataFrame(rows)
 
 
@@ -176,18 +179,18 @@ def image_png(seed: int, side: int = IMAGE_SIDE) -> bytes:
     return buffer.getvalue()
 
 
-def _write_image(target: tuple[str, int]) -> int:
-    path, seed = Path(target[0]), target[1]
+def _write_image(target: tuple[str, int, int]) -> int:
+    path, seed, side = Path(target[0]), target[1], target[2]
     path.parent.mkdir(parents=True, exist_ok=True)
-    data = image_png(seed)
+    data = image_png(seed, side)
     path.write_bytes(data)
     return len(data)
 
 
-def write_images(root: Path, models: range, samples: int) -> int:
+def write_images(root: Path, models: range, samples: int, side: int = IMAGE_SIDE) -> int:
     """Write every (model, sample) image under ``root``'s generations folder; returns the bytes written."""
     targets = [
-        (str(root / GENERATIONS / model_name(m) / f"{sample_id(s)}.png"), m * 1000 + s)
+        (str(root / GENERATIONS / model_name(m) / f"{sample_id(s)}.png"), m * 1000 + s, side)
         for m in models
         for s in range(samples)
     ]
@@ -210,6 +213,17 @@ def copy_project(root: Path, benchmark: pd.DataFrame, checklists: pd.DataFrame) 
     ):
         (root / relative).parent.mkdir(parents=True, exist_ok=True)
         table.to_parquet(root / relative, index=False)
+
+
+def source_revision() -> str:
+    """The repository's commit, and whether conf/ or src/ (what the copy measures) differ from it."""
+
+    def git(*args: str) -> str:
+        return subprocess.run(["git", *args], cwd=REPO, capture_output=True, text=True).stdout.strip()
+
+    commit = git("rev-parse", "--short", "HEAD") or "unknown"
+    changed = git("status", "--porcelain", "--", "conf", "src", "pyproject.toml")
+    return f"{commit}{f' + uncommitted changes in {len(changed.splitlines())} files' if changed else ''}"
 
 
 def write_judge_entry(root: Path, base_url: str, concurrency: int, cache_name: str) -> None:
@@ -294,7 +308,9 @@ class PlainJob:
     prompt: str
 
 
-def plain_jobs(root: Path, models: range, benchmark: pd.DataFrame, checklists: pd.DataFrame) -> list[PlainJob]:
+def plain_jobs(
+    root: Path, models: range, benchmark: pd.DataFrame, checklists: pd.DataFrame
+) -> list[PlainJob]:
     """Each image file with the judge prompt of its sample (rendered as evaluate renders it)."""
     prompts = {
         row.sample_id: render_judge_prompt(
@@ -327,7 +343,9 @@ def plain_payload(job: PlainJob) -> bytes:
 async def _plain_worker(session: aiohttp.ClientSession, url: str, jobs: Iterator[PlainJob]) -> int:
     failed = 0
     for job in jobs:  # the shared iterator bounds the loop: each job is taken once
-        async with session.post(url, data=plain_payload(job), headers={"Content-Type": "application/json"}) as r:
+        async with session.post(
+            url, data=plain_payload(job), headers={"Content-Type": "application/json"}
+        ) as r:
             body = await r.json(content_type=None)
             answers = json.loads(body["choices"][0]["message"]["content"]).get("answers") if r.ok else None
             failed += not answers
@@ -412,7 +430,9 @@ def node_window(log_path: Path) -> tuple[float, float] | None:
         message = message.partition(" ")[2]
         if start is None and message.startswith("Running node: judge_generations"):
             start = float(stamp)
-        elif start is not None and (message.startswith("Saving data to") or message.startswith("Completed node")):
+        elif start is not None and (
+            message.startswith("Saving data to") or message.startswith("Completed node")
+        ):
             end = float(stamp)
             break
     return (start, end) if start is not None and end is not None else None
@@ -533,7 +553,8 @@ def print_rates(node: ClientRun, plain: ClientRun, latency_s: float, concurrency
         f"{'met' if cpu_ratio <= TARGET_CPU_RATIO else 'NOT met'})"
     )
     print(
-        f"node: most requests in flight {node.max_in_flight}; whole kedro run {node.whole_wall_s:.1f} s wall, "
+        f"node: most requests in flight {node.max_in_flight}; "
+        f"whole kedro run {node.whole_wall_s:.1f} s wall, "
         f"{node.whole_cpu_s:.1f} s CPU ({whole_cpu_ms:.1f} ms per request with start-up, loading and saving)"
     )
     print(f"node: {node.command}; {plain.failed} plain-client replies without answers")
@@ -571,7 +592,8 @@ def print_memory(runs: Sequence[tuple[int, ClientRun]]) -> None:
     print(f"\n{'images':>8} {'node s':>8} {'req/s':>8} {'peak RSS kedro MB':>18} {'peak RSS tree MB':>17}")
     for images, run in runs:
         print(
-            f"{images:8d} {run.wall_s:8.1f} {run.per_s:8.1f} {run.peak_rss_mb:18.0f} {run.tree_peak_rss_mb:17.0f}"
+            f"{images:8d} {run.wall_s:8.1f} {run.per_s:8.1f} "
+            f"{run.peak_rss_mb:18.0f} {run.tree_peak_rss_mb:17.0f}"
         )
     if len(runs) == 2:
         (small, a), (large, b) = runs
@@ -590,6 +612,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument(
         "--memory-only", action="store_true", help="only the node's cold runs at N and 4N images (memory)"
     )
+    parser.add_argument("--side", type=int, default=IMAGE_SIDE, help="image side in px (64: small images)")
     parser.add_argument("--latency-s", type=float, default=0.2)
     parser.add_argument("--concurrency", type=int, default=64)
     parser.add_argument("--fault-rate", type=float, default=0.2)
@@ -611,12 +634,14 @@ def run_all(root: Path, args: argparse.Namespace, models: range) -> None:
     if needed_gb > 0.8 * free_gb:
         raise SystemExit(f"needs about {needed_gb:.1f} GB for images, {free_gb:.1f} GB free")
     benchmark, checklists = benchmark_table(SAMPLES), checklists_table(SAMPLES)
+    revision = source_revision()
     copy_project(root, benchmark, checklists)
     start = time.perf_counter()
-    written = write_images(root, models, SAMPLES)
+    written = write_images(root, models, SAMPLES, args.side)
+    print(f"measuring the working tree at {revision} ({time.strftime('%Y-%m-%d %H:%M')})")
     print(
         f"cores: {os.cpu_count()}, load average {os.getloadavg()[0]:.2f}; {images} images "
-        f"({len(models)} models x {SAMPLES} samples, {IMAGE_SIDE} px PNG, {written / images / 1e6:.2f} MB "
+        f"({len(models)} models x {SAMPLES} samples, {args.side} px PNG, {written / images / 1e6:.3f} MB "
         f"each, written in {time.perf_counter() - start:.0f} s); {len(checklists) // SAMPLES} questions "
         f"per sample; latency {args.latency_s:g} s; concurrency {args.concurrency}; server in its own process"
     )
@@ -634,7 +659,9 @@ def run_all(root: Path, args: argparse.Namespace, models: range) -> None:
         plain = plain_client(base_url, jobs, args.concurrency)
         warm = run_node(root, base_url, args.concurrency, "judge node (kedro), warm")
     print_rates(cold, plain, args.latency_s, args.concurrency)
-    print(f"cold run verdicts: {cold_check.statuses}, all present: {cold_check.present == cold_check.expected}")
+    print(
+        f"cold run verdicts: {cold_check.statuses}, all present: {cold_check.present == cold_check.expected}"
+    )
     print_warm(cold, warm)
     with server_process(args.latency_s, args.fault_rate) as fault_url:
         write_judge_entry(root, fault_url, args.concurrency, "responses_faults.sqlite")
@@ -650,7 +677,7 @@ def memory_runs(
 ) -> list[tuple[int, ClientRun]]:
     """The cold run at N images and a cold run (fresh cache) at MEMORY_FACTOR x N, more models drawn."""
     images = len(models) * SAMPLES
-    write_images(root, range(len(models), len(models) * MEMORY_FACTOR), SAMPLES)
+    write_images(root, range(len(models), len(models) * MEMORY_FACTOR), SAMPLES, args.side)
     with server_process(args.latency_s) as base_url:
         write_judge_entry(root, base_url, args.concurrency, "responses_memory.sqlite")
         large = run_node(root, base_url, args.concurrency, "judge node (kedro), memory")
