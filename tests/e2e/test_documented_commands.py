@@ -48,6 +48,13 @@ EXEMPT = {
         "a measurement (a cold and a warm `kedro run` in its own copy, about 3 minutes); the same runs "
         "are made by tests/e2e/test_default_run.py"
     ),
+    ".venv/bin/python benchmarks/bench_judge_node.py --memory": (
+        "a measurement of about 8 minutes that writes 3.3 GB of 1 MB images; its parts (the judge node, "
+        "the fake server, streaming and payloads) are tested in tests/pipelines and tests/backends"
+    ),
+    ".venv/bin/python benchmarks/bench_judge_node.py --images 3072 --side 64": (
+        "a throughput measurement of about a minute that saturates both cores"
+    ),
     ".venv/bin/python benchmarks/bench_judge_client.py": (
         "a throughput measurement that saturates the machine for about a minute (concurrency up to 256); "
         "its client and server are tested in tests/reliability and tests/backends"
