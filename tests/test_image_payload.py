@@ -148,6 +148,21 @@ def test_conversions_run_in_worker_processes_only_when_needed(tmp_path, monkeypa
     assert conversions == []
 
 
+def test_deciding_what_goes_as_it_is_reads_only_the_start_of_each_file(tmp_path, monkeypatch):
+    files = [_write(tmp_path, f"big{n}.png", _noisy(side=400 + n), "PNG") for n in range(3)]
+    assert all(path.stat().st_size > image_payload.HEAD_BYTES for path in files)
+    sizes: list[int | None] = []
+    original = ImageFile._read
+
+    def counting(self: ImageFile, size: int | None) -> bytes:
+        sizes.append(size)
+        return original(self, size)
+
+    monkeypatch.setattr(ImageFile, "_read", counting)
+    assert prepare_payloads([ImageFile.at(path) for path in files], ImageLimits(), ConversionStore()) == 0
+    assert sizes == [image_payload.HEAD_BYTES] * 3  # no whole file read to find nothing to convert
+
+
 @pytest.mark.parametrize(
     ("content", "reason"),
     [

@@ -138,13 +138,22 @@ class ImageFile:
 
     def read(self) -> bytes:
         """The file's own bytes; UnreadableImageFile when the file cannot be read."""
-        if self.data is not None:
-            return self.data
-        import fsspec
+        return self.data if self.data is not None else self._read(None)
 
+    def head(self, size: int) -> bytes:
+        """The first ``size`` bytes (enough for a header check), without reading the rest."""
+        return self.data[:size] if self.data is not None else self._read(size)
+
+    def _read(self, size: int | None) -> bytes:
+        """Read the file, a local one straight from disk (fsspec costs more than the read itself)."""
         try:
+            if "://" not in str(self.path):
+                with open(str(self.path), "rb") as file:
+                    return file.read(size) if size is not None else file.read()
+            import fsspec
+
             with fsspec.open(self.path, "rb") as file:
-                return file.read()
+                return file.read(size) if size is not None else file.read()
         except OSError as error:
             raise UnreadableImageFile(self.name, f"the file cannot be read ({error})") from error
 
@@ -377,6 +386,19 @@ def request_payload(image: bytes, limits: ImageLimits, name: str) -> Payload:
     return payload(ImageFile.of_bytes(image, name), limits)
 
 
+# Bytes read to tell from an image's header whether it goes as it is: PNG's IHDR and tRNS, JPEG's SOF
+# and WebP's header come before the pixel data (a header further in is read in full).
+HEAD_BYTES = 64 * 1024
+
+
+def _head_fits(handle: ImageFile, limits: ImageLimits) -> bool:
+    """Whether the start of the file already shows it can be sent as it is (False when unsure)."""
+    try:
+        return read_header(handle.head(HEAD_BYTES), handle.name).fits(limits)
+    except UnreadableImageFile:
+        return False
+
+
 def prepare_payloads(
     handles: Iterable[ImageFile],
     limits: ImageLimits,
@@ -389,6 +411,8 @@ def prepare_payloads(
     todo: dict[tuple[str, ImageLimits], ImageFile] = {}
     for handle in handles:
         try:
+            if _head_fits(handle, limits):
+                continue
             data = handle.read()
             if read_header(data, handle.name).fits(limits):
                 continue
