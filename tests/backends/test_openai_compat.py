@@ -543,3 +543,21 @@ def test_a_request_asks_for_a_json_object_or_logprobs_and_only_logprobs_change_i
         **plain.content_key(),
         "top_logprobs": 5,
     }
+
+
+def test_a_data_url_is_spliced_into_the_body_exactly_as_json_would_write_it() -> None:
+    from sciir.backends.http_client import JSONText, json_body
+
+    url = "data:image/png;base64," + base64.b64encode(bytes(range(256)) * 50).decode("ascii")
+    plain = {"messages": [{"content": [{"type": "text", "text": 'say "hi"\n'}, {"image_url": {"url": url}}]}]}
+    spliced = {
+        "messages": [
+            {"content": [plain["messages"][0]["content"][0], {"image_url": {"url": JSONText(url.encode())}}]}
+        ]
+    }
+    assert json_body(spliced) == json.dumps(plain).encode()
+    assert json.loads(json_body(spliced)) == plain
+    with pytest.raises(ValueError, match="splice marker"):
+        json_body({"text": "\x00sciir-json-text\x00", "url": JSONText(b"x")})
+    with pytest.raises(TypeError, match="not JSON serializable"):
+        json_body({"value": object()})

@@ -23,7 +23,7 @@ from typing import Any
 from PIL import Image
 
 from sciir.backends.base import VisionLanguageModel, VLMRequest, VLMResult
-from sciir.backends.http_client import CallFailed, HTTPBackend, HTTPSession, HTTPTransport, Reply
+from sciir.backends.http_client import CallFailed, HTTPBackend, HTTPSession, HTTPTransport, JSONText, Reply
 from sciir.backends.replies import InvalidReply, UnsupportedSchema, parse_reply, reply_validator
 from sciir.image_payload import ImageLimits, UnreadableImageFile, request_payload
 
@@ -73,7 +73,7 @@ def image_parts(images: Sequence[bytes], limits: ImageLimits) -> list[dict[str, 
             sent = request_payload(image, limits, f"image {number} of {len(images)}")
         except UnreadableImageFile as err:
             raise UnreadableImage(str(err)) from None
-        url = f"data:{sent.mime_type};base64," + base64.b64encode(sent).decode("ascii")
+        url = JSONText(f"data:{sent.mime_type};base64,".encode("ascii") + base64.b64encode(sent))
         parts.append({"type": "image_url", "image_url": {"url": url}})
     return parts
 
