@@ -10,6 +10,7 @@ import pytest
 from PIL import Image
 
 from sciir.backends.base import VLMResult
+from sciir.image_payload import encode
 from sciir.judging import (
     JUDGE_TASK,
     JUDGE_TEMPLATE_VERSION,
@@ -18,7 +19,6 @@ from sciir.judging import (
     checklist_chunks,
     checklist_items,
     external_verdicts,
-    image_png_bytes,
     parse_judge_reply,
     read_verdict_value,
     read_verdicts_file,
@@ -75,7 +75,7 @@ def test_checklist_items_carry_the_structured_fields_when_the_checklist_has_them
 
 
 def test_request_carries_image_prompt_checklist_and_rules():
-    png = image_png_bytes(Image.new("RGB", (8, 8), "white"))
+    png = encode(Image.new("RGB", (8, 8), "white"), "PNG")
     request = build_judge_request("Draw ATP synthase.", items(), png)
     assert request.task == JUDGE_TASK and request.template_version == JUDGE_TEMPLATE_VERSION
     assert request.images == [png]

@@ -9,7 +9,6 @@ an id the checklist does not hold is ignored and reported. Nothing is ever fille
 
 from __future__ import annotations
 
-import io
 import json
 import math
 from collections import defaultdict
@@ -20,7 +19,6 @@ from string import Template
 from typing import Any
 
 import pandas as pd
-from PIL import Image
 
 from sciir.backends.base import VLMRequest, VLMResult
 from sciir.table_files import TableFile, id_list, is_missing
@@ -158,13 +156,6 @@ def checklist_chunks(checklist: Sequence[ChecklistItem], size: int | None) -> li
     if size is None or size >= len(checklist):
         return [list(checklist)]
     return [list(checklist[start : start + size]) for start in range(0, len(checklist), size)]
-
-
-def image_png_bytes(image: Image.Image) -> bytes:
-    """PNG encoding of an image, as the model seam expects."""
-    buffer = io.BytesIO()
-    image.save(buffer, format="PNG")
-    return buffer.getvalue()
 
 
 def build_judge_request(prompt: str, checklist: Sequence[ChecklistItem], image_png: bytes) -> VLMRequest:

@@ -20,7 +20,7 @@ from jinja2 import Environment, PackageLoader, select_autoescape
 from PIL import Image
 
 from sciir.generated_images import ImageLoaders, open_image
-from sciir.judging import image_png_bytes
+from sciir.image_payload import encode
 from sciir.scoring import CATEGORIES, FINAL, TRACKS, breakdown_table, rules_in
 
 CHECK_CLASS = {"yes": "pass", "no": "fail"}
@@ -199,7 +199,7 @@ def thumbnail_data_uri(image: Image.Image, size: int) -> str:
     """The image downscaled to fit ``size`` px, as a base64 PNG data URI."""
     small = image.convert("RGB")
     small.thumbnail((size, size))
-    return "data:image/png;base64," + base64.b64encode(image_png_bytes(small)).decode("ascii")
+    return "data:image/png;base64," + base64.b64encode(encode(small, "PNG")).decode("ascii")
 
 
 def _image_or_note(
