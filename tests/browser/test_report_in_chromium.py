@@ -103,8 +103,10 @@ def rendered(tmp_path_factory) -> dict:
     report = write_report(folder)
     dom = chromium(folder, "--dump-dom", report.as_uri()).stdout
     screenshot = folder / "report.png"
+    # A window far taller than the page (about 1,200 px here), so the failed row is on the screenshot
+    # whatever the fonts of the machine make of the layout above it.
     chromium(
-        folder, f"--screenshot={screenshot}", "--window-size=1200,900", "--hide-scrollbars", report.as_uri()
+        folder, f"--screenshot={screenshot}", "--window-size=1200,4000", "--hide-scrollbars", report.as_uri()
     )
     return {"dom": html.fromstring(dom), "screenshot": screenshot}
 
