@@ -1,4 +1,3 @@
-"""sciir
-"""
+"""sciir"""
 
 __version__ = "0.1"

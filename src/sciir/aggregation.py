@@ -102,7 +102,9 @@ def dependency_correctness(verdicts: pd.DataFrame, policy: UnjudgedPolicy = "exc
     for unit, rows in verdicts.groupby(keys, sort=False):
         qids = rows["question_id"].astype(str)
         parents = dict(zip(qids, (parse_parent_ids(value) for value in rows["parent_ids"]), strict=True))
-        filtered = _filter_by_parents(dict(zip(qids, correct.loc[rows.index], strict=True)), parents, str(unit))
+        filtered = _filter_by_parents(
+            dict(zip(qids, correct.loc[rows.index], strict=True)), parents, str(unit)
+        )
         result.loc[rows.index] = [filtered[qid] for qid in qids]
     return result
 
@@ -114,7 +116,9 @@ def rule_correctness(verdicts: pd.DataFrame, rule: AggregationRule, policy: Unju
     return question_correctness(verdicts, policy)
 
 
-def unit_score(n_questions: int, n_counted: int, n_correct: float, rule: AggregationRule) -> tuple[float, float]:
+def unit_score(
+    n_questions: int, n_counted: int, n_correct: float, rule: AggregationRule
+) -> tuple[float, float]:
     """(score, weight) of one prompt from its questions, counted questions and their summed correctness.
 
     The score is NaN and the weight 0 when the prompt has no result, so it drops out of means: no

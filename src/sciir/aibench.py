@@ -428,12 +428,13 @@ def solver_items(questions: pd.DataFrame) -> list[dict[str, Any]]:
     ]
 
 
-def build_solver_request(items: Sequence[Mapping[str, Any]], image_png: bytes) -> VLMRequest:
-    """One request per image: the questions and the image, and no generation prompt."""
+def build_solver_request(items: Sequence[Mapping[str, Any]], image_png: bytes | None = None) -> VLMRequest:
+    """One request per image: the questions and the image, and no generation prompt (without
+    ``image_png``, made for an image added later)."""
     return VLMRequest(
         task=SOLVER_TASK,
         prompt=SOLVER_PROMPT.substitute(questions=json.dumps(list(items), ensure_ascii=False, indent=1)),
-        images=[image_png],
+        images=[image_png] if image_png is not None else [],
         json_schema=SOLVER_REPLY_SCHEMA,
         context={"questions": list(items)},
         template_version=SOLVER_TEMPLATE_VERSION,
@@ -601,14 +602,15 @@ AESTHETICS_REPLY_SCHEMA: dict[str, Any] = {
 }
 
 
-def build_aesthetics_request(image_png: bytes) -> VLMRequest:
-    """The rubric request for one image; the criteria travel in the context for non-prose backends."""
+def build_aesthetics_request(image_png: bytes | None = None) -> VLMRequest:
+    """The rubric request for one image (without ``image_png``, made for an image added later); the
+    criteria travel in the context for non-prose backends."""
     criteria = "\n".join(f"- {name}: {description}" for name, description in AESTHETICS_RUBRIC.items())
     reply = ", ".join(f'"{name}": 1-5 | null' for name in AESTHETICS_RUBRIC)
     return VLMRequest(
         task=AESTHETICS_TASK,
         prompt=AESTHETICS_PROMPT.substitute(criteria=criteria, reply=reply),
-        images=[image_png],
+        images=[image_png] if image_png is not None else [],
         json_schema=AESTHETICS_REPLY_SCHEMA,
         context={
             "criteria": [{"name": name, "description": text} for name, text in AESTHETICS_RUBRIC.items()]

@@ -103,8 +103,12 @@ class ChecklistQuestion(BaseModel):
     def _layer_matches_track(self) -> ChecklistQuestion:
         if self.layer == 1 and (self.track != "text" or self.kind != "text" or not self.expected_text):
             raise ValueError(f"question {self.id}: layer 1 needs track and kind 'text' and an expected_text")
-        if self.layer == 2 and (self.track == "text" or self.kind == "text" or self.expected_text is not None):
-            raise ValueError(f"question {self.id}: layer 2 needs a reasoning track and kind, no expected_text")
+        if self.layer == 2 and (
+            self.track == "text" or self.kind == "text" or self.expected_text is not None
+        ):
+            raise ValueError(
+                f"question {self.id}: layer 2 needs a reasoning track and kind, no expected_text"
+            )
         if len(self.about) != ABOUT_SIZE[self.kind]:
             raise ValueError(
                 f"question {self.id}: a {self.kind} question is about {ABOUT_SIZE[self.kind]} string(s), "

@@ -100,14 +100,16 @@ def vqascore_question(prompt: str, template: str = VQASCORE_QUESTION) -> str:
     return template.replace("{prompt}", prompt)
 
 
-def build_vqascore_request(prompt: str, image_png: bytes, template: str = VQASCORE_QUESTION) -> VLMRequest:
+def build_vqascore_request(
+    prompt: str, image_png: bytes | None = None, template: str = VQASCORE_QUESTION
+) -> VLMRequest:
     """The yes/no question about one image, asking for the first answer token's log-probabilities
-    (no JSON schema: the answer is one word)."""
+    (no JSON schema: the answer is one word); without ``image_png``, made for an image added later."""
     question = vqascore_question(prompt, template)
     return VLMRequest(
         task=VQASCORE_TASK,
         prompt=question,
-        images=[image_png],
+        images=[image_png] if image_png is not None else [],
         context={"question": question},
         template_version=VQASCORE_TEMPLATE_VERSION,
         top_logprobs=VQASCORE_TOP_LOGPROBS,

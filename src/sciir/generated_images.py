@@ -23,7 +23,8 @@ from typing import Any
 import pandas as pd
 from PIL import Image
 
-from sciir.image_payload import ImageFile, ImageLimits, Payload, image_file, payload, prepare_payloads
+from sciir.image_payload import ImageFile, ImageLimits, Payload, image_file, prepare_payloads
+from sciir.known_files import KnownFiles, KnownPayload, checked_payload, payload_or_known
 
 logger = logging.getLogger(__name__)
 
@@ -32,8 +33,9 @@ logger = logging.getLogger(__name__)
 ImageFiles = Mapping[str, Callable[[], ImageFile | Image.Image]]
 # The same, or the handles or images themselves: a pipeline run in memory may pass those.
 ImageLoaders = Mapping[str, Callable[[], ImageFile | Image.Image] | ImageFile | Image.Image]
-# <model>/<sample_id> -> a loader of the bytes a model request carries for that image.
-PayloadLoaders = Mapping[str, Callable[[], Payload]]
+# <model>/<sample_id> -> a loader of the bytes a model request carries for that image (or, for a file
+# checked before, of its sha256 with the bytes read later: ``sciir.known_files``).
+PayloadLoaders = Mapping[str, Callable[[], Payload | KnownPayload]]
 # (model, sample_id) -> that pair's generation manifest row (with ``status`` and ``reason``).
 ManifestEntries = Mapping[tuple[str, str], Any]
 
@@ -121,40 +123,63 @@ def open_image(entry: Callable[[], ImageFile | Image.Image] | ImageFile | Image.
 
 
 def _payload_of(
-    entry: Callable[[], ImageFile | Image.Image] | ImageFile | Image.Image, limits: ImageLimits
-) -> Payload:
-    return payload(image_file(entry), limits)
+    entry: Callable[[], ImageFile | Image.Image] | ImageFile | Image.Image,
+    limits: ImageLimits,
+    known: KnownFiles | None,
+) -> Payload | KnownPayload:
+    return payload_or_known(image_file(entry), limits, known)
 
 
 def image_payloads(
-    images: ImageLoaders, image_ids: Iterable[str], limits: ImageLimits
-) -> dict[str, Callable[[], Payload]]:
+    images: ImageLoaders, image_ids: Iterable[str], limits: ImageLimits, known: KnownFiles | None = None
+) -> dict[str, Callable[[], Payload | KnownPayload]]:
     """Image id -> loader of the bytes a request carries for it under a backend's ``limits`` (the file's
-    own bytes when they fit; ``sciir.image_payload.payload``), for ``image_ids``. The conversions some of
-    them need (format, depth, size) are made first, in worker processes; a loader raises OSError or
-    ValueError naming the file when it cannot be read."""
-    loaders = {image_id: partial(_payload_of, images[image_id], limits) for image_id in image_ids}
-    prepare_payloads(_readable_handles(images[image_id] for image_id in loaders), limits)
-    return loaders
+    own bytes when they fit; ``sciir.image_payload.payload``), for ``image_ids``. With ``known`` files, a
+    file checked before as it is now gives its sha256 without being read (``sciir.known_files``), and one
+    checked now is remembered (call ``known.flush()`` when done). The conversions some images need
+    (format, depth, size) are made first, in worker processes; a loader raises OSError or ValueError
+    naming the file when it cannot be read."""
+    image_ids = list(image_ids)
+    handles = dict(_readable_handles(images, image_ids))
+    remembered = known.recall(handles, limits) if known is not None else {}
+    prepare_payloads((handle for key, handle in handles.items() if key not in remembered), limits)
+    return {
+        image_id: (
+            partial(remembered.__getitem__, image_id)
+            if image_id in remembered
+            else partial(_checked_payload_of, images[image_id], limits, known)
+        )
+        for image_id in image_ids
+    }
 
 
-def _readable_handles(entries: Iterable[Any]) -> Iterable[ImageFile]:
-    """The handles of ``entries``, skipping those whose loader fails (their payload loader says why)."""
-    for entry in entries:
+def _checked_payload_of(
+    entry: Callable[[], ImageFile | Image.Image] | ImageFile | Image.Image,
+    limits: ImageLimits,
+    known: KnownFiles | None,
+) -> Payload:
+    return checked_payload(image_file(entry), limits, known)
+
+
+def _readable_handles(images: ImageLoaders, image_ids: Iterable[str]) -> Iterable[tuple[str, ImageFile]]:
+    """(id, handle) of ``image_ids``, skipping those whose loader fails (their payload loader says why)."""
+    for image_id in image_ids:
         try:
-            yield image_file(entry)
+            yield image_id, image_file(images[image_id])
         except (OSError, ValueError):
             continue
 
 
-def load_payload(expected: ExpectedImage, images: ImageLoaders, limits: ImageLimits) -> Payload:
-    """The bytes a request carries for the expected image under ``limits``, or NoImageError naming
-    what is wrong."""
+def load_payload(
+    expected: ExpectedImage, images: ImageLoaders, limits: ImageLimits, known: KnownFiles | None = None
+) -> Payload | KnownPayload:
+    """The bytes a request carries for the expected image under ``limits`` (a known file's sha256 only,
+    as :func:`image_payloads` gives), or NoImageError naming what is wrong."""
     entry = images.get(expected.image_id)
     if entry is None:
         raise NoImageError(expected.no_image())
     try:
-        return _payload_of(entry, limits)
+        return _payload_of(entry, limits, known)
     except (OSError, ValueError) as error:
         raise NoImageError(f"the image {expected.image_id} could not be read ({error})") from error
 

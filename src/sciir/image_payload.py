@@ -355,7 +355,7 @@ def _convert_file(source: ImageFile, limits: ImageLimits, path: str) -> Stored |
         return str(error)
 
 
-def _conversion(data: bytes, name: str, limits: ImageLimits, store: ConversionStore) -> Payload:
+def converted_payload(data: bytes, name: str, limits: ImageLimits, store: ConversionStore = STORE) -> Payload:
     """The stored conversion of ``data`` under ``limits``, made here when there is none yet."""
     key = (hashlib.sha256(data).hexdigest(), limits)
     entry = store.get(key)
@@ -371,11 +371,19 @@ def payload(handle: ImageFile, limits: ImageLimits, store: ConversionStore = STO
     """The bytes a request carries for ``handle`` under ``limits``: its own bytes when they fit,
     else its conversion (made once); UnreadableImageFile naming the file when it cannot be read."""
     data = handle.read()
-    header = read_header(data, handle.name)
-    if header.fits(limits):
-        check_complete(data, header, handle.name)
-        return make_payload(data, str(header.format), header.size)
-    return _conversion(data, handle.name, limits, store)
+    own = own_payload(data, handle.name, limits)
+    return own if own is not None else converted_payload(data, handle.name, limits, store)
+
+
+def own_payload(data: bytes, name: str, limits: ImageLimits) -> Payload | None:
+    """A file's own bytes as a payload when they can be sent as they are under ``limits`` (checked to
+    be whole); None when they need converting. UnreadableImageFile naming the file when it is not an
+    image or is truncated."""
+    header = read_header(data, name)
+    if not header.fits(limits):
+        return None
+    check_complete(data, header, name)
+    return make_payload(data, str(header.format), header.size)
 
 
 def request_payload(image: bytes, limits: ImageLimits, name: str) -> Payload:

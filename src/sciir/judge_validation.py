@@ -174,10 +174,14 @@ def question_truth(
     (True / False / None)."""
     truths = _image_truths(benchmark, manifest)
     keys = list(zip(verdicts["model"].astype(str), verdicts["sample_id"].astype(str), strict=True))
-    rows = verdicts[[key in truths for key in keys]].drop(columns=["kind", "polarity", "about"], errors="ignore")
+    rows = verdicts[[key in truths for key in keys]].drop(
+        columns=["kind", "polarity", "about"], errors="ignore"
+    )
     rows = rows.merge(_structured_fields(checklists), on=["sample_id", "question_id"], how="left")
     rows["violated"] = [
-        claim_violated(row.kind, row.polarity, _about(row.about), truths[(str(row.model), str(row.sample_id))])
+        claim_violated(
+            row.kind, row.polarity, _about(row.about), truths[(str(row.model), str(row.sample_id))]
+        )
         for row in rows.itertuples(index=False)
     ]
     rows["question_kind"] = rows["kind"].where(rows["kind"].isin(KINDS), OTHER_KIND)

@@ -158,12 +158,15 @@ def checklist_chunks(checklist: Sequence[ChecklistItem], size: int | None) -> li
     return [list(checklist[start : start + size]) for start in range(0, len(checklist), size)]
 
 
-def build_judge_request(prompt: str, checklist: Sequence[ChecklistItem], image_png: bytes) -> VLMRequest:
-    """One judge request: the image, the original prompt and the whole checklist."""
+def build_judge_request(
+    prompt: str, checklist: Sequence[ChecklistItem], image_png: bytes | None = None
+) -> VLMRequest:
+    """One judge request: the image, the original prompt and the whole checklist (without ``image_png``,
+    the same request for any image of the sample, to which an image is added)."""
     return VLMRequest(
         task=JUDGE_TASK,
         prompt=render_judge_prompt(prompt, checklist),
-        images=[image_png],
+        images=[image_png] if image_png is not None else [],
         json_schema=JUDGE_REPLY_SCHEMA,
         context={"prompt": prompt, "checklist": list(checklist)},
         template_version=JUDGE_TEMPLATE_VERSION,

@@ -96,7 +96,9 @@ def leaderboard_table(title: str, board: pd.DataFrame) -> Table:
     over (``n=``), then coverage, role (references are never ranked) and sample count."""
     frame = pd.DataFrame({"model": board["model"]})
     for track in TRACKS:
-        cells = zip(board[track], board[f"{track}_lo"], board[f"{track}_hi"], board[f"{track}_n"], strict=True)
+        cells = zip(
+            board[track], board[f"{track}_lo"], board[f"{track}_hi"], board[f"{track}_n"], strict=True
+        )
         frame[track] = [f"{interval_text(score, low, high)} n={int(n)}" for score, low, high, n in cells]
     frame["coverage"] = board["coverage"]
     frame["role"] = board["role"]

@@ -213,7 +213,9 @@ def _rule_scores(
     scores = pd.concat([categories, _final_rows(categories)], ignore_index=True)
     if rule == "sciir_veto":  # the score is the veto itself, defects included
         judged = scores["passed"].map(lambda passed: not _is_missing(passed))
-        scores["score"] = scores["passed"].map(lambda passed: np.nan if _is_missing(passed) else float(passed))
+        scores["score"] = scores["passed"].map(
+            lambda passed: np.nan if _is_missing(passed) else float(passed)
+        )
         scores["weight"] = judged.astype(float)
         return scores.assign(aggregation=rule)
     return with_unit_scores(scores, rule).assign(aggregation=rule)

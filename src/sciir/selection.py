@@ -125,7 +125,9 @@ def benchmark_table(selected: pd.DataFrame) -> pd.DataFrame:
     )
     table["plan"] = [plan_json(t, r) for t, r in zip(table["required_text"], table["relations"], strict=True)]
     # The labelled tracks, which the strict veto requires of every sample (``sciir.scoring``).
-    table["tracks"] = [json.dumps([track for track in TRACKS if track in tracks]) for tracks in table["tracks"]]
+    table["tracks"] = [
+        json.dumps([track for track in TRACKS if track in tracks]) for tracks in table["tracks"]
+    ]
     table["term_count"] = table["term_count"].astype(int)
     ordered = table.sort_values(["group", "setting", "sample_id"])
     return ordered[list(BENCHMARK_COLUMNS)].reset_index(drop=True)

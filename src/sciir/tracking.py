@@ -98,7 +98,9 @@ def log_nested_runs(runs: Mapping[str, NestedRun], name_tag: str) -> dict[str, s
         return {}
     # The CSV files only need to live until MLflow has copied them into the run's artifacts.
     with tempfile.TemporaryDirectory() as folder:
-        return {name: _log_nested_run(name, content, name_tag, Path(folder)) for name, content in runs.items()}
+        return {
+            name: _log_nested_run(name, content, name_tag, Path(folder)) for name, content in runs.items()
+        }
 
 
 class MetricsDataset(AbstractDataset[dict[str, MetricValue], dict[str, MetricValue]]):
@@ -113,7 +115,9 @@ class MetricsDataset(AbstractDataset[dict[str, MetricValue], dict[str, MetricVal
         try:
             return json.loads(self._filepath.read_text())
         except FileNotFoundError as exc:
-            raise DatasetError(f"no metrics at {self._filepath}: run the stage that writes them first") from exc
+            raise DatasetError(
+                f"no metrics at {self._filepath}: run the stage that writes them first"
+            ) from exc
 
     def save(self, data: dict[str, MetricValue]) -> None:
         self._filepath.parent.mkdir(parents=True, exist_ok=True)

@@ -25,7 +25,7 @@ import logging
 from abc import abstractmethod
 from collections.abc import Callable, Iterable, Sequence
 from itertools import islice
-from typing import Any, ClassVar, Literal, TypeVar
+from typing import Any, ClassVar, Generic, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
@@ -40,6 +40,9 @@ def image_sha256(image: bytes) -> str:
     """The sha256 of an image's bytes: an image payload (``sciir.image_payload.Payload``) carries it,
     hashed once when made, so every request of that image reuses it."""
     return getattr(image, "sha256", None) or sha256_hex(image)
+
+
+RequestT = TypeVar("RequestT", bound=BaseModel)
 
 
 class VLMRequest(BaseModel):
@@ -72,6 +75,14 @@ class VLMRequest(BaseModel):
             )
         return self
 
+    def with_images_later(
+        self, digests: Sequence[str], read: Callable[[], list[bytes]]
+    ) -> Deferred[VLMRequest]:
+        """This request, made without images, for images known now by their sha256 ``digests`` and read
+        (``read``) only when the request must be sent."""
+        key = self.content_key() | {"images": list(digests)}
+        return Deferred(key, lambda: self.model_copy(update={"images": read()}))
+
     def content_key(self) -> dict[str, Any]:
         """What identifies this request's content (images by hash)."""
         key: dict[str, Any] = {
@@ -87,6 +98,22 @@ class VLMRequest(BaseModel):
         if self.top_logprobs is not None:
             key["top_logprobs"] = self.top_logprobs
         return key
+
+
+class Deferred(Generic[RequestT]):
+    """A request whose content key is known before the request is made: ``key`` is exactly what
+    ``make().content_key()`` gives. The response cache makes it only on a miss, so a cached answer never
+    reads the request's images (a warm rerun reads no image file). ``make`` raises OSError or ValueError,
+    naming the input, when the request cannot be made; that request then fails with the reason.
+
+    Only a caching wrapper takes these: a request sent every time gains nothing from a key known early.
+    """
+
+    def __init__(self, key: dict[str, Any], make: Callable[[], RequestT]) -> None:
+        self.key, self.make = key, make
+
+    def content_key(self) -> dict[str, Any]:
+        return self.key
 
 
 class VLMResult(BaseModel):

@@ -26,6 +26,7 @@ from typing import Any, Generic, TypeVar, cast
 
 from sciir.backends.base import (
     Backend,
+    Deferred,
     GenerationRequest,
     GenerationResult,
     ImageGenerator,
@@ -48,18 +49,22 @@ _SQLITE_MAX_PARAMS = 500  # SQLite caps bound parameters per statement
 class ResponseCache:
     """A key -> bytes store in one SQLite file, safe for concurrent writers (WAL).
 
-    One connection per process, opened on first use and shared by its threads under a lock; a forked or
-    unpickled copy opens its own.
+    ``table`` names the store within the file (answers are in ``responses``; other facts kept beside
+    them, such as ``sciir.known_files``, use their own table). One connection per process, opened on
+    first use and shared by its threads under a lock; a forked or unpickled copy opens its own.
     """
 
-    def __init__(self, path: str | Path) -> None:
+    def __init__(self, path: str | Path, table: str = "responses") -> None:
+        if not table.isidentifier():
+            raise ValueError(f"a cache table name must be an identifier, got {table!r}")
         self.path = Path(path)
+        self.table = table
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._lock = threading.Lock()
         self._conn: sqlite3.Connection | None = None
         self._pid = 0
         with self._lock, self._connection() as conn:
-            conn.execute("CREATE TABLE IF NOT EXISTS responses (key TEXT PRIMARY KEY, value BLOB NOT NULL)")
+            conn.execute(f"CREATE TABLE IF NOT EXISTS {table} (key TEXT PRIMARY KEY, value BLOB NOT NULL)")
 
     def _connection(self) -> sqlite3.Connection:
         """This process's connection; callers hold ``_lock``."""
@@ -80,7 +85,9 @@ class ResponseCache:
             for start in range(0, len(keys), _SQLITE_MAX_PARAMS):
                 chunk = list(keys[start : start + _SQLITE_MAX_PARAMS])
                 marks = ",".join("?" * len(chunk))
-                found.update(conn.execute(f"SELECT key, value FROM responses WHERE key IN ({marks})", chunk))
+                found.update(
+                    conn.execute(f"SELECT key, value FROM {self.table} WHERE key IN ({marks})", chunk)
+                )
         return found
 
     def put(self, key: str, value: bytes) -> None:
@@ -91,11 +98,11 @@ class ResponseCache:
         """Store several values in one transaction."""
         if items:
             with self._lock, self._connection() as conn:
-                conn.executemany("INSERT OR REPLACE INTO responses VALUES (?, ?)", items.items())
+                conn.executemany(f"INSERT OR REPLACE INTO {self.table} VALUES (?, ?)", items.items())
 
     def __len__(self) -> int:
         with self._lock:
-            return self._connection().execute("SELECT COUNT(*) FROM responses").fetchone()[0]
+            return self._connection().execute(f"SELECT COUNT(*) FROM {self.table}").fetchone()[0]
 
     def close(self) -> None:
         """Close this process's connection (it reopens on the next use)."""
@@ -105,16 +112,17 @@ class ResponseCache:
             self._conn = None
 
     def __getstate__(self) -> dict[str, Any]:
-        return {"path": self.path}
+        return {"path": self.path, "table": self.table}
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.path = state["path"]
+        self.table = state.get("table", "responses")
         self._lock = threading.Lock()
         self._conn = None
         self._pid = 0
 
 
-def request_key(backend: Backend, request: VLMRequest | GenerationRequest) -> str:
+def request_key(backend: Backend, request: VLMRequest | GenerationRequest | Deferred[Any]) -> str:
     """The cache key of ``request`` sent to ``backend``."""
     payload = {"backend": backend.identity(), "request": request.content_key()}
     return sha256_hex(json.dumps(payload, sort_keys=True, default=str).encode())
@@ -165,6 +173,18 @@ class _CachingWrapper(Generic[Req, Res]):
             for name in USAGE_SUMS:
                 self.stats[name] += result.usage.get(name, 0.0)
 
+    @staticmethod
+    def _make(request: Deferred[Req]) -> Req | str:
+        """The request a deferred one makes, or why it cannot be made."""
+        try:
+            return request.make()
+        except (OSError, ValueError) as error:
+            return str(error)
+
+    def _unmade(self, request: Deferred[Req], reason: str) -> Res:
+        """The failed result of a deferred request that could not be made (each wrapper says how)."""
+        raise NotImplementedError
+
     def _run_cached(self, requests: Sequence[Req], on_result: Callable[[int, Res], None]) -> list[Res]:
         """:meth:`_stream_cached` over a batch, its results returned in order."""
         results: list[Res | None] = [None] * len(requests)
@@ -179,10 +199,15 @@ class _CachingWrapper(Generic[Req, Res]):
         return cast(list[Res], results)
 
     def _stream_cached(
-        self, requests: Iterable[Req], on_result: Callable[[int, Res], None], window: int | None
+        self,
+        requests: Iterable[Req | Deferred[Req]],
+        on_result: Callable[[int, Res], None],
+        window: int | None,
     ) -> None:
         """Serve what the cache has at once, stream the rest to the inner backend, keep each answer as it
         comes. A request identical to one still in flight is not sent again: it gets that one's answer.
+        A :class:`~sciir.backends.base.Deferred` request is made only when it must be sent; one that
+        cannot be made fails with the reason (not cached).
 
         Only the requests in flight are remembered, so memory is bounded by the window.
         """
@@ -200,9 +225,14 @@ class _CachingWrapper(Generic[Req, Res]):
                     self._count("hits")
                     on_result(index, self._decode(stored))
                 else:
+                    made = self._make(request) if isinstance(request, Deferred) else request
+                    if isinstance(made, str):  # a deferred request that could not be made: why
+                        self._count("failures")
+                        on_result(index, self._unmade(cast(Deferred[Req], request), made))
+                        continue
                     in_flight[key] = [index]
                     sent_keys[next(positions)] = key
-                    yield request
+                    yield made
 
         def arrived(position: int, result: Res) -> None:
             key = sent_keys.pop(position)
@@ -255,6 +285,9 @@ class CachedVLM(_CachingWrapper[VLMRequest, VLMResult], VisionLanguageModel):
     def stream_window(self) -> int:
         return self.window or self.inner.stream_window
 
+    def _unmade(self, request: Deferred[VLMRequest], reason: str) -> VLMResult:
+        return VLMResult.failed(reason)
+
     def generate(self, requests: Sequence[VLMRequest]) -> list[VLMResult]:
         return self._run_cached(requests, lambda index, result: None)
 
@@ -265,7 +298,7 @@ class CachedVLM(_CachingWrapper[VLMRequest, VLMResult], VisionLanguageModel):
 
     def generate_stream(
         self,
-        requests: Iterable[VLMRequest],
+        requests: Iterable[VLMRequest | Deferred[VLMRequest]],
         on_result: Callable[[int, VLMResult], None],
         window: int | None = None,
     ) -> None:
@@ -289,6 +322,9 @@ class CachedGenerator(_CachingWrapper[GenerationRequest, GenerationResult], Imag
     def stream_window(self) -> int:
         return self.window or self.inner.stream_window
 
+    def _unmade(self, request: Deferred[GenerationRequest], reason: str) -> GenerationResult:
+        return GenerationResult(sample_id=str(request.key.get("sample_id")), failure=reason)
+
     def generate(self, requests: Sequence[GenerationRequest]) -> list[GenerationResult]:
         return self._run_cached(requests, lambda index, result: None)
 
@@ -299,7 +335,7 @@ class CachedGenerator(_CachingWrapper[GenerationRequest, GenerationResult], Imag
 
     def generate_stream(
         self,
-        requests: Iterable[GenerationRequest],
+        requests: Iterable[GenerationRequest | Deferred[GenerationRequest]],
         on_result: Callable[[int, GenerationResult], None],
         window: int | None = None,
     ) -> None:

@@ -50,7 +50,11 @@ def generator_role(name: str, generator: ImageGenerator, role: Any) -> Generator
 
 
 def make_backend(
-    name: str, kind: Kind, spec: dict[str, Any], cache: ResponseCache | None, credentials: dict[str, Any] | None
+    name: str,
+    kind: Kind,
+    spec: dict[str, Any],
+    cache: ResponseCache | None,
+    credentials: dict[str, Any] | None,
 ) -> Backend:
     """Build one configured backend, wrapped in the response cache when there is one.
 

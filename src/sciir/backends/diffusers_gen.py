@@ -17,6 +17,8 @@ from sciir.backends.base import GenerationRequest, GenerationResult, ImageGenera
 from sciir.backends.fingerprint import folder_fingerprint
 
 BACKEND_NAME = "diffusers"
+
+
 class DiffusersGenerator(ImageGenerator):
     """Generates with the diffusers pipeline saved in ``pipeline_path`` (plus the LoRA in ``lora_path``).
 

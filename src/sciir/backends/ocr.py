@@ -370,7 +370,9 @@ def judge_by_ocr(request: VLMRequest, read: Callable[[bytes], OcrReading]) -> VL
 ItemsAnswerer = Callable[[Sequence[JudgeItem], OcrReading, bytes], list[dict[str, Any]]]
 
 
-def judge_checklist(request: VLMRequest, read: Callable[[bytes], OcrReading], answer: ItemsAnswerer) -> VLMResult:
+def judge_checklist(
+    request: VLMRequest, read: Callable[[bytes], OcrReading], answer: ItemsAnswerer
+) -> VLMResult:
     """The ``judge`` task: validate the request's checklist, read its image, answer every item."""
     if len(request.images) != 1:
         return VLMResult.failed(f"judge request needs exactly one image, got {len(request.images)}")

@@ -50,7 +50,9 @@ class FigureSlot:
     def __post_init__(self) -> None:
         native = {content.NATIVE_TRACK[kind] for kind in self.kinds}
         if len(self.tracks) < 2 or not native <= set(self.tracks):
-            raise ValueError(f"slot {self.kinds}: tracks {self.tracks} must be two or more and cover {native}")
+            raise ValueError(
+                f"slot {self.kinds}: tracks {self.tracks} must be two or more and cover {native}"
+            )
 
 
 E, P, L = "entity", "process", "law"
@@ -148,8 +150,9 @@ class TopicDeck:
             self._rng.shuffle(fresh)
             remaining[:0] = fresh
 
-    def figure(self, slot: FigureSlot, reject_reason: str | None = None,
-               avoid: Sequence[content.Topic] = ()) -> FigurePlan:
+    def figure(
+        self, slot: FigureSlot, reject_reason: str | None = None, avoid: Sequence[content.Topic] = ()
+    ) -> FigurePlan:
         """Topics for every panel of ``slot``, none repeating a topic of ``avoid`` or of the figure."""
         topics: list[content.Topic] = []
         for kind in slot.kinds:
@@ -174,18 +177,26 @@ def plan_sample(rng: random.Random) -> list[ArticlePlan]:
     deck = TopicDeck(rng)
     slots = list(GOOD_SLOTS)
     rng.shuffle(slots)
-    good = [deck.article(slots[start:start + FIGURES_PER_ARTICLE])
-            for start in range(0, len(slots), FIGURES_PER_ARTICLE)]
+    good = [
+        deck.article(slots[start : start + FIGURES_PER_ARTICLE])
+        for start in range(0, len(slots), FIGURES_PER_ARTICLE)
+    ]
     extras = ((CORRUPT_SLOT, "corrupt_image"), (THIRD_PARTY_SLOT, "third_party"), (None, "too_small"))
     for host, (slot, reason) in zip(rng.sample(range(len(good)), len(extras)), extras, strict=True):
-        extra = FigurePlan(None, (), reason) if slot is None else deck.figure(slot, reason, _topics_of(good[host]))
+        extra = (
+            FigurePlan(None, (), reason)
+            if slot is None
+            else deck.figure(slot, reason, _topics_of(good[host]))
+        )
         good[host].insert(rng.randint(0, len(good[host])), extra)
     bodies: list[tuple[Licence, list[FigurePlan], str | None]] = [(CC_BY, figures, None) for figures in good]
     bodies.append((CC_BY_NC, deck.article(NON_COMMERCIAL_SLOTS, "licence"), "licence"))
     bodies.append((CC_BY, deck.article(MALFORMED_SLOTS, "malformed_xml"), "malformed_xml"))
     rng.shuffle(bodies)
-    return [ArticlePlan(f"sample-{number:03d}", licence, tuple(figures), reason)
-            for number, (licence, figures, reason) in enumerate(bodies, start=1)]
+    return [
+        ArticlePlan(f"sample-{number:03d}", licence, tuple(figures), reason)
+        for number, (licence, figures, reason) in enumerate(bodies, start=1)
+    ]
 
 
 def encode_png(image: Image.Image) -> bytes:
@@ -198,9 +209,16 @@ def encode_png(image: Image.Image) -> bytes:
 def _panel_truth(index: int, panel: RenderedPanel, box: Sequence[int]) -> dict[str, Any]:
     """The truth entry of one panel."""
     truth = panel.truth
-    return {"panel_index": index, "kind": truth.kind, "title": truth.title, "labels": truth.labels,
-            "entities": truth.entities, "relations": truth.relations, "required_text": truth.required_text,
-            "bbox": list(box)}
+    return {
+        "panel_index": index,
+        "kind": truth.kind,
+        "title": truth.title,
+        "labels": truth.labels,
+        "entities": truth.entities,
+        "relations": truth.relations,
+        "required_text": truth.required_text,
+        "bbox": list(box),
+    }
 
 
 def _track_facts(slot: FigureSlot, topics: Sequence[content.Topic]) -> list[str]:
@@ -212,20 +230,30 @@ def _track_facts(slot: FigureSlot, topics: Sequence[content.Topic]) -> list[str]
 def draw_figure(plan: FigurePlan, figure_id: str, rng: random.Random) -> DrawnFigure:
     """Render every panel, lay them out and assemble the figure's truth and caption."""
     if plan.slot is None:
-        return DrawnFigure(figure_id, encode_png(render_icon()), None, "icon", "Laboratory icon.",
-                           ICON_CAPTION, [], [])
-    panels = [render_panel(kind, topic, rng) for kind, topic in zip(plan.slot.kinds, plan.topics, strict=True)]
+        return DrawnFigure(
+            figure_id, encode_png(render_icon()), None, "icon", "Laboratory icon.", ICON_CAPTION, [], []
+        )
+    panels = [
+        render_panel(kind, topic, rng) for kind, topic in zip(plan.slot.kinds, plan.topics, strict=True)
+    ]
     image, boxes = layout_figure([panel.image for panel in panels], rng)
     kind = panels[0].truth.kind if len(panels) == 1 else "composite"
-    panel_truths = [_panel_truth(index, panel, box)
-                    for index, (panel, box) in enumerate(zip(panels, boxes, strict=True))]
+    panel_truths = [
+        _panel_truth(index, panel, box) for index, (panel, box) in enumerate(zip(panels, boxes, strict=True))
+    ]
     truth = {"figure_id": figure_id, "kind": kind, "tracks": list(plan.slot.tracks), "panels": panel_truths}
-    caption = content.caption_text([panel.description for panel in panels],
-                                   _track_facts(plan.slot, plan.topics),
-                                   third_party=plan.reject_reason == "third_party")
+    caption = content.caption_text(
+        [panel.description for panel in panels],
+        _track_facts(plan.slot, plan.topics),
+        third_party=plan.reject_reason == "third_party",
+    )
     return DrawnFigure(
-        figure_id, encode_png(image), truth, kind,
-        content.caption_title([panel.truth.title for panel in panels]), caption,
+        figure_id,
+        encode_png(image),
+        truth,
+        kind,
+        content.caption_title([panel.truth.title for panel in panels]),
+        caption,
         [text for panel in panels for text in panel.truth.required_text],
         [relation for panel in panels for relation in panel.truth.relations],
     )
@@ -243,16 +271,29 @@ def _methods_text(figures: Sequence[DrawnFigure]) -> str:
 
 def _document(plan: ArticlePlan, figures: Sequence[DrawnFigure]) -> ArticleDocument:
     """The JATS content of an article from its drawn figures."""
-    subjects = list(dict.fromkeys(panel["title"] for figure in figures if figure.truth
-                                  for panel in figure.truth["panels"]))
-    entries = tuple(FigureEntry(figure.figure_id, f"Figure {number}", figure.caption_title, figure.caption,
-                                f"{figure.figure_id}.png")
-                    for number, figure in enumerate(figures, start=1))
+    subjects = list(
+        dict.fromkeys(
+            panel["title"] for figure in figures if figure.truth for panel in figure.truth["panels"]
+        )
+    )
+    entries = tuple(
+        FigureEntry(
+            figure.figure_id,
+            f"Figure {number}",
+            figure.caption_title,
+            figure.caption,
+            f"{figure.figure_id}.png",
+        )
+        for number, figure in enumerate(figures, start=1)
+    )
     return ArticleDocument(
-        doi=plan.doi, title=content.article_title(subjects), licence=plan.licence,
+        doi=plan.doi,
+        title=content.article_title(subjects),
+        licence=plan.licence,
         abstract=f"Synthetic figures on {content.join_words(subjects)}, with captions stating their science.",
         introduction=content.introduction_text(subjects, plan.licence.name),
-        methods=_methods_text(figures), figures=entries,
+        methods=_methods_text(figures),
+        figures=entries,
     )
 
 
@@ -268,32 +309,43 @@ def _write_article(out_dir: Path, plan: ArticlePlan, rng: random.Random) -> list
     folder = out_dir / plan.article_id
     folder.mkdir(parents=True, exist_ok=True)
     _clear_article_dir(folder)
-    figures = [draw_figure(figure, f"fig{number}", rng) for number, figure in enumerate(plan.figures, start=1)]
+    figures = [
+        draw_figure(figure, f"fig{number}", rng) for number, figure in enumerate(plan.figures, start=1)
+    ]
     xml = article_xml(_document(plan, figures))
     if plan.reject_reason == "malformed_xml":
         # Cut mid-document: the root never closes, so no XML parser accepts it; its figures are unreachable.
         (folder / "article.xml").write_bytes(xml[: len(xml) * 2 // 3])
         return []
     (folder / "article.xml").write_bytes(xml)
-    return [_write_figure(folder, plan, figure, figure_plan)
-            for figure, figure_plan in zip(figures, plan.figures, strict=True)]
+    return [
+        _write_figure(folder, plan, figure, figure_plan)
+        for figure, figure_plan in zip(figures, plan.figures, strict=True)
+    ]
 
 
-def _write_figure(folder: Path, article: ArticlePlan, figure: DrawnFigure, plan: FigurePlan) -> dict[str, Any]:
+def _write_figure(
+    folder: Path, article: ArticlePlan, figure: DrawnFigure, plan: FigurePlan
+) -> dict[str, Any]:
     """Write a figure's PNG (truncated when it is the corrupt case) and truth; returns its manifest row."""
     png = figure.png[: len(figure.png) // 3] if plan.reject_reason == "corrupt_image" else figure.png
     (folder / f"{figure.figure_id}.png").write_bytes(png)
     truth_file = None
     if figure.truth is not None:
         truth_file = f"{article.article_id}/{figure.figure_id}.truth.json"
-        (folder / f"{figure.figure_id}.truth.json").write_text(json.dumps(figure.truth, indent=2) + "\n",
-                                                                encoding="utf-8")
+        (folder / f"{figure.figure_id}.truth.json").write_text(
+            json.dumps(figure.truth, indent=2) + "\n", encoding="utf-8"
+        )
     return {
-        "article_id": article.article_id, "figure_id": figure.figure_id,
-        "file": f"{article.article_id}/{figure.figure_id}.png", "truth": truth_file, "kind": figure.kind,
+        "article_id": article.article_id,
+        "figure_id": figure.figure_id,
+        "file": f"{article.article_id}/{figure.figure_id}.png",
+        "truth": truth_file,
+        "kind": figure.kind,
         "n_panels": len(figure.truth["panels"]) if figure.truth else 1,
         "tracks": figure.truth["tracks"] if figure.truth else [],
-        "expected": "rejected" if plan.reject_reason else "kept", "reason_kind": plan.reject_reason,
+        "expected": "rejected" if plan.reject_reason else "kept",
+        "reason_kind": plan.reject_reason,
     }
 
 
@@ -309,10 +361,15 @@ def write_embedded_sample(out_dir: Path, seed: int = 7) -> dict[str, Any]:
     manifest: dict[str, Any] = {"seed": seed, "version": SAMPLE_VERSION, "articles": [], "figures": []}
     for plan in plans:
         manifest["figures"].extend(_write_article(out_dir, plan, rng))
-        manifest["articles"].append({
-            "article_id": plan.article_id, "doi": plan.doi, "licence": plan.licence.name,
-            "file": f"{plan.article_id}/article.xml",
-            "expected": "rejected" if plan.reject_reason else "kept", "reason_kind": plan.reject_reason,
-        })
+        manifest["articles"].append(
+            {
+                "article_id": plan.article_id,
+                "doi": plan.doi,
+                "licence": plan.licence.name,
+                "file": f"{plan.article_id}/article.xml",
+                "expected": "rejected" if plan.reject_reason else "kept",
+                "reason_kind": plan.reject_reason,
+            }
+        )
     (out_dir / MANIFEST_NAME).write_text(json.dumps(manifest, indent=2) + "\n", encoding="utf-8")
     return manifest

@@ -75,12 +75,13 @@ def column_options(n_panels: int) -> list[int]:
     return options
 
 
-def grid_layout(panels: Sequence[Image.Image], columns: int, gutter: int,
-                margin: int = FIGURE_MARGIN) -> GridLayout:
+def grid_layout(
+    panels: Sequence[Image.Image], columns: int, gutter: int, margin: int = FIGURE_MARGIN
+) -> GridLayout:
     """Cell sizes when ``panels`` fill a grid of ``columns`` in reading order."""
     rows = math.ceil(len(panels) / columns)
     widths = tuple(max(p.width for p in panels[c::columns]) for c in range(columns))
-    heights = tuple(max(p.height for p in panels[r * columns:(r + 1) * columns]) for r in range(rows))
+    heights = tuple(max(p.height for p in panels[r * columns : (r + 1) * columns]) for r in range(rows))
     return GridLayout(columns, widths, heights, gutter, margin)
 
 

@@ -91,155 +91,337 @@ PROCESS_TOPICS: tuple[ProcessTopic, ...] = (
         "RNA sequencing",
         ("Sample collection", "RNA extraction", "Library preparation", "Sequencing", "Read alignment"),
         _chain(5),
-        {"entity": "Messenger RNA molecules are the component analysed.",
-         "law": "Read counts are proportional to transcript abundance."},
+        {
+            "entity": "Messenger RNA molecules are the component analysed.",
+            "law": "Read counts are proportional to transcript abundance.",
+        },
     ),
     ProcessTopic(
         "Protein purification",
         ("Cell lysis", "Centrifugation", "Affinity capture", "Elution"),
         _chain(4),
-        {"entity": "The target protein keeps its folded structure with a histidine tag.",
-         "law": "Recovered protein is proportional to the amount loaded on the column."},
+        {
+            "entity": "The target protein keeps its folded structure with a histidine tag.",
+            "law": "Recovered protein is proportional to the amount loaded on the column.",
+        },
     ),
     ProcessTopic(
         "Water treatment",
         ("Coagulation", "Sedimentation", "Filtration", "Disinfection"),
         _chain(4),
-        {"entity": "Suspended clay particles are the main component removed.",
-         "law": "Settling speed obeys Stokes' law, proportional to the square of particle size."},
+        {
+            "entity": "Suspended clay particles are the main component removed.",
+            "law": "Settling speed obeys Stokes' law, proportional to the square of particle size.",
+        },
     ),
     ProcessTopic(
         "Photosynthesis",
         ("Light absorption", "Water splitting", "Oxygen release", "Electron transport", "Sugar synthesis"),
         ((0, 1), (1, 2), (1, 3), (3, 4)),
-        {"entity": "Chlorophyll molecules in the thylakoid membrane capture light.",
-         "law": "Energy conservation holds: absorbed light energy equals stored chemical energy plus heat."},
+        {
+            "entity": "Chlorophyll molecules in the thylakoid membrane capture light.",
+            "law": "Energy conservation holds: absorbed light energy equals stored chemical energy plus heat.",
+        },
     ),
     ProcessTopic(
         "DNA amplification",
         ("Denaturation", "Primer annealing", "Strand extension", "Amplified DNA"),
         _chain(4),
-        {"entity": "The DNA double helix is the structure copied.",
-         "law": "Product amount follows an exponential equation in the cycle number."},
+        {
+            "entity": "The DNA double helix is the structure copied.",
+            "law": "Product amount follows an exponential equation in the cycle number.",
+        },
     ),
     ProcessTopic(
         "Drug discovery",
         ("Target selection", "Compound screening", "Lead optimization", "Clinical trials"),
         _chain(4),
-        {"entity": "Each candidate is a small molecule with a defined structure.",
-         "law": "Binding follows a dose response relationship given by the Hill equation."},
+        {
+            "entity": "Each candidate is a small molecule with a defined structure.",
+            "law": "Binding follows a dose response relationship given by the Hill equation.",
+        },
     ),
     ProcessTopic(
         "Immune response",
-        ("Antigen detection", "T cell activation", "B cell activation", "Cytokine release",
-         "Antibody production"),
+        (
+            "Antigen detection",
+            "T cell activation",
+            "B cell activation",
+            "Cytokine release",
+            "Antibody production",
+        ),
         ((0, 1), (1, 2), (1, 3), (2, 4)),
-        {"entity": "Antibodies are Y shaped protein molecules.",
-         "law": "Antibody binding follows the law of mass action."},
+        {
+            "entity": "Antibodies are Y shaped protein molecules.",
+            "law": "Antibody binding follows the law of mass action.",
+        },
     ),
     ProcessTopic(
         "Cell division",
         ("Interphase", "Prophase", "Metaphase", "Anaphase", "Telophase"),
         _chain(5),
-        {"entity": "Chromosome morphology changes visibly as the cell divides.",
-         "law": "Cell number is proportional to two raised to the number of divisions."},
+        {
+            "entity": "Chromosome morphology changes visibly as the cell divides.",
+            "law": "Cell number is proportional to two raised to the number of divisions.",
+        },
     ),
     ProcessTopic(
         "Glucose metabolism",
         ("Glucose uptake", "Glycolysis", "Pyruvate", "Fermentation", "Citric acid cycle"),
         ((0, 1), (1, 2), (2, 3), (2, 4)),
-        {"entity": "Glucose is a six carbon sugar molecule.",
-         "law": "Mass conservation holds: six carbon atoms enter and six leave as two pyruvate."},
+        {
+            "entity": "Glucose is a six carbon sugar molecule.",
+            "law": "Mass conservation holds: six carbon atoms enter and six leave as two pyruvate.",
+        },
     ),
     ProcessTopic(
         "Crystallization",
         ("Supersaturation", "Nucleation", "Crystal growth", "Harvesting"),
         _chain(4),
-        {"entity": "Crystal morphology is set by the lattice structure.",
-         "law": "Growth rate is proportional to supersaturation."},
+        {
+            "entity": "Crystal morphology is set by the lattice structure.",
+            "law": "Growth rate is proportional to supersaturation.",
+        },
     ),
 )
 
 MOLECULE_TOPICS: tuple[MoleculeTopic, ...] = (
-    MoleculeTopic("Caffeine", "CN1C=NC2=C1C(=O)N(C(=O)N2C)C",
-                  {"process": "In the liver, demethylation leads to paraxanthine in one metabolic step.",
-                   "law": "Caffeine absorbance at 273 nm is proportional to concentration, the Beer Lambert law."}),
-    MoleculeTopic("Aspirin", "CC(=O)OC1=CC=CC=C1C(=O)O",
-                  {"process": "Acetylation of salicylic acid leads to aspirin in one synthesis step.",
-                   "law": "Aspirin hydrolysis follows a first order rate equation."}),
-    MoleculeTopic("Glucose", "OC[C@H]1OC(O)[C@H](O)[C@@H](O)[C@@H]1O",
-                  {"process": "Glycolysis breaks glucose down in ten steps to pyruvate.",
-                   "law": "Glucose combustion obeys energy conservation, releasing 2803 kJ per mole."}),
-    MoleculeTopic("Benzene", "c1ccccc1",
-                  {"process": "Catalytic reforming of naphtha leads to benzene at the final stage.",
-                   "law": "Benzene solubility in water follows Henry's law."}),
-    MoleculeTopic("Paracetamol", "CC(=O)NC1=CC=C(O)C=C1",
-                  {"process": "Acetylation of aminophenol leads to paracetamol in the last synthesis step.",
-                   "law": "Paracetamol plasma level falls by an exponential elimination equation."}),
-    MoleculeTopic("Ibuprofen", "CC(C)CC1=CC=C(C=C1)C(C)C(=O)O",
-                  {"process": "The Boots synthesis reaches ibuprofen in six steps.",
-                   "law": "Ibuprofen dissolution rate is proportional to surface area, the Noyes Whitney equation."}),
-    MoleculeTopic("Nicotine", "CN1CCC[C@H]1C2=CN=CC=C2",
-                  {"process": "Liver oxidation leads to cotinine, the main metabolic pathway.",
-                   "law": "Nicotine elimination follows a first order law with a two hour half life."}),
-    MoleculeTopic("Dopamine", "C1=CC(=C(C=C1CCN)O)O",
-                  {"process": "Decarboxylation of levodopa leads to dopamine in the last biosynthesis step.",
-                   "law": "Dopamine receptor occupancy follows the Hill equation."}),
-    MoleculeTopic("Serotonin", "C1=CC2=C(C=C1O)C(=CN2)CCN",
-                  {"process": "Hydroxylation of tryptophan leads to serotonin in two steps.",
-                   "law": "Serotonin receptor binding follows the law of mass action."}),
-    MoleculeTopic("Vanillin", "COC1=C(C=CC(=C1)C=O)O",
-                  {"process": "Oxidation of lignin leads to vanillin in a two stage pathway.",
-                   "law": "Vanillin aroma threshold follows a power law in concentration."}),
+    MoleculeTopic(
+        "Caffeine",
+        "CN1C=NC2=C1C(=O)N(C(=O)N2C)C",
+        {
+            "process": "In the liver, demethylation leads to paraxanthine in one metabolic step.",
+            "law": "Caffeine absorbance at 273 nm is proportional to concentration, the Beer Lambert law.",
+        },
+    ),
+    MoleculeTopic(
+        "Aspirin",
+        "CC(=O)OC1=CC=CC=C1C(=O)O",
+        {
+            "process": "Acetylation of salicylic acid leads to aspirin in one synthesis step.",
+            "law": "Aspirin hydrolysis follows a first order rate equation.",
+        },
+    ),
+    MoleculeTopic(
+        "Glucose",
+        "OC[C@H]1OC(O)[C@H](O)[C@@H](O)[C@@H]1O",
+        {
+            "process": "Glycolysis breaks glucose down in ten steps to pyruvate.",
+            "law": "Glucose combustion obeys energy conservation, releasing 2803 kJ per mole.",
+        },
+    ),
+    MoleculeTopic(
+        "Benzene",
+        "c1ccccc1",
+        {
+            "process": "Catalytic reforming of naphtha leads to benzene at the final stage.",
+            "law": "Benzene solubility in water follows Henry's law.",
+        },
+    ),
+    MoleculeTopic(
+        "Paracetamol",
+        "CC(=O)NC1=CC=C(O)C=C1",
+        {
+            "process": "Acetylation of aminophenol leads to paracetamol in the last synthesis step.",
+            "law": "Paracetamol plasma level falls by an exponential elimination equation.",
+        },
+    ),
+    MoleculeTopic(
+        "Ibuprofen",
+        "CC(C)CC1=CC=C(C=C1)C(C)C(=O)O",
+        {
+            "process": "The Boots synthesis reaches ibuprofen in six steps.",
+            "law": "Ibuprofen dissolution rate is proportional to surface area, the Noyes Whitney equation.",
+        },
+    ),
+    MoleculeTopic(
+        "Nicotine",
+        "CN1CCC[C@H]1C2=CN=CC=C2",
+        {
+            "process": "Liver oxidation leads to cotinine, the main metabolic pathway.",
+            "law": "Nicotine elimination follows a first order law with a two hour half life.",
+        },
+    ),
+    MoleculeTopic(
+        "Dopamine",
+        "C1=CC(=C(C=C1CCN)O)O",
+        {
+            "process": "Decarboxylation of levodopa leads to dopamine in the last biosynthesis step.",
+            "law": "Dopamine receptor occupancy follows the Hill equation.",
+        },
+    ),
+    MoleculeTopic(
+        "Serotonin",
+        "C1=CC2=C(C=C1O)C(=CN2)CCN",
+        {
+            "process": "Hydroxylation of tryptophan leads to serotonin in two steps.",
+            "law": "Serotonin receptor binding follows the law of mass action.",
+        },
+    ),
+    MoleculeTopic(
+        "Vanillin",
+        "COC1=C(C=CC(=C1)C=O)O",
+        {
+            "process": "Oxidation of lignin leads to vanillin in a two stage pathway.",
+            "law": "Vanillin aroma threshold follows a power law in concentration.",
+        },
+    ),
 )
 
 CIRCUIT_TOPICS: tuple[CircuitTopic, ...] = (
-    CircuitTopic("RC filter", "Vin", (("resistor", "R1"), ("capacitor", "C1")),
-                 {"process": "A voltage step leads to charging of C1 in one stage.",
-                  "law": "The time constant follows the equation tau = R1 C1."}),
-    CircuitTopic("Voltage divider", "Vin", (("resistor", "R1"), ("resistor", "R2")),
-                 {"process": "Applying Vin leads to current through R1 and then R2.",
-                  "law": "Ohm's law makes the output proportional to R2 over R1 plus R2."}),
-    CircuitTopic("RL circuit", "Vin", (("resistor", "R1"), ("inductor", "L1")),
-                 {"process": "Switching on leads to a current that rises in steps toward its final value.",
-                  "law": "Faraday's law makes the voltage on L1 proportional to the change of current."}),
-    CircuitTopic("Series RLC", "Vin", (("resistor", "R1"), ("inductor", "L1"), ("capacitor", "C1")),
-                 {"process": "A voltage step leads to a damped oscillation at each stage of the response.",
-                  "law": "Resonance follows the equation f = 1 / (2 pi sqrt(L1 C1))."}),
-    CircuitTopic("Diode circuit", "Vin", (("resistor", "R1"), ("diode", "D1")),
-                 {"process": "Current from Vin through R1 leads to forward conduction in D1.",
-                  "law": "Kirchhoff's voltage law balances the drops across R1 and D1."}),
+    CircuitTopic(
+        "RC filter",
+        "Vin",
+        (("resistor", "R1"), ("capacitor", "C1")),
+        {
+            "process": "A voltage step leads to charging of C1 in one stage.",
+            "law": "The time constant follows the equation tau = R1 C1.",
+        },
+    ),
+    CircuitTopic(
+        "Voltage divider",
+        "Vin",
+        (("resistor", "R1"), ("resistor", "R2")),
+        {
+            "process": "Applying Vin leads to current through R1 and then R2.",
+            "law": "Ohm's law makes the output proportional to R2 over R1 plus R2.",
+        },
+    ),
+    CircuitTopic(
+        "RL circuit",
+        "Vin",
+        (("resistor", "R1"), ("inductor", "L1")),
+        {
+            "process": "Switching on leads to a current that rises in steps toward its final value.",
+            "law": "Faraday's law makes the voltage on L1 proportional to the change of current.",
+        },
+    ),
+    CircuitTopic(
+        "Series RLC",
+        "Vin",
+        (("resistor", "R1"), ("inductor", "L1"), ("capacitor", "C1")),
+        {
+            "process": "A voltage step leads to a damped oscillation at each stage of the response.",
+            "law": "Resonance follows the equation f = 1 / (2 pi sqrt(L1 C1)).",
+        },
+    ),
+    CircuitTopic(
+        "Diode circuit",
+        "Vin",
+        (("resistor", "R1"), ("diode", "D1")),
+        {
+            "process": "Current from Vin through R1 leads to forward conduction in D1.",
+            "law": "Kirchhoff's voltage law balances the drops across R1 and D1.",
+        },
+    ),
 )
 
 LAW_TOPICS: tuple[LawTopic, ...] = (
-    LawTopic("Ohmic resistor", "Ohm's law", "V = I R", "Current (A)", "Voltage (V)", "linear",
-             (10.0, 22.0, 47.0, 100.0), 2.0, "a resistor",
-             {"entity": "The resistor is a single ohmic component.",
-              "process": "Raising the current in steps leads to a higher voltage at each stage."}),
-    LawTopic("Spring extension", "Hooke's law", "F = k x", "Extension (cm)", "Force (N)", "linear",
-             (2.0, 5.0, 8.0), 10.0, "a steel spring",
-             {"entity": "The spring is a steel coil component of fixed stiffness.",
-              "process": "Adding masses in steps leads to a longer spring at each stage."}),
-    LawTopic("Gas isotherm", "Boyle's law", "P V = constant", "Volume (L)", "Pressure (kPa)", "inverse",
-             (100.0, 200.0, 300.0), 10.0, "a trapped gas",
-             {"entity": "The gas is made of nitrogen molecules held in a sealed piston.",
-              "process": "Compressing the piston in steps leads to higher pressure at each stage."}),
-    LawTopic("Radioactive decay", "The decay law", "A = A0 exp(-t / tau)", "Time (h)", "Activity (%)", "decay",
-             (2.0, 4.0, 8.0), 20.0, "a radioactive source",
-             {"entity": "The source is a sealed iodine isotope in a steel capsule component.",
-              "process": "Each decay leads to a daughter nucleus, the first stage of a decay chain."}),
-    LawTopic("Capacitor discharge", "The discharge law", "V = V0 exp(-t / RC)", "Time (ms)", "Voltage (%)",
-             "decay", (1.0, 2.0, 5.0), 10.0, "a charged capacitor",
-             {"entity": "The capacitor is a ceramic component of fixed capacitance.",
-              "process": "Closing the switch leads to discharge through the resistor in one stage."}),
-    LawTopic("Absorbance calibration", "The Beer Lambert law", "A = e c l", "Concentration (mM)", "Absorbance",
-             "linear", (0.12, 0.25, 0.4), 4.0, "a dye solution",
-             {"entity": "The dye is an aromatic molecule with a conjugated structure.",
-              "process": "Diluting the stock in steps leads to a series of standards, one per stage."}),
-    LawTopic("Charge attraction", "Coulomb's law", "F = k q1 q2 / r^2", "Distance (cm)", "Force (mN)",
-             "inverse_square", (50.0, 100.0, 200.0), 10.0, "two charged spheres",
-             {"entity": "Each sphere is a charged metal component on an insulating stand.",
-              "process": "Moving the spheres apart in steps leads to a weaker force at each stage."}),
+    LawTopic(
+        "Ohmic resistor",
+        "Ohm's law",
+        "V = I R",
+        "Current (A)",
+        "Voltage (V)",
+        "linear",
+        (10.0, 22.0, 47.0, 100.0),
+        2.0,
+        "a resistor",
+        {
+            "entity": "The resistor is a single ohmic component.",
+            "process": "Raising the current in steps leads to a higher voltage at each stage.",
+        },
+    ),
+    LawTopic(
+        "Spring extension",
+        "Hooke's law",
+        "F = k x",
+        "Extension (cm)",
+        "Force (N)",
+        "linear",
+        (2.0, 5.0, 8.0),
+        10.0,
+        "a steel spring",
+        {
+            "entity": "The spring is a steel coil component of fixed stiffness.",
+            "process": "Adding masses in steps leads to a longer spring at each stage.",
+        },
+    ),
+    LawTopic(
+        "Gas isotherm",
+        "Boyle's law",
+        "P V = constant",
+        "Volume (L)",
+        "Pressure (kPa)",
+        "inverse",
+        (100.0, 200.0, 300.0),
+        10.0,
+        "a trapped gas",
+        {
+            "entity": "The gas is made of nitrogen molecules held in a sealed piston.",
+            "process": "Compressing the piston in steps leads to higher pressure at each stage.",
+        },
+    ),
+    LawTopic(
+        "Radioactive decay",
+        "The decay law",
+        "A = A0 exp(-t / tau)",
+        "Time (h)",
+        "Activity (%)",
+        "decay",
+        (2.0, 4.0, 8.0),
+        20.0,
+        "a radioactive source",
+        {
+            "entity": "The source is a sealed iodine isotope in a steel capsule component.",
+            "process": "Each decay leads to a daughter nucleus, the first stage of a decay chain.",
+        },
+    ),
+    LawTopic(
+        "Capacitor discharge",
+        "The discharge law",
+        "V = V0 exp(-t / RC)",
+        "Time (ms)",
+        "Voltage (%)",
+        "decay",
+        (1.0, 2.0, 5.0),
+        10.0,
+        "a charged capacitor",
+        {
+            "entity": "The capacitor is a ceramic component of fixed capacitance.",
+            "process": "Closing the switch leads to discharge through the resistor in one stage.",
+        },
+    ),
+    LawTopic(
+        "Absorbance calibration",
+        "The Beer Lambert law",
+        "A = e c l",
+        "Concentration (mM)",
+        "Absorbance",
+        "linear",
+        (0.12, 0.25, 0.4),
+        4.0,
+        "a dye solution",
+        {
+            "entity": "The dye is an aromatic molecule with a conjugated structure.",
+            "process": "Diluting the stock in steps leads to a series of standards, one per stage.",
+        },
+    ),
+    LawTopic(
+        "Charge attraction",
+        "Coulomb's law",
+        "F = k q1 q2 / r^2",
+        "Distance (cm)",
+        "Force (mN)",
+        "inverse_square",
+        (50.0, 100.0, 200.0),
+        10.0,
+        "two charged spheres",
+        {
+            "entity": "Each sphere is a charged metal component on an insulating stand.",
+            "process": "Moving the spheres apart in steps leads to a weaker force at each stage.",
+        },
+    ),
 )
 
 TOPICS_BY_KIND: Mapping[str, tuple[Topic, ...]] = {
@@ -275,15 +457,19 @@ def join_words(words: Sequence[str]) -> str:
 def panel_description(kind: str, topic: Topic, formula: str = "") -> str:
     """The sentence describing what a panel draws; it uses only its kind's native track vocabulary."""
     if isinstance(topic, ProcessTopic):
-        return (f"Workflow for {topic.title} in {len(topic.steps)} steps starting at "
-                f"{topic.steps[0]}; each stage leads to the next.")
+        return (
+            f"Workflow for {topic.title} in {len(topic.steps)} steps starting at "
+            f"{topic.steps[0]}; each stage leads to the next."
+        )
     if isinstance(topic, MoleculeTopic):
         return f"Two-dimensional structure of the {topic.title} molecule ({formula})."
     if isinstance(topic, CircuitTopic):
         labels = [topic.source_label, *(label for _, label in topic.components)]
         return f"Schematic of the {topic.title} built from the components {join_words(labels)}."
-    return (f"{topic.law_name} for {topic.subject}: the equation {topic.equation}, written on the plot, "
-            f"gives the relationship between {topic.y_label} and {topic.x_label}.")
+    return (
+        f"{topic.law_name} for {topic.subject}: the equation {topic.equation}, written on the plot, "
+        f"gives the relationship between {topic.y_label} and {topic.x_label}."
+    )
 
 
 def law_text(topic: LawTopic) -> str:
@@ -320,8 +506,10 @@ def figure_mention(label: str, required_text: Sequence[str]) -> str:
 
 def introduction_text(titles: Sequence[str], licence_name: str) -> str:
     """The introduction of a sample article."""
-    return (f"This article of the SciIR embedded sample presents {join_words(list(titles))}. "
-            f"Its figures are drawn programmatically and it is released under {licence_name}.")
+    return (
+        f"This article of the SciIR embedded sample presents {join_words(list(titles))}. "
+        f"Its figures are drawn programmatically and it is released under {licence_name}."
+    )
 
 
 def article_title(titles: Sequence[str]) -> str:

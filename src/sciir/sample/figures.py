@@ -126,11 +126,24 @@ def render_process(topic: ProcessTopic, rng: random.Random) -> RenderedPanel:
 
     fill = rng.choice(_BOX_FILLS)
     graph = graphviz.Digraph(
-        graph_attr={"rankdir": "TB", "dpi": "72", "bgcolor": "white", "pad": "0.1",
-                    "nodesep": "0.35", "ranksep": "0.3"},
-        node_attr={"shape": "box", "style": rng.choice(("rounded,filled", "filled")), "fillcolor": fill,
-                   "color": fill, "fontname": _GRAPHVIZ_FONT, "fontsize": "28", "margin": "0.25,0.08",
-                   "fontcolor": "black"},
+        graph_attr={
+            "rankdir": "TB",
+            "dpi": "72",
+            "bgcolor": "white",
+            "pad": "0.1",
+            "nodesep": "0.35",
+            "ranksep": "0.3",
+        },
+        node_attr={
+            "shape": "box",
+            "style": rng.choice(("rounded,filled", "filled")),
+            "fillcolor": fill,
+            "color": fill,
+            "fontname": _GRAPHVIZ_FONT,
+            "fontsize": "28",
+            "margin": "0.25,0.08",
+            "fontcolor": "black",
+        },
         edge_attr={"penwidth": "2", "arrowsize": "1.1", "color": "black"},
     )
     for index, step in enumerate(topic.steps):
@@ -141,7 +154,9 @@ def render_process(topic: ProcessTopic, rng: random.Random) -> RenderedPanel:
     relations = [[topic.steps[src], topic.steps[dst]] for src, dst in topic.edges]
     text = [topic.title, *topic.steps]
     truth = PanelTruth("process", topic.title, text, list(topic.steps), relations, text)
-    return RenderedPanel(add_title(crop_to_ink(body), topic.title), truth, panel_description("process", topic))
+    return RenderedPanel(
+        add_title(crop_to_ink(body), topic.title), truth, panel_description("process", topic)
+    )
 
 
 def render_molecule(topic: MoleculeTopic, rng: random.Random) -> RenderedPanel:
@@ -165,18 +180,26 @@ def render_molecule(topic: MoleculeTopic, rng: random.Random) -> RenderedPanel:
     body = Image.open(io.BytesIO(drawer.GetDrawingText())).convert("RGB")
     formula = rdMolDescriptors.CalcMolFormula(molecule)
     symbols = sorted({atom.GetSymbol() for atom in molecule.GetAtoms() if atom.GetSymbol() != "C"})
-    truth = PanelTruth("molecule", topic.title, [topic.title, *symbols], [topic.title, formula],
-                       required_text=[topic.title])
-    return RenderedPanel(add_title(crop_to_ink(body), topic.title), truth,
-                         panel_description("molecule", topic, formula))
+    truth = PanelTruth(
+        "molecule", topic.title, [topic.title, *symbols], [topic.title, formula], required_text=[topic.title]
+    )
+    return RenderedPanel(
+        add_title(crop_to_ink(body), topic.title), truth, panel_description("molecule", topic, formula)
+    )
 
 
 def _circuit_elements() -> Mapping[str, Callable[[], Any]]:
     """schemdraw element classes by component kind ("line" closes the loop)."""
     import schemdraw.elements as elm
 
-    return {"source": elm.SourceV, "resistor": elm.Resistor, "capacitor": elm.Capacitor,
-            "inductor": elm.Inductor2, "diode": elm.Diode, "line": elm.Line}
+    return {
+        "source": elm.SourceV,
+        "resistor": elm.Resistor,
+        "capacitor": elm.Capacitor,
+        "inductor": elm.Inductor2,
+        "diode": elm.Diode,
+        "line": elm.Line,
+    }
 
 
 def _fit_axes_to_drawing(fig: Any, axes: Any, bbox: Any, margin: float, pixels_per_unit: float) -> None:
@@ -185,8 +208,10 @@ def _fit_axes_to_drawing(fig: Any, axes: Any, bbox: Any, margin: float, pixels_p
     axes.set_ylim(bbox.ymin - margin, bbox.ymax + margin)
     axes.set_aspect("equal")
     axes.set_axis_off()
-    fig.set_size_inches((bbox.xmax - bbox.xmin + 2 * margin) * pixels_per_unit / _DPI,
-                        (bbox.ymax - bbox.ymin + 2 * margin) * pixels_per_unit / _DPI)
+    fig.set_size_inches(
+        (bbox.xmax - bbox.xmin + 2 * margin) * pixels_per_unit / _DPI,
+        (bbox.ymax - bbox.ymin + 2 * margin) * pixels_per_unit / _DPI,
+    )
 
 
 def render_circuit(topic: CircuitTopic, rng: random.Random) -> RenderedPanel:
@@ -198,8 +223,9 @@ def render_circuit(topic: CircuitTopic, rng: random.Random) -> RenderedPanel:
     fig = Figure(dpi=_DPI)
     axes = fig.add_axes((0, 0, 1, 1))
     # Serif labels: Tesseract misreads the sans "1" of "R1" or "C1" as "l".
-    drawing = schemdraw.Drawing(canvas=axes, show=False, fontsize=_LABEL_PT, font="DejaVu Serif",
-                                unit=rng.choice((2.5, 3.0)), lw=2.5)
+    drawing = schemdraw.Drawing(
+        canvas=axes, show=False, fontsize=_LABEL_PT, font="DejaVu Serif", unit=rng.choice((2.5, 3.0)), lw=2.5
+    )
     source = drawing.add(elements["source"]().up().label(topic.source_label, loc="top", ofst=0.2))
     *along_top, (last_kind, last_label) = topic.components
     for kind, label in along_top:
@@ -232,8 +258,12 @@ _FALLING = frozenset({"inverse", "inverse_square", "decay"})
 def _drawn_tick_labels(axes: Any) -> list[str]:
     """Tick label strings matplotlib drew inside the view range, x axis first."""
     (x_low, x_high), (y_low, y_high) = sorted(axes.get_xlim()), sorted(axes.get_ylim())
-    x_ticks = [tick.get_text() for tick in axes.get_xticklabels() if x_low <= tick.get_position()[0] <= x_high]
-    y_ticks = [tick.get_text() for tick in axes.get_yticklabels() if y_low <= tick.get_position()[1] <= y_high]
+    x_ticks = [
+        tick.get_text() for tick in axes.get_xticklabels() if x_low <= tick.get_position()[0] <= x_high
+    ]
+    y_ticks = [
+        tick.get_text() for tick in axes.get_yticklabels() if y_low <= tick.get_position()[1] <= y_high
+    ]
     return [text for text in (*x_ticks, *y_ticks) if text]
 
 
@@ -296,8 +326,14 @@ def render_icon(size: int = 90) -> Image.Image:
     image = Image.new("RGB", (size, size), WHITE)
     draw = ImageDraw.Draw(image)
     neck, base = size * 0.38, size * 0.12
-    outline = [(neck, base), (size - neck, base), (size - neck, size * 0.42),
-               (size * 0.86, size * 0.86), (size * 0.14, size * 0.86), (neck, size * 0.42)]
+    outline = [
+        (neck, base),
+        (size - neck, base),
+        (size - neck, size * 0.42),
+        (size * 0.86, size * 0.86),
+        (size * 0.14, size * 0.86),
+        (neck, size * 0.42),
+    ]
     draw.polygon(outline, outline=INK, width=3)
     draw.line([(size * 0.24, size * 0.68), (size * 0.76, size * 0.68)], fill=INK, width=3)
     return image

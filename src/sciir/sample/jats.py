@@ -75,8 +75,9 @@ def _child(parent: etree._Element, tag: str, text: str | None = None, **attribut
 def _permissions(parent: etree._Element, licence: Licence) -> None:
     """``<permissions>`` with the licence link in both the JATS and the NISO ALI forms."""
     permissions = _child(parent, "permissions")
-    licence_element = _child(permissions, "license", **{"license-type": "open-access",
-                                                        f"{{{XLINK_NS}}}href": licence.url})
+    licence_element = _child(
+        permissions, "license", **{"license-type": "open-access", f"{{{XLINK_NS}}}href": licence.url}
+    )
     _child(licence_element, f"{{{ALI_NS}}}license_ref", licence.url)
     _child(licence_element, "license-p", licence.statement)
 
@@ -127,9 +128,15 @@ def article_xml(document: ArticleDocument) -> bytes:
     """The article as UTF-8 JATS XML bytes (deterministic: no dates, fixed attribute order)."""
     root = etree.Element(
         "article",
-        {"article-type": "research-article", "dtd-version": "1.2", "{http://www.w3.org/XML/1998/namespace}lang": "en"},
+        {
+            "article-type": "research-article",
+            "dtd-version": "1.2",
+            "{http://www.w3.org/XML/1998/namespace}lang": "en",
+        },
         nsmap={"xlink": XLINK_NS, "ali": ALI_NS},
     )
     _front(root, document)
     _body(root, document)
-    return etree.tostring(root, xml_declaration=True, encoding="UTF-8", pretty_print=True, doctype=JATS_DOCTYPE)
+    return etree.tostring(
+        root, xml_declaration=True, encoding="UTF-8", pretty_print=True, doctype=JATS_DOCTYPE
+    )

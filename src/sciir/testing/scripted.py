@@ -25,7 +25,9 @@ class PromptLengthVLM(VisionLanguageModel):
     def generate(self, requests: Sequence[VLMRequest]) -> list[VLMResult]:
         self.calls += len(requests)
         return [
-            VLMResult.failed("scripted failure") if r.prompt.startswith("fail") else VLMResult(output={"n": len(r.prompt)})
+            VLMResult.failed("scripted failure")
+            if r.prompt.startswith("fail")
+            else VLMResult(output={"n": len(r.prompt)})
             for r in requests
         ]
 

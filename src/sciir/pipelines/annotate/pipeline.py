@@ -10,13 +10,16 @@ from sciir.pipelines.annotate.nodes import annotate
 
 def create_pipeline(**kwargs) -> Pipeline:
     """The ``annotate`` pipeline (inputs: curated, curated_images, annotator, params:annotate)."""
-    return Pipeline(
-        [
-            node(
-                annotate,
-                ["curated", "curated_images", "annotator", "params:annotate"],
-                ["annotations", "checklists", "annotate_metrics"],
-                name="annotate_samples",
-            )
-        ]
-    ) + create_aibench_pipeline()
+    return (
+        Pipeline(
+            [
+                node(
+                    annotate,
+                    ["curated", "curated_images", "annotator", "params:annotate"],
+                    ["annotations", "checklists", "annotate_metrics"],
+                    name="annotate_samples",
+                )
+            ]
+        )
+        + create_aibench_pipeline()
+    )

@@ -12,6 +12,7 @@ from __future__ import annotations
 import logging
 from collections import defaultdict
 from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import nullcontext
 from dataclasses import dataclass
 from itertools import count
 from typing import Any, cast
@@ -22,7 +23,7 @@ from PIL import Image
 
 from sciir import aibench
 from sciir.aibench import AIBenchParams
-from sciir.backends.base import VisionLanguageModel, VLMRequest, VLMResult
+from sciir.backends.base import Deferred, VisionLanguageModel, VLMRequest, VLMResult
 from sciir.backends.cache import ResponseCache, stats_metrics
 from sciir.baseline_metrics import (
     CLIP_SKIPPED,
@@ -48,6 +49,7 @@ from sciir.generated_images import (
     missing_per_model,
 )
 from sciir.image_payload import backend_image_limits
+from sciir.known_files import KnownFiles, with_image
 from sciir.optional_inputs import is_missing
 from sciir.progress import Progress
 
@@ -82,33 +84,36 @@ def ask_per_image(
     jobs: Sequence[ExpectedImage],
     generations: ImageLoaders,
     model: VisionLanguageModel,
-    build: Callable[[ExpectedImage, bytes], dict[str, VLMRequest]],
+    build: Callable[[ExpectedImage], dict[str, VLMRequest]],
     window: int | None,
     name: str,
 ) -> list[Asked]:
-    """The requests ``build`` makes of each usable image (by task), streamed through ``model`` at most
-    ``window`` ahead of the replies (None: the model's own window); each image is read and encoded when
-    its first request is taken from the stream. Progress, per image, is shown and logged as ``name``."""
+    """The requests ``build`` makes of each usable image (by task, made without the image, which is added
+    here), streamed through ``model`` at most ``window`` ahead of the replies (None: the model's own
+    window); each image is read when its first request is taken from the stream, or for a file checked
+    before only on a cache miss (``sciir.known_files``). Progress, per image, is shown and logged as
+    ``name``."""
+    limits, known = backend_image_limits(model), KnownFiles.beside(model)
     sent: dict[int, tuple[int, str]] = {}  # stream position -> (job number, task), while in flight
     waiting: dict[int, int] = {}  # job number -> its requests still without a result
     results: dict[int, dict[str, VLMResult]] = defaultdict(dict)
     unavailable: dict[int, str] = {}
-    with Progress(name, len(jobs), unit="image") as progress:
+    with Progress(name, len(jobs), unit="image") as progress, known or nullcontext():
 
-        def requests() -> Iterator[VLMRequest]:
+        def requests() -> Iterator[VLMRequest | Deferred[VLMRequest]]:
             positions = count()
             for number, job in enumerate(jobs):
                 try:
-                    png = load_payload(job, generations, backend_image_limits(model))
+                    image = load_payload(job, generations, limits, known)
                 except NoImageError as error:
                     unavailable[number] = str(error)
                     progress.skip(1)
                     continue
-                built = build(job, png)
+                built = build(job)
                 waiting[number] = len(built)
                 for task, request in built.items():
                     sent[next(positions)] = (number, task)
-                    yield request
+                    yield with_image(request, image)
 
         def arrived(position: int, result: VLMResult) -> None:
             number, task = sent.pop(position)
@@ -146,13 +151,12 @@ def questions_by_sample(benchmark: pd.DataFrame, aibench_qa: pd.DataFrame) -> di
     return {sample: questions[sample] for sample in benchmark["sample_id"] if sample in questions}
 
 
-def image_requests(
-    job: ExpectedImage, png: bytes, items: Mapping[str, list[dict[str, Any]]]
-) -> dict[str, VLMRequest]:
-    """The aesthetics request of an image, and its solver request when its sample has questions."""
-    requests = {aibench.AESTHETICS_TASK: aibench.build_aesthetics_request(png)}
+def image_requests(job: ExpectedImage, items: Mapping[str, list[dict[str, Any]]]) -> dict[str, VLMRequest]:
+    """The aesthetics request of an image, and its solver request when its sample has questions (made
+    without the image, which :func:`ask_per_image` adds)."""
+    requests = {aibench.AESTHETICS_TASK: aibench.build_aesthetics_request()}
     if job.sample_id in items:
-        requests[aibench.SOLVER_TASK] = aibench.build_solver_request(items[job.sample_id], png)
+        requests[aibench.SOLVER_TASK] = aibench.build_solver_request(items[job.sample_id])
     return requests
 
 
@@ -216,7 +220,7 @@ def examine_images(
         jobs,
         generations,
         judge,
-        lambda job, png: image_requests(job, png, items),
+        lambda job: image_requests(job, items),
         settings.window,
         "examine_aibench_images",
     )
@@ -322,7 +326,7 @@ def vqascore_rows(
         jobs,
         generations,
         model,
-        lambda job, png: {VQASCORE: build_vqascore_request(prompts[job.sample_id], png, settings.question)},
+        lambda job: {VQASCORE: build_vqascore_request(prompts[job.sample_id], template=settings.question)},
         settings.window,
         "vqascore",
     )

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterator, Sequence
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 from itertools import count
 from pathlib import Path
@@ -22,7 +23,7 @@ import pandas as pd
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from sciir.aggregation import AggregationRule
-from sciir.backends.base import VisionLanguageModel, VLMRequest, VLMResult, window_setting
+from sciir.backends.base import Deferred, VisionLanguageModel, VLMRequest, VLMResult, window_setting
 from sciir.backends.cache import stats_metrics
 from sciir.bootstrap import BootstrapConfig
 from sciir.generated_images import (
@@ -53,6 +54,7 @@ from sciir.judging import (
     verdicts_frame,
     with_parent_ids,
 )
+from sciir.known_files import KnownFiles, with_image
 from sciir.optional_inputs import MissingInput, frame_or_empty, is_missing, mapping_or_empty, required
 from sciir.plots import plot_group_heatmap, plot_track_pass_rates
 from sciir.progress import Progress
@@ -181,22 +183,30 @@ def _judge_requests(
     questions_per_request: int | None,
     sent: dict[int, tuple[ImageJob, list[ChecklistItem]]],
     progress: Progress,
-) -> Iterator[VLMRequest]:
+) -> Iterator[VLMRequest | Deferred[VLMRequest]]:
     """The judge requests of ``jobs``, made lazily: each image is read when its first request is taken
-    from the stream. ``sent`` learns which image and questions each position of the stream asks about;
-    an image that cannot be read is marked unavailable in ``run`` instead."""
+    from the stream (or, for a file checked before, only if the response cache has no answer:
+    ``sciir.known_files``). ``sent`` learns which image and questions each position of the stream asks
+    about; an image that cannot be read is marked unavailable in ``run`` instead."""
     positions = count()
+    # A sample's requests differ only by image: its prompt and checklist are rendered once, not per model.
+    without_image: dict[str, list[tuple[list[ChecklistItem], VLMRequest]]] = {}
     for job in jobs:
-        chunks = checklist_chunks(job.checklist, questions_per_request)
+        if job.sample_id not in without_image:
+            chunks = checklist_chunks(job.checklist, questions_per_request)
+            without_image[job.sample_id] = [
+                (chunk, build_judge_request(job.prompt, chunk)) for chunk in chunks
+            ]
+        requests = without_image[job.sample_id]
         try:
-            png = images[job.image_id]()
+            image = images[job.image_id]()
         except (OSError, ValueError) as exc:
             run.mark_unavailable(job, job.no_image(f"the image file could not be read ({exc})"))
-            progress.skip(len(chunks))
+            progress.skip(len(requests))
             continue
-        for chunk in chunks:
+        for chunk, request in requests:
             sent[next(positions)] = (job, chunk)
-            yield build_judge_request(job.prompt, chunk, png)
+            yield with_image(request, image)
 
 
 def _judge_stream(
@@ -324,8 +334,11 @@ def judge_generations(
             available.append(job)
         else:
             run.mark_unavailable(job, reason)
-    payloads = image_payloads(images, [job.image_id for job in available], backend_image_limits(judge))
-    _judge_stream(available, payloads, judge, run, config)
+    image_ids = [job.image_id for job in available]
+    known = KnownFiles.beside(judge)
+    with known or nullcontext():
+        payloads = image_payloads(images, image_ids, backend_image_limits(judge), known)
+        _judge_stream(available, payloads, judge, run, config)
     for message in run.ignored_answers:
         logger.warning(message)
     logger.info(
