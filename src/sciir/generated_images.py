@@ -25,6 +25,7 @@ from PIL import Image
 
 from sciir.image_payload import ImageFile, ImageLimits, Payload, image_file, prepare_payloads
 from sciir.known_files import KnownFiles, KnownPayload, checked_payload, payload_or_known
+from sciir.long_lists import log_list
 
 logger = logging.getLogger(__name__)
 
@@ -215,10 +216,13 @@ def unavailable_reason(
 def unused_images(images: ImageLoaders, expected: Iterable[ExpectedImage]) -> list[str]:
     """The image files of no expected (model, sample) pair, in name order (logged as a warning)."""
     unused = sorted(set(images) - {item.image_id for item in expected})
-    if unused:
-        logger.warning(
-            "%d image files belong to no benchmark sample and are not judged: %s", len(unused), unused
-        )
+    log_list(
+        logger,
+        logging.WARNING,
+        "image files belong to no benchmark sample (not judged)",
+        unused,
+        "unused_images",
+    )
     return unused
 
 

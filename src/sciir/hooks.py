@@ -8,6 +8,7 @@ from typing import Any
 
 from kedro.framework.hooks import hook_impl
 
+from sciir.results_folder import settings_outside_command_line
 from sciir.system import SYSTEM_PROGRAMS, missing_programs
 from sciir.tracking import provenance_tags
 
@@ -32,6 +33,21 @@ class ProjectHooks:
                 program,
                 needed_by,
                 package,
+            )
+
+    @hook_impl
+    def before_pipeline_run(self, run_params: dict[str, Any], pipeline: Any, catalog: Any) -> None:
+        """Refuse a benchmark or image folder set in a conf file: results would land on the default run's."""
+        if "params:evaluate" not in pipeline.inputs():
+            return
+        misplaced = settings_outside_command_line(
+            catalog.load("params:evaluate"), run_params.get("runtime_params") or {}
+        )
+        if misplaced:
+            raise ValueError(
+                f"{', '.join(misplaced)} is set in a conf file; give it on the command line instead "
+                f"(kedro run --params {misplaced[0]}=...): it also names the folder the results go to, "
+                "so that they never overwrite the default run's"
             )
 
     @hook_impl

@@ -139,7 +139,12 @@ def claim_violated(kind: Any, polarity: Any, about: Sequence[str], truth: ImageT
 
 def _image_truths(benchmark: pd.DataFrame, manifest: pd.DataFrame) -> dict[tuple[str, str], ImageTruth]:
     """Truth per (model, sample) for the manifest's successful images that record what they drew."""
-    plans = {str(row.sample_id): json.loads(row.plan) for row in benchmark.itertuples(index=False)}
+    # A benchmark brought from a file has no plan (what a sample must show is in its checklist only).
+    plans = {
+        str(row.sample_id): json.loads(row.plan)
+        for row in benchmark.itertuples(index=False)
+        if isinstance(row.plan, str)
+    }
     truths: dict[tuple[str, str], ImageTruth] = {}
     for row in manifest[manifest["status"] == "ok"].itertuples(index=False):
         truth = image_truth(plans.get(str(row.sample_id), {}), json.loads(row.meta or "{}"))

@@ -127,20 +127,27 @@ def final_pass(category_passes: Iterable[bool | None]) -> bool | None:
 
 
 def question_category(verdicts: pd.DataFrame) -> pd.Series:
-    """Each verdict row's category: ``text`` for layer 1, else its track (``other`` when unknown)."""
-    tracks = verdicts["track"].where(verdicts["track"].isin(CATEGORIES), OTHER)
-    return pd.Series(np.where(verdicts["layer"] == 1, "text", tracks), index=verdicts.index)
+    """Each verdict row's category: ``text`` for layer 1, else its track, SciIR's or a benchmark's own
+    category name (``other`` when it has none)."""
+    tracks = verdicts["track"].where(verdicts["track"].notna() & (verdicts["track"] != ""), OTHER)
+    return pd.Series(np.where(verdicts["layer"] == 1, "text", tracks.astype(str)), index=verdicts.index)
+
+
+def extra_categories(names: Iterable[str]) -> list[str]:
+    """The category names among ``names`` beyond SciIR's (a benchmark's own), in name order."""
+    return sorted({str(name) for name in names} - {*TRACKS, OTHER})
 
 
 def labelled_tracks(benchmark: pd.DataFrame) -> dict[str, list[str]]:
-    """Per benchmark sample, the Layer-2 tracks of its labels (column ``tracks``: a list or a JSON list);
-    empty when the benchmark has no such column (then only tracks with questions are required)."""
+    """Per benchmark sample, the Layer-2 tracks of its labels (column ``tracks``: a list or a JSON list;
+    SciIR's tracks or a benchmark's own categories); empty when the benchmark has no such column (then
+    only tracks with questions are required)."""
     if "tracks" not in benchmark.columns:
         return {}
     labelled: dict[str, list[str]] = {}
     for sample_id, value in zip(benchmark["sample_id"], benchmark["tracks"], strict=True):
         tracks = json.loads(value) if isinstance(value, str) else ([] if _is_missing(value) else list(value))
-        labelled[str(sample_id)] = [str(track) for track in tracks if track in LAYER2_TRACKS]
+        labelled[str(sample_id)] = [str(track) for track in tracks if str(track) not in ("text", FINAL)]
     return labelled
 
 
@@ -245,7 +252,7 @@ def score_samples(
     scores = scores.astype({column: "int64" for column in _COUNT_COLUMNS} | {"n_correct": "float64"})
     order = {
         "rule_rank": scores["aggregation"].map({rule: rank for rank, rule in enumerate(rules)}),
-        "track_rank": scores["track"].map({track: rank for rank, track in enumerate((*TRACKS, OTHER))}),
+        "track_rank": scores["track"].map(_category_order(scores["track"])),
     }
     scores = scores.assign(**order).sort_values(["rule_rank", "model", "sample_id", "track_rank"])
     return scores[list(SAMPLE_SCORE_COLUMNS)].reset_index(drop=True)
@@ -300,9 +307,17 @@ def breakdown_table(scores: pd.DataFrame, breakdown: str, column: str = "score")
     rows = scores[(scores["breakdown"] == breakdown) & (scores["aggregation"] == rules_in(scores)[0])]
     table = rows.pivot(index="model", columns="value", values=column)
     if breakdown == "track":
-        table = table.reindex(columns=[track for track in (*TRACKS, OTHER) if track in table.columns])
+        table = table.reindex(columns=list(_category_order(table.columns)))
     table.columns.name = None
     return table.reset_index()
+
+
+def _category_order(names: Iterable[str]) -> dict[str, int]:
+    """Rank of each category present in ``names``: SciIR's first (final, text, entity, process, law), then
+    a benchmark's own in name order, then ``other``."""
+    present = {str(name) for name in names}
+    order = [*TRACKS, *extra_categories(present), OTHER]
+    return {name: rank for rank, name in enumerate(name for name in order if name in present)}
 
 
 def _rule_board(tracks: pd.DataFrame, roles: Mapping[str, str]) -> pd.DataFrame:
@@ -314,12 +329,13 @@ def _rule_board(tracks: pd.DataFrame, roles: Mapping[str, str]) -> pd.DataFrame:
     def cells(track: str, column: str) -> list[float]:
         return [tracks[column].get((model, track), np.nan) for model in models]
 
-    for track in TRACKS:
+    extra = extra_categories(tracks.index.get_level_values("value"))
+    for track in (*TRACKS, *extra):
         for suffix, column in zip(INTERVAL_SUFFIXES, ("score", "ci_low", "ci_high", "n_scored"), strict=True):
             board[f"{track}{suffix}"] = cells(track, column)
         board[f"{track}_n"] = board[f"{track}_n"].fillna(0).astype("int64")
     board["coverage"] = cells(FINAL, "coverage")
-    for category in CATEGORIES:
+    for category in (*CATEGORIES, *extra):
         board[f"coverage_{category}"] = cells(category, "coverage")
     board["n_samples"] = np.array(cells(FINAL, "n_samples"), dtype="int64")
     board["checklist_defects"] = np.array(cells(FINAL, "n_defects"), dtype="int64")
@@ -343,6 +359,7 @@ def leaderboard(scores: pd.DataFrame, roles: Mapping[str, str] | None = None) ->
     if not boards:
         return pd.DataFrame(columns=list(LEADERBOARD_COLUMNS))
     board = pd.concat(boards, ignore_index=True).assign(is_reference=lambda b: b["role"] != CONTESTANT)
+    extra = extra_categories(scores.loc[scores["breakdown"] == "track", "value"])
     board = board.sort_values(
         ["rule_rank", "is_reference", FINAL, "model"],
         ascending=[True, True, False, True],
@@ -350,7 +367,17 @@ def leaderboard(scores: pd.DataFrame, roles: Mapping[str, str] | None = None) ->
     )
     ranked = ~board["is_reference"] & board[FINAL].notna()
     board["rank"] = ranked.groupby(board["rule_rank"]).cumsum().where(ranked).astype("Int64")
-    return board[list(LEADERBOARD_COLUMNS)].reset_index(drop=True)
+    return board[leaderboard_columns(extra)].reset_index(drop=True)
+
+
+def leaderboard_columns(extra: Sequence[str] = ()) -> list[str]:
+    """The leaderboard's columns: SciIR's, then score, interval, samples and coverage of each of a
+    benchmark's own categories ``extra``."""
+    return [
+        *LEADERBOARD_COLUMNS,
+        *(f"{name}{suffix}" for name in extra for suffix in INTERVAL_SUFFIXES),
+        *(f"coverage_{name}" for name in extra),
+    ]
 
 
 def _metric_prefix(rule: str, primary: str) -> str:

@@ -4,6 +4,7 @@ import os
 from pathlib import Path
 
 from sciir.hooks import ProjectHooks
+from sciir.results_folder import results_folder
 
 HOOKS = (ProjectHooks(),)
 
@@ -31,6 +32,8 @@ CONFIG_LOADER_ARGS = {
     # conf/local/parameters_*.yml overrides only the keys it names, not whole sections.
     "merge_strategy": {"parameters": "soft"},
     "custom_resolvers": {
+        # Results of a run on another benchmark or other images go to their own folder (catalog paths).
+        "sciir.results": results_folder,
         "sciir.tracking_uri": _tracking_uri,
         "sciir.artifact_uri": _artifact_uri,
     },

@@ -141,6 +141,7 @@ def inputs(tmp_path: Path) -> dict:
         "generation_manifest": manifest,
         "judge": judge,
         "params:evaluate": PARAMS,
+        "aibench_qa": pd.DataFrame(columns=["sample_id", "question_id"]),  # used by the AIBench half only
     }
 
 
@@ -164,8 +165,12 @@ def outputs(tmp_path_factory) -> dict:
 def test_pipeline_matches_the_contract():
     pipeline = sciir_evaluation_pipeline()
     assert set(pipeline.nodes) <= set(create_pipeline().nodes)  # part of the registered evaluate pipeline
-    assert pipeline.inputs() == set(JUDGE_INPUTS)
-    assert pipeline.all_outputs() - {"evaluate_judge_summary"} == {
+    assert pipeline.inputs() == {*JUDGE_INPUTS, "aibench_qa"}
+    inner = {
+        "evaluate_judge_summary",
+        *(f"evaluation_{name}" for name in ("benchmark", "checklists", "source")),
+    }
+    assert pipeline.all_outputs() - inner - {"evaluation_aibench_qa"} == {
         "verdicts", "sample_scores", "evaluate_scores", "leaderboard", "missing_images", "judge_validation",
         "report", "evaluate_plot_tracks", "evaluate_plot_groups", "evaluate_model_runs", "evaluate_metrics",
     }  # fmt: skip

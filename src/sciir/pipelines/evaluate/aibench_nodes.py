@@ -44,12 +44,14 @@ from sciir.generated_images import (
     ImageLoaders,
     NoImageError,
     image_models,
+    image_source,
     load_image,
     load_payload,
     missing_per_model,
 )
 from sciir.image_payload import backend_image_limits
 from sciir.known_files import KnownFiles, with_image
+from sciir.long_lists import log_list
 from sciir.optional_inputs import is_missing
 from sciir.progress import Progress
 
@@ -146,8 +148,13 @@ def questions_by_sample(benchmark: pd.DataFrame, aibench_qa: pd.DataFrame) -> di
     """The AIBench questions of each benchmark sample (samples without any are logged)."""
     questions = {sample: frame for sample, frame in aibench_qa.groupby("sample_id", sort=False)}
     without = [sample for sample in benchmark["sample_id"] if sample not in questions]
-    if without:
-        logger.warning("%d benchmark samples have no AIBench questions: %s", len(without), ", ".join(without))
+    log_list(
+        logger,
+        logging.WARNING,
+        "benchmark samples have no AIBench questions",
+        without,
+        "no_aibench_questions",
+    )
     return {sample: questions[sample] for sample in benchmark["sample_id"] if sample in questions}
 
 
@@ -198,6 +205,7 @@ def examine_images(
     judge: VisionLanguageModel,
     params: dict[str, Any],
     verdicts_file: str | None = None,
+    images_dir: str | None = None,
 ) -> tuple[pd.DataFrame, pd.DataFrame, dict[str, Any]]:
     """Every model's image of every benchmark sample: the solver answers its AIBench questions (one
     request, the image alone) and the judge rates its aesthetics (one request).
@@ -205,8 +213,10 @@ def examine_images(
     Returns ``aibench_answers`` (one row per model, sample and question), ``aesthetics_ratings`` (one row
     per model and sample) and a run summary: missing images per model, failed requests per task, the
     answers given to unknown question ids, and the judge's cache stats. Skipped with one log line (empty
-    tables) when ``verdicts_file`` is set or an input does not exist yet.
+    tables) when ``verdicts_file`` is set or an input does not exist yet. The images are the judge's:
+    the ``images_dir`` folder when set, else the generations.
     """
+    generations = image_source(generations, images_dir)
     skip = image_branch_skip(
         verdicts_file, generations=generations, benchmark=benchmark, aibench_qa=aibench_qa
     )
@@ -352,10 +362,13 @@ def baseline_metrics(
     benchmark: pd.DataFrame,
     params: dict[str, Any],
     verdicts_file: str | None = None,
+    images_dir: str | None = None,
 ) -> pd.DataFrame:
     """``baseline_scores``: CLIPScore and VQAScore per image where configured; each metric that is not
     configured is skipped with one log line and adds no rows, and so is everything when
-    ``verdicts_file`` is set or an input does not exist yet."""
+    ``verdicts_file`` is set or an input does not exist yet. The images are the judge's (``images_dir``
+    when set)."""
+    generations = image_source(generations, images_dir)
     skip = image_branch_skip(verdicts_file, generations=generations, benchmark=benchmark)
     if skip:
         logger.info("baseline metrics skipped: %s", skip)
@@ -406,8 +419,8 @@ def summarise_aibench(
 
 
 def create_aibench_pipeline(**kwargs: Any) -> Pipeline:
-    """Evaluate-side AIBench (inputs: generations, benchmark, aibench_qa, judge, params:aibench,
-    params:evaluate.verdicts_file; outputs:
+    """Evaluate-side AIBench (inputs: generations, evaluation_benchmark, evaluation_aibench_qa, judge,
+    params:aibench, params:evaluate.verdicts_file, params:evaluate.images_dir; outputs:
     aibench_answers, aibench_scores, aesthetics_ratings, aesthetics_scores, baseline_scores, aibench_metrics)."""
     return Pipeline(
         [
@@ -415,11 +428,12 @@ def create_aibench_pipeline(**kwargs: Any) -> Pipeline:
                 examine_images,
                 [
                     "generations",
-                    "benchmark",
-                    "aibench_qa",
+                    "evaluation_benchmark",
+                    "evaluation_aibench_qa",
                     "judge",
                     "params:aibench",
                     "params:evaluate.verdicts_file",
+                    "params:evaluate.images_dir",
                 ],
                 ["aibench_answers", "aesthetics_ratings", "aibench_run_summary"],
                 name="examine_aibench_images",
@@ -428,7 +442,13 @@ def create_aibench_pipeline(**kwargs: Any) -> Pipeline:
             node(score_aesthetics, "aesthetics_ratings", "aesthetics_scores", name="score_aesthetics"),
             node(
                 baseline_metrics,
-                ["generations", "benchmark", "params:aibench", "params:evaluate.verdicts_file"],
+                [
+                    "generations",
+                    "evaluation_benchmark",
+                    "params:aibench",
+                    "params:evaluate.verdicts_file",
+                    "params:evaluate.images_dir",
+                ],
                 "baseline_scores",
                 name="baseline_metrics",
             ),
