@@ -1,8 +1,9 @@
-"""The HTML report: failed checks highlighted, images embedded, intervals, heatmap, missing images explained."""
+"""The HTML report: a small summary page (intervals, heatmap, missing images, links to the models) and
+one page per model (thumbnail files loaded lazily, failed checks highlighted)."""
 
 from __future__ import annotations
 
-import base64
+import hashlib
 import io
 
 import pandas as pd
@@ -10,7 +11,9 @@ from lxml import html
 from PIL import Image
 
 from sciir.bootstrap import BootstrapConfig
+from sciir.image_payload import encode
 from sciir.report import (
+    ReportFolder,
     coverage_table,
     heat_colour,
     heatmap,
@@ -18,7 +21,9 @@ from sciir.report import (
     interval_text,
     leaderboard_table,
     missing_images,
+    model_page_path,
     render_report,
+    thumbnail_path,
 )
 from sciir.scoring import leaderboard, score_samples, score_table
 
@@ -61,24 +66,36 @@ VERDICTS = pd.DataFrame(
 UNAVAILABLE = {"missing/s1": "no image from model missing for sample s1: OOM"}
 
 
-def render() -> html.HtmlElement:
+def drawn_image() -> Image.Image:
+    return Image.new("RGB", (1024, 512), "white")
+
+
+def render_folder(images: dict | None = None) -> ReportFolder:
     scores = score_samples(VERDICTS, BENCHMARK, "exclude")
     table = score_table(scores, BootstrapConfig(n_boot=50))
     board = leaderboard(table)
-    images = {"drawn/s1": lambda: Image.new("RGB", (1024, 512), "white")}
+    images = {"drawn/s1": drawn_image} if images is None else images
     views = image_views(VERDICTS, CHECKLISTS, scores, BENCHMARK, images, UNAVAILABLE, thumbnail_px=256)
-    page = render_report(
+    return render_report(
         [leaderboard_table("Leaderboard", board), coverage_table("Coverage", board)],
         views,
         {"judge template": "t1"},
         heatmaps=[heatmap("Per group", table, "group")],
         missing=missing_images(UNAVAILABLE),
     )
-    return html.fromstring(page)
+
+
+def render(page: str = "index.html") -> html.HtmlElement:
+    """One page of the report: the summary by default, or ``models/<model>.html``."""
+    return html.fromstring(render_folder().pages[page])
+
+
+def test_the_report_is_a_summary_and_one_page_per_model():
+    assert list(render_folder().pages) == ["index.html", "models/drawn.html", "models/missing.html"]
 
 
 def test_failed_check_is_highlighted_with_evidence():
-    doc = render()
+    doc = render("models/drawn.html")
     failed = doc.xpath('//section[@id="drawn/s1"]//tr[contains(concat(" ", @class, " "), " fail ")]')
     assert len(failed) == 1
     assert failed[0].get("data-question-id") == "q2"
@@ -88,27 +105,50 @@ def test_failed_check_is_highlighted_with_evidence():
 
 
 def test_abstention_shown_as_unjudged():
-    row = render().xpath('//section[@id="drawn/s1"]//tr[@data-question-id="q3"]')[0]
+    row = render("models/drawn.html").xpath('//section[@id="drawn/s1"]//tr[@data-question-id="q3"]')[0]
     assert "unjudged" in row.get("class") and "fail" not in row.get("class").split()
     assert "judge abstained on question q3" in row.text_content()
 
 
-def test_image_embedded_as_downscaled_png():
-    images = render().xpath('//section[@id="drawn/s1"]//img')
-    assert len(images) == 1
-    src = images[0].get("src")
-    assert src.startswith("data:image/png;base64,")
-    thumbnail = Image.open(io.BytesIO(base64.b64decode(src.split(",", 1)[1])))
+def test_image_is_a_lazily_loaded_thumbnail_file_named_by_its_content():
+    site = render_folder()
+    images = html.fromstring(site.pages["models/drawn.html"]).xpath('//section[@id="drawn/s1"]//img')
+    assert len(images) == 1 and images[0].get("loading") == "lazy"
+    source_sha256 = hashlib.sha256(encode(drawn_image(), "PNG")).hexdigest()
+    path = thumbnail_path(source_sha256, 256)
+    assert images[0].get("src") == f"../{path}"  # relative to models/, so it works from a copied folder
+    assert list(site.thumbnails) == [path]
+    thumbnail = Image.open(io.BytesIO(site.thumbnails[path]()))
     assert thumbnail.format == "PNG" and thumbnail.size == (256, 128)
 
 
-def test_missing_image_explained_and_prompt_escaped():
+def test_another_image_gets_another_thumbnail():
+    black = render_folder({"drawn/s1": lambda: Image.new("RGB", (1024, 512), "black")})
+    assert set(black.thumbnails).isdisjoint(render_folder().thumbnails)
+
+
+def test_the_summary_links_each_model_page_with_its_counts_and_shows_no_image():
     doc = render()
-    missing = doc.xpath('//section[@id="missing/s1"]')[0]
+    assert not doc.xpath("//img") and not doc.xpath("//table[@class='checklist']")
+    rows = [
+        [cell.text_content() for cell in row.xpath("td")]
+        for row in doc.xpath("//table[@class='models']//tr[td]")
+    ]
+    assert rows == [["drawn", "1", "1", "1", "1"], ["missing", "1", "0", "0", "3"]]
+    links = [link.get("href") for link in doc.xpath("//a[@class='model-page']")]
+    assert links == ["models/drawn.html", "models/missing.html"]
+    back = render("models/drawn.html").xpath("//a[@class='summary-page']")[0]
+    assert back.get("href") == "../index.html"
+
+
+def test_missing_image_explained_and_prompt_escaped():
+    page = render("models/missing.html")
+    missing = page.xpath('//section[@id="missing/s1"]')[0]
     assert not missing.xpath(".//img")
     assert "OOM" in missing.xpath('.//p[@class="missing"]')[0].text_content()
-    assert "Draw <ATP>." in doc.xpath('//section[@id="drawn/s1"]//details/p')[0].text_content()
-    leaderboard_cells = [cell.text_content() for cell in doc.xpath("//table[@class='summary']//td")]
+    drawn = render("models/drawn.html")
+    assert "Draw <ATP>." in drawn.xpath('//section[@id="drawn/s1"]//details/p')[0].text_content()
+    leaderboard_cells = [cell.text_content() for cell in render().xpath("//table[@class='summary']//td")]
     assert "drawn" in leaderboard_cells and "n/a" in leaderboard_cells
 
 
@@ -152,10 +192,20 @@ def test_missing_images_listed_per_model_with_reasons():
     assert (
         "1 missing" in entry.text_content() and "s1" in entry.text_content() and "OOM" in entry.text_content()
     )
+    assert entry.xpath(".//a")[0].get("href") == "models/missing.html#missing/s1"  # the sample's section
+
+
+def test_model_pages_have_plain_distinct_file_names():
+    assert model_page_path("sd-1.5_lora") == "models/sd-1.5_lora.html"
+    unusual = [model_page_path(name) for name in ("a b", "a_b", "../up", ".hidden", "")]
+    assert len(set(unusual)) == 5 and unusual[1] == "models/a_b.html"
+    for path in unusual:
+        name = path.removeprefix("models/")
+        assert "/" not in name and not name.startswith(".") and name.endswith(".html")
 
 
 def test_images_are_marked_once_decoded_by_the_page_script():
-    doc = render()
+    doc = render("models/drawn.html")
     assert doc.xpath("//img[@class='generated']")
     script = doc.xpath("//script")[0].text_content()
     assert 'querySelectorAll("img.generated")' in script and "dataset.loaded" in script
@@ -164,7 +214,9 @@ def test_images_are_marked_once_decoded_by_the_page_script():
 def test_a_labelled_track_without_questions_is_shown_as_a_checklist_defect():
     badges = [
         badge.text_content()
-        for badge in render().xpath('//section[@id="drawn/s1"]//span[contains(@class, "badge")]')
+        for badge in render("models/drawn.html").xpath(
+            '//section[@id="drawn/s1"]//span[contains(@class, "badge")]'
+        )
     ]
     assert "entity: unjudged (no questions (checklist defect))" in badges
     assert "final: fail (a labelled track has no questions)" in badges  # the process "no" fails it anyway
@@ -172,5 +224,5 @@ def test_a_labelled_track_without_questions_is_shown_as_a_checklist_defect():
 
 
 def test_each_check_says_what_it_checks_from_its_structured_fields():
-    row = render().xpath('//section[@id="drawn/s1"]//tr[@data-question-id="q2"]/td')
+    row = render("models/drawn.html").xpath('//section[@id="drawn/s1"]//tr[@data-question-id="q2"]/td')
     assert [cell.text_content() for cell in row[:3]] == ["q2", "process", "relation, negative"]

@@ -1,29 +1,39 @@
-"""A self-contained HTML report of an evaluation (jinja2 template shipped in ``sciir/templates``).
+"""The HTML report of an evaluation, written as a folder (jinja2 templates shipped in ``sciir/templates``).
 
-It shows the leaderboard with bootstrap intervals, coverage, a models x groups heatmap, the
-breakdowns and the images that were missing, then per model and sample the image (embedded as a
-downscaled base64 PNG) beside its checklist: failed checks carry the class ``fail``, abstained or
-failed questions the class ``unjudged`` with their reason, and each row the judge's evidence and
-reasoning. A small script marks each image ``data-loaded`` once the browser has decoded it.
+The summary page (``index.html``) stays small whatever the benchmark's size: the leaderboard with
+bootstrap intervals, coverage, the breakdowns, a models x groups heatmap, the images that were missing,
+and one link per model with its counts. Each model's page (``models/<model>.html``) shows, per sample,
+the image's thumbnail (a PNG file in ``thumbnails/``, loaded lazily by the browser) beside its
+checklist: failed checks carry the class ``fail``, abstained or failed questions the class
+``unjudged`` with their reason, and each row the judge's evidence and reasoning. A small script marks
+each image ``data-loaded`` once the browser has decoded it.
+
+A thumbnail is named by the sha256 of its source image and its size, so the folder dataset
+(``sciir.report_folder``) keeps the thumbnails already written and makes only those of new images.
 """
 
 from __future__ import annotations
 
-import base64
+import hashlib
 import math
-from collections.abc import Mapping, Sequence
+import re
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import cache, partial
+from pathlib import PurePosixPath
 from typing import Any
 
 import pandas as pd
 from jinja2 import Environment, PackageLoader, select_autoescape
-from PIL import Image
 
-from sciir.generated_images import ImageLoaders, open_image
-from sciir.image_payload import encode
+from sciir.generated_images import ImageLoaders
+from sciir.image_payload import ImageFile, ImageLimits, converted, image_file, read_header
+from sciir.report_folder import SUMMARY_PAGE, ReportFolder
 from sciir.scoring import CATEGORIES, FINAL, TRACKS, breakdown_table, rules_in
 
 CHECK_CLASS = {"yes": "pass", "no": "fail"}
+MODEL_PAGES = "models"  # folder of the per-model pages
+THUMBNAILS = "thumbnails"  # folder of the thumbnails, one per distinct image and size
 
 
 @dataclass(frozen=True)
@@ -52,6 +62,15 @@ class CheckView:
 
 
 @dataclass(frozen=True)
+class Thumbnail:
+    """An image's thumbnail: its path in the report folder, named by the source image's content and the
+    size, and the function that makes its PNG bytes (called only when that file is not there yet)."""
+
+    path: str
+    make: Callable[[], bytes]
+
+
+@dataclass(frozen=True)
 class ImageView:
     """One generated image (or why there is none), its category results and its checks."""
 
@@ -60,7 +79,7 @@ class ImageView:
     group: str
     setting: str
     prompt: str
-    image_uri: str | None
+    thumbnail: Thumbnail | None
     image_note: str | None
     # (track, pass / fail / unjudged, a note such as a checklist defect or "")
     results: list[tuple[str, str, str]] = field(default_factory=list)
@@ -197,25 +216,33 @@ def missing_images(unavailable: Mapping[str, str]) -> list[MissingImages]:
     return [MissingImages(model, items) for model, items in by_model.items()]
 
 
-def thumbnail_data_uri(image: Image.Image, size: int) -> str:
-    """The image downscaled to fit ``size`` px, as a base64 PNG data URI."""
-    small = image.convert("RGB")
-    small.thumbnail((size, size))
-    return "data:image/png;base64," + base64.b64encode(encode(small, "PNG")).decode("ascii")
+def thumbnail_png(image: ImageFile, size: int) -> bytes:
+    """The image downscaled to fit ``size`` px (never enlarged), as 8-bit PNG bytes."""
+    return bytes(converted(image.read(), image.name, ImageLimits(max_side=size, image_format="PNG")))
 
 
-def _image_or_note(
+def thumbnail_path(source_sha256: str, size: int) -> str:
+    """Where the ``size`` px thumbnail of the image with that sha256 lives in the report folder."""
+    return f"{THUMBNAILS}/{source_sha256[:32]}-{size}.png"
+
+
+def _thumbnail_or_note(
     image_id: str, images: ImageLoaders, unavailable: Mapping[str, str], size: int
-) -> tuple[str | None, str | None]:
-    """(data URI, None) for a judged image; (None, why not) when there was no usable image."""
+) -> tuple[Thumbnail | None, str | None]:
+    """(thumbnail, None) for a judged image (its file read and hashed, not decoded); (None, why not)
+    when there was no usable image."""
     if image_id in unavailable:
         return None, unavailable[image_id]
     if image_id not in images:
         return None, f"no image file for {image_id}"
     try:
-        return thumbnail_data_uri(open_image(images[image_id]), size), None
+        handle = image_file(images[image_id])
+        data = handle.read()
+        read_header(data, handle.name)
     except (OSError, ValueError) as exc:
         return None, f"image {image_id} could not be read for the report: {exc}"
+    path = thumbnail_path(hashlib.sha256(data).hexdigest(), size)
+    return Thumbnail(path, partial(thumbnail_png, handle, size)), None
 
 
 def _result_label(passed: Any) -> str:
@@ -277,7 +304,7 @@ def image_views(
     views = []
     for (model, sample_id), rows in checks.groupby(["model", "sample_id"], sort=True):
         image_id = f"{model}/{sample_id}"
-        uri, note = _image_or_note(image_id, images, unavailable, thumbnail_px)
+        thumbnail, note = _thumbnail_or_note(image_id, images, unavailable, thumbnail_px)
         scores = results.get((model, sample_id), sample_scores.iloc[0:0])
         sample = samples.loc[sample_id] if sample_id in samples.index else None
         views.append(
@@ -287,7 +314,7 @@ def image_views(
                 group="n/a" if sample is None else str(sample["group"]),
                 setting="n/a" if sample is None else str(sample["setting"]),
                 prompt="" if sample is None else str(sample["prompt"]),
-                image_uri=uri,
+                thumbnail=thumbnail,
                 image_note=note,
                 results=[
                     (r.track, _result_label(r.passed), _defect_note(r.track, r.checklist_defect))
@@ -299,17 +326,83 @@ def image_views(
     return views
 
 
+@dataclass(frozen=True)
+class ModelPage:
+    """One model's page: its path in the report folder and what its samples show at a glance."""
+
+    model: str
+    path: str
+    n_samples: int
+    n_images: int
+    n_failed_checks: int
+    n_unjudged_checks: int
+
+
+def model_page_path(model: str) -> str:
+    """``models/<model>.html``; a name that is not a plain file name (spaces, slashes, a leading dot) is
+    made one and given a hash of the name, so two models never share a page."""
+    safe = re.sub(r"^\.", "_", re.sub(r"[^A-Za-z0-9._-]", "_", model))
+    if not model or safe != model:
+        safe = f"{safe}-{hashlib.sha256(model.encode()).hexdigest()[:8]}"
+    return f"{MODEL_PAGES}/{safe}.html"
+
+
+def model_page(model: str, views: Sequence[ImageView]) -> ModelPage:
+    """The page of ``model`` showing ``views``, with its counts."""
+    checks = [check for view in views for check in view.checks]
+    return ModelPage(
+        model=model,
+        path=model_page_path(model),
+        n_samples=len(views),
+        n_images=sum(view.thumbnail is not None for view in views),
+        n_failed_checks=sum(check.css_class == "fail" for check in checks),
+        n_unjudged_checks=sum(check.css_class == "unjudged" for check in checks),
+    )
+
+
+def _to_root(path: str) -> str:
+    """The relative prefix from the page at ``path`` back to the report folder (``../`` for models/x.html)."""
+    return "../" * len(PurePosixPath(path).parent.parts)
+
+
+@cache
+def _environment() -> Environment:
+    return Environment(
+        loader=PackageLoader("sciir", "templates"),
+        autoescape=select_autoescape(["html"]),
+        trim_blocks=True,
+        lstrip_blocks=True,
+    )
+
+
 def render_report(
     tables: Sequence[Table],
     views: Sequence[ImageView],
     meta: Mapping[str, str],
     heatmaps: Sequence[Heatmap] = (),
     missing: Sequence[MissingImages] = (),
-) -> str:
-    """The HTML report from its summary tables, heatmaps, missing images, image views and run facts."""
-    environment = Environment(
-        loader=PackageLoader("sciir", "templates"), autoescape=select_autoescape(["html"]), trim_blocks=True
+) -> ReportFolder:
+    """The report's files: the summary page (tables, heatmaps, missing images, run facts, links to the
+    model pages), one page per model with its image views, and the thumbnails those pages show."""
+    by_model: dict[str, list[ImageView]] = {}
+    for view in views:
+        by_model.setdefault(view.model, []).append(view)
+    pages = [model_page(model, model_views) for model, model_views in by_model.items()]
+    environment = _environment()
+    summary = environment.get_template("report_summary.html").render(
+        tables=tables,
+        heatmaps=heatmaps,
+        missing=missing,
+        pages=pages,
+        page_of={page.model: page.path for page in pages},
+        meta=meta,
     )
-    return environment.get_template("report.html").render(
-        tables=tables, heatmaps=heatmaps, missing=missing, views=views, meta=meta
-    )
+    model_template = environment.get_template("report_model.html")
+    files = {SUMMARY_PAGE: summary} | {
+        page.path: model_template.render(
+            page=page, views=by_model[page.model], meta=meta, root=_to_root(page.path)
+        )
+        for page in pages
+    }
+    thumbnails = {view.thumbnail.path: view.thumbnail.make for view in views if view.thumbnail is not None}
+    return ReportFolder(pages=files, thumbnails=thumbnails)

@@ -71,7 +71,7 @@ def leaderboard_text(board: pd.DataFrame) -> str:
 
 def print_run_summary(catalog: Any, project_path: Path) -> None:
     board = catalog.load("leaderboard")
-    report = project_path / "data" / "08_reporting" / "report.html"
+    report = project_path / "data" / "08_reporting" / "report" / "index.html"
     print(f"\n{leaderboard_text(board)}")
     print(f"\nReport: {report}")
     print(

@@ -1,11 +1,13 @@
-"""The evaluation report rendered by headless Chromium: it renders, its images decode, and a failed
-check is visible with its highlight. Skipped when /usr/bin/chromium is absent."""
+"""The evaluation report folder rendered by headless Chromium from disk: the summary page renders and
+links the model pages; a model page's lazily loaded thumbnail file decodes, and its failed check is
+visible with its highlight. Skipped when /usr/bin/chromium is absent."""
 
 from __future__ import annotations
 
 import io
 import subprocess
 from pathlib import Path
+from urllib.parse import urljoin, urlparse
 
 import pandas as pd
 import pytest
@@ -14,10 +16,11 @@ from PIL import Image
 
 from sciir.bootstrap import BootstrapConfig
 from sciir.report import image_views, leaderboard_table, missing_images, render_report
+from sciir.report_folder import ReportFolderDataset
 from sciir.scoring import leaderboard, score_samples, score_table
 
 CHROMIUM = Path("/usr/bin/chromium")
-FAIL_HIGHLIGHT = (0xF9, 0xD6, 0xD5)  # `.fail` background in sciir/templates/report.html
+FAIL_HIGHLIGHT = (0xF9, 0xD6, 0xD5)  # `.fail` background in sciir/templates/report_base.html
 
 pytestmark = pytest.mark.skipif(
     not CHROMIUM.exists(), reason="headless Chromium (/usr/bin/chromium) is not installed"
@@ -61,22 +64,22 @@ VERDICTS = pd.DataFrame(
 
 
 def write_report(folder: Path) -> Path:
-    """A report of one drawn image (one check passes, one fails) and one missing image."""
+    """A report folder of one drawn image (one check passes, one fails) and one missing image, written
+    by the catalog's dataset; the folder."""
     scores = score_samples(VERDICTS, BENCHMARK, "exclude")
     board = leaderboard(score_table(scores, BootstrapConfig(n_boot=50)))
     unavailable = {"lost/s1": "no image from model lost for sample s1: OOM"}
     images = {"drawn/s1": lambda: Image.new("RGB", (640, 480), "lightsteelblue")}
     views = image_views(VERDICTS, CHECKLISTS, scores, BENCHMARK, images, unavailable, thumbnail_px=200)
-    page = render_report(
+    report = render_report(
         [leaderboard_table("Leaderboard", board)],
         views,
         {"judge": "scripted"},
         [],
         missing_images(unavailable),
     )
-    path = folder / "report.html"
-    path.write_text(page)
-    return path
+    ReportFolderDataset(path=str(folder / "report")).save(report)
+    return folder / "report"
 
 
 def chromium(folder: Path, *args: str) -> subprocess.CompletedProcess:
@@ -101,31 +104,55 @@ def chromium(folder: Path, *args: str) -> subprocess.CompletedProcess:
 def rendered(tmp_path_factory) -> dict:
     folder = tmp_path_factory.mktemp("chromium")
     report = write_report(folder)
-    dom = chromium(folder, "--dump-dom", report.as_uri()).stdout
-    screenshot = folder / "report.png"
+    summary, drawn = report / "index.html", report / "models" / "drawn.html"
+    # A page is opened as a file, as a user opens the folder: its links and thumbnail are relative paths.
+    pages = {page: chromium(folder, "--dump-dom", page.as_uri()).stdout for page in (summary, drawn)}
+    screenshot = folder / "drawn.png"
     # A window far taller than the page (about 1,200 px here), so the failed row is on the screenshot
     # whatever the fonts of the machine make of the layout above it.
     chromium(
-        folder, f"--screenshot={screenshot}", "--window-size=1200,4000", "--hide-scrollbars", report.as_uri()
+        folder, f"--screenshot={screenshot}", "--window-size=1200,4000", "--hide-scrollbars", drawn.as_uri()
     )
-    return {"dom": html.fromstring(dom), "screenshot": screenshot}
+    return {
+        "summary": html.fromstring(pages[summary], base_url=summary.as_uri()),
+        "drawn": html.fromstring(pages[drawn], base_url=drawn.as_uri()),
+        "summary_path": summary,
+        "screenshot": screenshot,
+    }
 
 
-def test_report_renders(rendered):
-    doc = rendered["dom"]
+def on_disk(doc: html.HtmlElement, href: str) -> Path:
+    """The file a relative link of a page opened from disk points to."""
+    return Path(urlparse(urljoin(doc.base_url, href)).path)
+
+
+def test_summary_renders_and_links_the_model_pages(rendered):
+    doc = rendered["summary"]
     assert doc.xpath("//h1")[0].text_content() == "SciIR-Bench evaluation report"
-    assert doc.xpath('//section[@id="drawn/s1"]') and doc.xpath('//section[@id="lost/s1"]')
+    assert not doc.xpath("//section") and not doc.xpath("//img")  # images and checklists are on model pages
+    links = [on_disk(doc, href) for href in doc.xpath("//a[@class='model-page']/@href")]
+    assert [link.name for link in links] == ["drawn.html", "lost.html"] and all(
+        link.is_file() for link in links
+    )
 
 
-def test_images_are_decoded_by_the_browser(rendered):
-    images = rendered["dom"].xpath("//img[@class='generated']")
-    assert len(images) == 1
+def test_model_page_renders_with_a_link_back(rendered):
+    doc = rendered["drawn"]
+    assert doc.xpath("//h1")[0].text_content() == "Model drawn" and doc.xpath('//section[@id="drawn/s1"]')
+    back = on_disk(doc, doc.xpath("//a[@class='summary-page']/@href")[0])
+    assert back == rendered["summary_path"] and back.is_file()
+
+
+def test_thumbnail_file_is_loaded_lazily_and_decoded_by_the_browser(rendered):
+    images = rendered["drawn"].xpath("//img[@class='generated']")
+    assert len(images) == 1 and images[0].get("loading") == "lazy"
+    assert images[0].get("src").startswith("../thumbnails/")  # a file beside the pages, not a data URI
     assert images[0].get("data-loaded") == "true"  # set by the page's own script once decoded
     assert images[0].get("data-natural-width") == "200"  # the 640 px image scaled to the 200 px thumbnail
 
 
 def test_failed_check_is_in_the_dom_and_visibly_highlighted(rendered):
-    failed = rendered["dom"].xpath(
+    failed = rendered["drawn"].xpath(
         '//section[@id="drawn/s1"]//tr[contains(concat(" ", @class, " "), " fail ")]'
     )
     assert [row.get("data-question-id") for row in failed] == ["q2"]

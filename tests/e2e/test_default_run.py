@@ -64,8 +64,10 @@ def _leaderboard(project: Path) -> pd.DataFrame:
 def test_run_ends_with_the_leaderboard_and_the_report(first_run, project):
     out = first_run.stdout
     assert "SciIR leaderboard" in out and "programmatic_faulty" in out
-    assert f"Report: {project / 'data' / '08_reporting' / 'report.html'}" in out
-    assert (project / "data" / "08_reporting" / "report.html").stat().st_size > 10_000
+    report = project / "data" / "08_reporting" / "report"
+    assert f"Report: {report / 'index.html'}" in out
+    assert (report / "index.html").stat().st_size > 5_000
+    assert list((report / "models").glob("*.html")) and list((report / "thumbnails").glob("*.png"))
 
 
 def test_programmatic_beats_its_faulty_variant_and_noise_scores_near_zero(first_run, project):
@@ -109,7 +111,8 @@ def test_mlflow_holds_params_metrics_and_report(first_run, project):
     assert {"git.commit", "git.dirty"} <= tags
     artifacts = list((project / "mlruns" / "artifacts").rglob("*"))
     names = {p.name for p in artifacts}
-    assert {"report.html", "leaderboard.csv", "track_pass_rates.png"} <= names
+    assert {"index.html", "leaderboard.csv", "track_pass_rates.png"} <= names
+    assert any(p.relative_to(p.parents[1]).as_posix() == "report/index.html" for p in artifacts)
 
 
 def test_each_stage_runs_alone_after_a_default_run(first_run, project):

@@ -19,7 +19,6 @@ import pytest
 from kedro.io import DataCatalog, MemoryDataset
 from kedro.runner import SequentialRunner
 from kedro_datasets.pandas import CSVDataset, ParquetDataset
-from kedro_datasets.text import TextDataset
 from lxml import html
 from matplotlib.figure import Figure
 from PIL import Image
@@ -29,13 +28,14 @@ from sciir.backends.cache import CachedVLM, ResponseCache
 from sciir.pipelines.evaluate import create_pipeline
 from sciir.pipelines.evaluate.nodes import EvaluateParams, judge_generations, plot_tracks, validate_judge
 from sciir.pipelines.evaluate.pipeline import sciir_evaluation_pipeline
+from sciir.report_folder import ReportFolderDataset
 
 PARAMS = {"unjudged_policy": "exclude", "window": 2, "thumbnail_px": 64, "bootstrap": {"n_boot": 100}}
 JUDGE_INPUTS = ("benchmark", "checklists", "generations", "generation_manifest", "judge", "params:evaluate")
 SAVED = {
     "verdicts": lambda folder: ParquetDataset(filepath=str(folder / "verdicts.parquet")),
     "sample_scores": lambda folder: ParquetDataset(filepath=str(folder / "sample_scores.parquet")),
-    "report": lambda folder: TextDataset(filepath=str(folder / "report.html")),
+    "report": lambda folder: ReportFolderDataset(path=str(folder / "report")),
 } | {
     name: lambda folder, name=name: CSVDataset(
         filepath=str(folder / f"{name}.csv"), save_args={"index": False}
@@ -236,14 +236,32 @@ def test_metrics_report_and_plots(outputs):
     assert kinds.count("BarContainer") == 5 and kinds.count("ErrorbarContainer") == 5  # whiskers per track
     heat = outputs["evaluate_plot_groups"]
     assert isinstance(heat, Figure) and heat.axes[0].images[0].get_array().shape == (3, 2)  # models x groups
-    doc = html.fromstring(outputs["report"])
-    failed = doc.xpath('//section[@id="bad/s1"]//tr[contains(concat(" ", @class, " "), " fail ")]')
+    pages = {path: html.fromstring(text) for path, text in outputs["report"].pages.items()}
+    assert set(pages) == {"index.html", "models/bad.html", "models/good.html", "models/retired.html"}
+    summary = pages["index.html"]
+    assert "1 missing" in summary.xpath('//li[@id="missing-retired"]')[0].text_content()
+    assert len(summary.xpath("//table[@class='heatmap']//td[@class='cell']")) == 6  # 3 models x 2 groups
+    assert "1.000 [1.000, 1.000]" in summary.xpath("//table[@class='summary']")[0].text_content()
+    assert [link.get("href") for link in summary.xpath("//a[@class='model-page']")] == [
+        "models/bad.html", "models/good.html", "models/retired.html"
+    ]  # fmt: skip
+    assert not summary.xpath("//img")
+    bad = pages["models/bad.html"]
+    failed = bad.xpath('//section[@id="bad/s1"]//tr[contains(concat(" ", @class, " "), " fail ")]')
     assert {row.get("data-question-id") for row in failed} == {"e1", "p1"}
-    assert len(doc.xpath("//img")) == 4  # good/s2 is shown although its judge request failed
-    assert "CUDA out of memory" in doc.xpath('//section[@id="bad/s2"]')[0].text_content()
-    assert "1 missing" in doc.xpath('//li[@id="missing-retired"]')[0].text_content()
-    assert len(doc.xpath("//table[@class='heatmap']//td[@class='cell']")) == 6  # 3 models x 2 groups
-    assert "1.000 [1.000, 1.000]" in doc.xpath("//table[@class='summary']")[0].text_content()
+    assert "CUDA out of memory" in bad.xpath('//section[@id="bad/s2"]')[0].text_content()
+    # good/s2 is shown although its judge request failed; good/s1, good/s2 and retired/s1 are the same
+    # white image, so the three share one thumbnail file and bad/s1 (black) has its own.
+    sources = {
+        page: [img.get("src") for img in doc.xpath("//img[@loading='lazy']")] for page, doc in pages.items()
+    }
+    assert [
+        len(sources[page]) for page in ("models/bad.html", "models/good.html", "models/retired.html")
+    ] == [1, 2, 1]
+    assert len({*sources["models/good.html"], *sources["models/retired.html"]}) == 1
+    files = {f"../{path}": make() for path, make in outputs["report"].thumbnails.items()}
+    assert set(files) == {*sources["models/bad.html"], *sources["models/good.html"]}
+    assert all(Image.open(io.BytesIO(png)).size == (64, 64) for png in files.values())  # thumbnail_px
 
 
 def test_judge_validated_on_the_images_whose_content_is_known(outputs):
@@ -327,7 +345,10 @@ def test_a_verdicts_file_is_reaggregated_without_the_judge(tmp_path):
         board = results[rule]["leaderboard"].set_index("model")
         assert list(board.index) == ["other"] and board.loc["other", "final"] == pytest.approx(expected)
     assert results["dsg"]["judge"].stats["misses"] == 0 and results["dsg"]["judge"].stats["hits"] == 0
-    assert "verdicts_file:answers.csv" in html.fromstring(results["dsg"]["report"]).text_content()
+    assert (
+        "verdicts_file:answers.csv"
+        in html.fromstring(results["dsg"]["report"].pages["index.html"]).text_content()
+    )
 
 
 def test_each_model_gets_a_nested_mlflow_run(tmp_path, mlflow_store):
@@ -376,7 +397,7 @@ def test_several_aggregation_rules_in_one_run_side_by_side(tmp_path):
     assert veto["passed"].equals(tifa["passed"])  # the veto result does not depend on the rule
     metrics = outputs["evaluate_metrics"]
     assert {"good.final", "good.tifa.final", "good.dsg.final", "good.tifa.final.n_samples"} <= set(metrics)
-    report = html.fromstring(outputs["report"]).text_content()
+    report = html.fromstring(outputs["report"].pages["index.html"]).text_content()
     assert "TIFA score" in report and "DSG score" in report and "pass rate (strict veto)" in report
 
 

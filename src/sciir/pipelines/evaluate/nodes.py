@@ -59,6 +59,7 @@ from sciir.optional_inputs import MissingInput, frame_or_empty, is_missing, mapp
 from sciir.plots import plot_group_heatmap, plot_track_pass_rates
 from sciir.progress import Progress
 from sciir.report import (
+    ReportFolder,
     breakdown_intervals,
     coverage_table,
     heatmap,
@@ -438,9 +439,10 @@ def build_report(
     generations: ImageFiles,
     judge_summary: dict[str, Any],
     params: dict[str, Any],
-) -> str:
-    """The self-contained HTML report: scores with intervals, coverage, the group heatmap, the
-    missing images, then every image beside its checklist."""
+) -> ReportFolder:
+    """The HTML report as a folder (``sciir.report``): a summary page with scores and intervals, coverage,
+    the group heatmap and the missing images, then one page per model with every image's thumbnail
+    beside its checklist."""
     config = EvaluateParams.model_validate(params)
     label = RULE_LABELS[config.primary_rule]
     boards = [
