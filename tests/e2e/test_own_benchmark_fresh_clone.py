@@ -1,0 +1,161 @@
+"""A benchmark of the user's own, evaluated on a folder of their images in a fresh clone with nothing run
+first: one command with the offline judge, one with a served judge (the loopback OpenAI-compatible server).
+Results go to the benchmark's own folder, name it, and leave the default run's outputs alone."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import mlflow
+import pandas as pd
+import pytest
+from PIL import Image, ImageDraw, ImageFont
+
+pytestmark = pytest.mark.e2e
+REPO = Path(__file__).resolve().parents[2]
+
+SAMPLES = [
+    {
+        "sample_id": "lever",
+        "group": "mechanics",
+        "prompts": {
+            "plain": "Draw a lever with the labels Effort, Fulcrum and Load.",
+            "why": "Draw a lever.",
+        },
+        "questions": [
+            {"id": "q1", "text": 'Is "Effort" spelled exactly?', "expected_text": "Effort"},
+            {"id": "q2", "text": 'Is "Fulcrum" spelled exactly?', "expected_text": "Fulcrum"},
+            {"id": "q3", "text": "Is the fulcrum between effort and load?", "category": "geometry"},
+        ],
+    },
+    {
+        "sample_id": "circuit",
+        "group": "electricity",
+        "prompt": "Draw a battery feeding a resistor labelled Resistor.",
+        "questions": [{"id": "q1", "text": 'Is "Resistor" spelled exactly?', "expected_text": "Resistor"}],
+    },
+]
+LABELS = {"lever__plain": "Effort Fulcrum Load", "lever__why": "Effort Load", "circuit": "Resistor"}
+
+
+def _kedro(root: Path, *args: str) -> subprocess.CompletedProcess:
+    env = {key: value for key, value in os.environ.items() if not key.startswith("SCIIR_")}
+    env |= {"KEDRO_DISABLE_TELEMETRY": "1"}
+    return subprocess.run(
+        [str(root / ".venv" / "bin" / "kedro"), "run", *args],
+        cwd=root, env=env, capture_output=True, text=True, timeout=600,
+    )  # fmt: skip
+
+
+def _write_inputs(root: Path) -> None:
+    (root / "physics.jsonl").write_text("".join(json.dumps(sample) + "\n" for sample in SAMPLES))
+    font = ImageFont.load_default(size=48)
+    for sample_id, text in LABELS.items():
+        image = Image.new("RGB", (800, 600), "white")
+        ImageDraw.Draw(image).text((60, 250), text, fill="black", font=font)
+        (root / "my_images" / "mine").mkdir(parents=True, exist_ok=True)
+        image.save(root / "my_images" / "mine" / f"{sample_id}.png")
+
+
+@pytest.fixture(scope="module")
+def fresh(make_clone) -> Path:
+    root = make_clone("own_benchmark")
+    _write_inputs(root)
+    return root
+
+
+def _results(root: Path) -> Path:
+    return root / "data" / "08_reporting" / "benchmarks" / "physics" / "my_images"
+
+
+def _run_tags(root: Path) -> dict[str, str]:
+    mlflow.set_tracking_uri(f"sqlite:///{root / 'mlruns' / 'mlflow.db'}")
+    runs = mlflow.search_runs(experiment_names=["sciir"], order_by=["start_time DESC"])
+    if "tags.mlflow.parentRunId" in runs.columns:  # the per-model runs are nested in the pipeline's run
+        runs = runs[runs["tags.mlflow.parentRunId"].isna()]
+    return {name[len("tags.") :]: value for name, value in runs.iloc[0].items() if name.startswith("tags.")}
+
+
+def test_offline_judge_on_an_own_benchmark_from_a_fresh_clone(fresh):
+    assert not (fresh / "data" / "05_model_input" / "benchmark.parquet").exists()
+    result = _kedro(
+        fresh,
+        "--pipelines",
+        "evaluate",
+        "--params",
+        "evaluate.benchmark=physics.jsonl,evaluate.images_dir=my_images",
+    )
+    assert result.returncode == 0, result.stderr[-6000:]
+    board = pd.read_csv(_results(fresh) / "leaderboard.csv")
+    assert board["benchmark"].tolist() == ["physics"] and board["model"].tolist() == ["mine"]
+    assert {"geometry", "geometry_n", "coverage_geometry"} <= set(board.columns)  # its own category
+    verdicts = pd.read_parquet(_results(fresh) / "verdicts.parquet").set_index(["sample_id", "question_id"])
+    # Every label drawn is read; "Fulcrum" is not drawn on lever__why.
+    assert verdicts.loc[("lever__plain", "q2"), "verdict"] == "yes"
+    assert verdicts.loc[("circuit", "q1"), "verdict"] == "yes"
+    assert verdicts.loc[("lever__why", "q2"), "verdict"] != "yes"
+    log = " ".join((result.stdout + result.stderr).split())
+    assert "AIBench examination skipped" in log and "questions of benchmark physics" in log
+    # Nothing of the default run's outputs was written: its tracked metrics are as committed.
+    reporting = fresh / "data" / "08_reporting"
+    assert not (reporting / "leaderboard.csv").exists() and not (reporting / "report").exists()
+    assert not (fresh / "data" / "07_model_output" / "verdicts.parquet").exists()
+    for tracked in (reporting / "metrics").glob("*.json"):
+        assert tracked.read_bytes() == (REPO / tracked.relative_to(fresh)).read_bytes(), tracked.name
+    tags = _run_tags(fresh)
+    assert tags["sciir.benchmark.name"] == "physics" and re.fullmatch(
+        r"[0-9a-f]{64}", tags["sciir.benchmark.sha256"]
+    )
+
+
+@pytest.fixture
+def served_judge(fresh) -> Iterator[str]:
+    server = subprocess.Popen(
+        [sys.executable, "-m", "sciir.testing.fake_openai_server", "--port", "0", "--latency-s", "0.01"],
+        stdout=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    line = server.stdout.readline()
+    url = re.search(r"http://\S+", line).group(0)
+    local = fresh / "conf" / "local" / "backends.yml"
+    local.parent.mkdir(parents=True, exist_ok=True)
+    local.write_text(
+        "judge:\n  type: sciir.backends.dataset.BackendDataset\n  kind: vlm\n  backend: openai\n"
+        f"  config: {{base_url: '{url}', model: fake-vlm, concurrency: 8}}\n"
+        "  cache_path: data/cache/served.sqlite\n"
+    )
+    yield url
+    local.unlink()
+    server.terminate()
+    server.wait(timeout=30)
+
+
+def test_served_judge_on_the_same_benchmark_by_configuration_only(fresh, served_judge):
+    result = _kedro(
+        fresh,
+        "--pipelines",
+        "evaluate",
+        "--params",
+        "evaluate.benchmark=physics.jsonl,evaluate.images_dir=my_images",
+    )
+    assert result.returncode == 0, result.stderr[-6000:]
+    verdicts = pd.read_parquet(_results(fresh) / "verdicts.parquet")
+    assert len(verdicts) == 7 and set(verdicts["status"]) == {"judged"}  # the server answers every question
+    assert (fresh / "data" / "cache" / "served.sqlite").exists()
+
+
+def test_a_benchmark_set_in_a_conf_file_is_refused_with_the_reason(fresh):
+    local = fresh / "conf" / "local" / "parameters_evaluate.yml"
+    local.write_text("evaluate:\n  benchmark: physics.jsonl\n")
+    try:
+        result = _kedro(fresh, "--pipelines", "evaluate")
+    finally:
+        local.unlink()
+    assert result.returncode != 0
+    said = " ".join(result.stderr.split())
+    assert "evaluate.benchmark is set in a conf file; give it on the command line instead" in said
