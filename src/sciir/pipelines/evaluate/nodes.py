@@ -55,6 +55,7 @@ from sciir.judging import (
     with_parent_ids,
 )
 from sciir.known_files import KnownFiles, with_image
+from sciir.long_lists import log_list
 from sciir.optional_inputs import MissingInput, frame_or_empty, is_missing, mapping_or_empty, required
 from sciir.plots import plot_group_heatmap, plot_track_pass_rates
 from sciir.progress import Progress
@@ -68,6 +69,7 @@ from sciir.report import (
     missing_images,
     render_report,
 )
+from sciir.results_folder import SAMPLE_BENCHMARK
 from sciir.scoring import (
     CONTESTANT,
     TRACKS,
@@ -100,6 +102,8 @@ class EvaluateParams(BaseModel):
     # One rule, or several computed side by side (the first is the primary: ranking, plots, report).
     aggregation: AggregationRule | list[AggregationRule] = "sciir_veto"
     bootstrap: BootstrapConfig = Field(default_factory=BootstrapConfig)
+    # A benchmark file (``sciir.benchmark_file``) evaluated instead of the catalog's SciIR-Bench.
+    benchmark: str | None = None
     images_dir: str | None = None
     verdicts_file: str | None = None
     # Requests taken ahead of the judge's replies (read, encoded, in flight); null: the judge's own window
@@ -163,12 +167,8 @@ def image_jobs(benchmark: pd.DataFrame, checklists: pd.DataFrame, models: Sequen
         sample: checklist_items(rows) for sample, rows in checklists.groupby("sample_id", sort=False)
     }
     without = [sample for sample in benchmark["sample_id"] if sample not in questions]
-    if without:
-        logger.warning(
-            "%d benchmark samples have no checklist questions and are not judged: %s",
-            len(without),
-            ", ".join(without),
-        )
+    what = "benchmark samples have no checklist questions (not judged)"
+    log_list(logger, logging.WARNING, what, [str(sample) for sample in without], "samples_without_questions")
     return [
         ImageJob(model, row.sample_id, row.prompt, questions[row.sample_id])
         for model in models
@@ -386,11 +386,16 @@ def model_roles(generation_manifest: pd.DataFrame, params: dict[str, Any]) -> di
 
 
 def rank_models(
-    evaluate_scores: pd.DataFrame, generation_manifest: pd.DataFrame, params: dict[str, Any]
+    evaluate_scores: pd.DataFrame,
+    generation_manifest: pd.DataFrame,
+    params: dict[str, Any],
+    source: dict[str, str] | None = None,
 ) -> pd.DataFrame:
     """The ``leaderboard`` table with intervals, samples counted and coverage: per rule, contestants by
-    final score, then references (never ranked)."""
-    return leaderboard(evaluate_scores, model_roles(generation_manifest, params))
+    final score, then references (never ranked); its first column names the benchmark (``source``)."""
+    board = leaderboard(evaluate_scores, model_roles(generation_manifest, params))
+    board.insert(0, "benchmark", (source or {}).get("name", SAMPLE_BENCHMARK))
+    return board
 
 
 def list_missing_images(judge_summary: dict[str, Any]) -> pd.DataFrame:

@@ -6,6 +6,7 @@ from __future__ import annotations
 from kedro.pipeline import Pipeline, node
 
 from sciir.pipelines.evaluate.aibench_nodes import create_aibench_pipeline
+from sciir.pipelines.evaluate.inputs import evaluation_inputs
 from sciir.pipelines.evaluate.nodes import (
     build_report,
     judge_generations,
@@ -34,14 +35,32 @@ def sciir_evaluation_pipeline() -> Pipeline:
     return Pipeline(
         [
             node(
+                evaluation_inputs,
+                ["benchmark", "checklists", "aibench_qa", "params:evaluate"],
+                [
+                    "evaluation_benchmark",
+                    "evaluation_checklists",
+                    "evaluation_aibench_qa",
+                    "evaluation_source",
+                ],
+                name="evaluation_inputs",
+            ),
+            node(
                 judge_generations,
-                ["benchmark", "checklists", "generations", "generation_manifest", "judge", "params:evaluate"],
+                [
+                    "evaluation_benchmark",
+                    "evaluation_checklists",
+                    "generations",
+                    "generation_manifest",
+                    "judge",
+                    "params:evaluate",
+                ],
                 ["verdicts", "evaluate_judge_summary"],
                 name="judge_generations",
             ),
             node(
                 score_verdicts,
-                ["verdicts", "benchmark", "params:evaluate"],
+                ["verdicts", "evaluation_benchmark", "params:evaluate"],
                 "sample_scores",
                 name="score_verdicts",
             ),
@@ -53,7 +72,7 @@ def sciir_evaluation_pipeline() -> Pipeline:
             ),
             node(
                 rank_models,
-                ["evaluate_scores", "generation_manifest", "params:evaluate"],
+                ["evaluate_scores", "generation_manifest", "params:evaluate", "evaluation_source"],
                 "leaderboard",
                 name="rank_models",
             ),
@@ -69,8 +88,8 @@ def sciir_evaluation_pipeline() -> Pipeline:
                 validate_judge,
                 [
                     "verdicts",
-                    "checklists",
-                    "benchmark",
+                    "evaluation_checklists",
+                    "evaluation_benchmark",
                     "generation_manifest",
                     "evaluate_judge_summary",
                     "params:evaluate",
@@ -85,8 +104,8 @@ def sciir_evaluation_pipeline() -> Pipeline:
                     "evaluate_scores",
                     "sample_scores",
                     "verdicts",
-                    "checklists",
-                    "benchmark",
+                    "evaluation_checklists",
+                    "evaluation_benchmark",
                     "generations",
                     "evaluate_judge_summary",
                     "params:evaluate",
