@@ -124,13 +124,14 @@ def evaluated(annotated: dict, tmp_path_factory: pytest.TempPathFactory) -> dict
     solver = ScriptedSolver()
     datasets = {
         "generations": MemoryDataset(GENERATIONS, copy_mode="assign"),
-        "benchmark": MemoryDataset(BENCHMARK),
-        "aibench_qa": MemoryDataset(annotated["aibench_qa"]),
+        "evaluation_benchmark": MemoryDataset(BENCHMARK),
+        "evaluation_aibench_qa": MemoryDataset(annotated["aibench_qa"]),
         "judge": MemoryDataset(
             CachedVLM(solver, ResponseCache(folder / "responses.sqlite")), copy_mode="assign"
         ),
         "params:aibench": MemoryDataset(PARAMS),
         "params:evaluate.verdicts_file": MemoryDataset(None),
+        "params:evaluate.images_dir": MemoryDataset(None),
         # The catalog's file formats, so the tables must be saveable.
         "aibench_answers": ParquetDataset(filepath=str(folder / "answers.parquet")),
         "aesthetics_ratings": ParquetDataset(filepath=str(folder / "ratings.parquet")),
@@ -153,11 +154,12 @@ def test_pipelines_match_the_contract() -> None:
     assert annotate_aibench().inputs() == {"annotations", "params:aibench"}
     assert evaluate_aibench().inputs() == {
         "generations",
-        "benchmark",
-        "aibench_qa",
+        "evaluation_benchmark",  # the catalog's benchmark or a benchmark file (evaluation_inputs)
+        "evaluation_aibench_qa",
         "judge",
         "params:aibench",
         "params:evaluate.verdicts_file",
+        "params:evaluate.images_dir",
     }
     assert evaluate_aibench().all_outputs() - {"aibench_run_summary"} == {
         "aibench_answers", "aibench_scores", "aesthetics_ratings", "aesthetics_scores", "baseline_scores",
@@ -299,11 +301,12 @@ def _flow_png() -> Image.Image:
 def test_the_offline_judge_answers_component_existence_only(annotated: dict) -> None:
     datasets = {
         "generations": MemoryDataset({"drawn/flow": _flow_png}, copy_mode="assign"),
-        "benchmark": MemoryDataset(BENCHMARK.iloc[:1]),
-        "aibench_qa": MemoryDataset(annotated["aibench_qa"]),
+        "evaluation_benchmark": MemoryDataset(BENCHMARK.iloc[:1]),
+        "evaluation_aibench_qa": MemoryDataset(annotated["aibench_qa"]),
         "judge": MemoryDataset(OfflineVLM(), copy_mode="assign"),
         "params:aibench": MemoryDataset(PARAMS),
         "params:evaluate.verdicts_file": MemoryDataset(None),
+        "params:evaluate.images_dir": MemoryDataset(None),
     }
     outputs = _run(evaluate_aibench(), datasets)
     scores = outputs["aibench_metrics"]
@@ -316,18 +319,22 @@ def test_image_branches_are_skipped_with_one_line_without_images(caplog) -> None
     missing = MissingInput(location="data/07_model_output/generations", written_by="generate")
     datasets = {
         "generations": MemoryDataset(missing, copy_mode="assign"),
-        "benchmark": MemoryDataset(BENCHMARK.iloc[:1]),
-        "aibench_qa": MemoryDataset(MissingInput(location="aibench_qa.parquet", written_by="annotate")),
+        "evaluation_benchmark": MemoryDataset(BENCHMARK.iloc[:1]),
+        "evaluation_aibench_qa": MemoryDataset(
+            MissingInput(location="aibench_qa.parquet", written_by="annotate")
+        ),
         "judge": MemoryDataset(OfflineVLM(), copy_mode="assign"),
         "params:aibench": MemoryDataset(PARAMS),
         "params:evaluate.verdicts_file": MemoryDataset(None),
+        "params:evaluate.images_dir": MemoryDataset(None),
     }
     with caplog.at_level(logging.INFO):
         outputs = _run(evaluate_aibench(), datasets)
     assert not [key for key in outputs["aibench_metrics"] if key.startswith("drawn.")]
     skipped = [r.getMessage() for r in caplog.records if "skipped" in r.getMessage()]
     assert any(
-        "AIBench examination skipped" in m and "generations (data/07_model_output/generations)" in m
+        "AIBench examination skipped" in m
+        and "generations (data/07_model_output/generations)" in m
         and "aibench_qa (aibench_qa.parquet) not found" in m
         for m in skipped
     )
