@@ -77,7 +77,8 @@ def build_tiny_model(tokenizer: Qwen2Tokenizer, seed: int = 0) -> Qwen2_5_VLForC
         "num_hidden_layers": 1,
         "num_attention_heads": 2,
         "num_key_value_heads": 1,
-        "max_position_embeddings": 1024,
+        # A judge prompt with its checklist is about 2,000 tokens here (one token a byte).
+        "max_position_embeddings": 4096,
         "initializer_range": INIT_STD,
         # Multimodal rotary sections (temporal, height, width) must add up to half the head size (16).
         "rope_parameters": {"rope_type": "default", "rope_theta": 10000.0, "mrope_section": [2, 3, 3]},

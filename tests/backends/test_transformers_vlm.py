@@ -1,11 +1,13 @@
-"""The ``transformers`` backend on a tiny random-weight Qwen2.5-VL built locally: batching, order,
-determinism, seeded sampling, usage, and failures as results (random weights never write valid JSON)."""
+"""The ``transformers`` backend on a tiny random-weight Qwen2.5-VL built locally: replies decoded under their
+JSON schemas (valid whatever the weights), first-token log-probabilities, batching, order, determinism,
+seeded sampling, usage, devices and dtypes, and failures as results."""
 
 from __future__ import annotations
 
 import importlib.util
 import io
 import json
+import math
 import os
 import shutil
 import subprocess
@@ -18,17 +20,28 @@ from PIL import Image
 
 from sciir.backends.base import VLMRequest
 from sciir.backends.registry import build_backend
+from sciir.backends.replies import schema_problems
 from sciir.backends.transformers_vlm import (
     TransformersVLM,
     completion_length,
     load_processor,
     reply_result,
 )
+from sciir.baseline_metrics import build_vqascore_request, yes_probability
 from sciir.tiny_vlm import save_tiny_vlm
 
 SRC = Path(__file__).resolve().parents[2] / "src"
-MAX_NEW_TOKENS = 8
-SCHEMA = {"type": "object", "properties": {"verdict": {"type": "string"}}, "required": ["verdict"]}
+# A short bounded string: '{"note": "' is 10 tokens, 4 characters at most 16 bytes (one token a byte), then
+# '"}' and the end token; random weights write such a reply within 32 tokens, different per input.
+SCHEMA = {
+    "type": "object",
+    "properties": {"note": {"type": "string", "maxLength": 4}},
+    "required": ["note"],
+    "additionalProperties": False,
+}
+MAX_NEW_TOKENS = 32
+# An unbounded string: random weights never close it, so such a reply is always cut.
+VERDICT = {"type": "object", "properties": {"verdict": {"type": "string"}}, "required": ["verdict"]}
 
 
 @pytest.fixture(scope="module")
@@ -66,6 +79,10 @@ def _requests(seed: int | None = None) -> list[VLMRequest]:
     ]
 
 
+def _verdict_request() -> VLMRequest:
+    return _requests()[0].model_copy(update={"json_schema": VERDICT})
+
+
 def test_importing_the_backend_does_not_import_torch():
     code = "import sys, sciir.backends.transformers_vlm; assert 'torch' not in sys.modules, 'torch imported'"
     subprocess.run([sys.executable, "-c", code], check=True, env={**os.environ, "PYTHONPATH": str(SRC)})
@@ -76,15 +93,94 @@ def test_registered_under_its_name(model_folder):
     assert isinstance(backend, TransformersVLM)
 
 
-def test_random_weights_give_explicit_failures_that_keep_the_generated_text(batched):
+def test_random_weights_write_valid_replies_under_the_schema(batched):
     results = batched.generate(_requests())
     assert len(results) == 3
     for result in results:
-        assert not result.ok and result.output is None
-        assert "invalid reply for task judge: not JSON" in (result.failure or "")
-        assert result.raw  # what the model wrote is kept, not replaced by a default
+        assert result.ok, result.failure
+        assert set(result.output or {}) == {"note"} and len(result.output["note"]) <= 4
+        assert result.raw == json.dumps(result.output, ensure_ascii=False)  # compact JSON, nothing around it
         assert result.usage["prompt_tokens"] > 0
         assert 1 <= result.usage["completion_tokens"] <= MAX_NEW_TOKENS
+
+
+def test_requests_with_different_schemas_in_one_batch_each_get_a_reply_of_their_own_schema(model_folder):
+    schemas = [
+        {"type": "object", "properties": {"verdict": {"enum": ["yes", "no"]}}, "required": ["verdict"]},
+        {
+            "type": "object",
+            "properties": {
+                "score": {"type": "integer", "minimum": 1, "maximum": 5},
+                "sure": {"type": "boolean"},
+                "unit": {"type": ["string", "null"], "maxLength": 2},
+            },
+            "required": ["score", "sure", "unit"],
+            "additionalProperties": False,
+        },
+        {
+            "type": "object",
+            "properties": {
+                "labels": {
+                    "type": "array",
+                    "items": {"type": "string", "maxLength": 3},
+                    "minItems": 1,
+                    "maxItems": 2,
+                },
+                "box": {
+                    "type": "object",
+                    "properties": {"x": {"enum": [0, 1]}, "y": {"enum": [0, 1]}},
+                    "required": ["x", "y"],
+                },
+            },
+            "required": ["labels", "box"],
+        },
+        SCHEMA,
+    ]
+    backend = TransformersVLM(model_path=str(model_folder), batch_size=4, max_new_tokens=96)
+    requests = [
+        request.model_copy(update={"json_schema": schema})
+        for request, schema in zip(_requests() * 2, schemas, strict=False)
+    ]
+    results = backend.generate(requests)
+    for schema, result in zip(schemas, results, strict=True):
+        assert result.ok, result.failure
+        assert schema_problems(result.output, schema) == []
+        assert list(result.output) == list(schema["properties"])  # every property, in the schema's order
+
+
+def test_a_reply_cut_at_max_new_tokens_fails_and_says_so(model_folder):
+    short = TransformersVLM(model_path=str(model_folder), max_new_tokens=8)
+    [result] = short.generate([_verdict_request()])
+    assert not result.ok and result.output is None
+    assert result.raw == '{"verdic'  # what the model wrote is kept, not replaced by a default
+    assert "invalid reply for task judge: not JSON" in (result.failure or "")
+    assert "(the reply was cut at max_new_tokens=8)" in (result.failure or "")
+    assert result.usage["completion_tokens"] == 8
+
+
+def test_a_schema_the_grammar_engine_cannot_compile_fails_only_its_own_request(batched):
+    requests = _requests()
+    requests[1] = requests[1].model_copy(update={"json_schema": {"type": "colour"}})
+    good, bad, other = batched.generate(requests)
+    assert bad.raw is None
+    assert "task judge: its JSON schema cannot be compiled into a decoding grammar" in (bad.failure or "")
+    assert good.ok and other.ok
+
+
+def test_first_token_log_probabilities_answer_a_vqascore_request(batched):
+    request = build_vqascore_request("a red membrane", _png("red"))
+    [alone] = batched.generate([request])
+    assert alone.ok and alone.usage["completion_tokens"] == 1
+    alternatives = alone.output["top_logprobs"]
+    assert len(alternatives) == request.top_logprobs
+    logprobs = [entry["logprob"] for entry in alternatives]
+    assert logprobs == sorted(logprobs, reverse=True) and logprobs[0] <= 0
+    assert sum(math.exp(value) for value in logprobs) <= 1
+    assert alone.output["answer"] == alone.raw == alternatives[0]["token"]  # greedy: the most likely token
+    assert 0 <= yes_probability(alternatives).value <= 1
+    # In a batch with JSON replies, it is generated apart from them and comes out the same.
+    mixed = batched.generate([_requests()[0], request, _requests()[1]])
+    assert mixed[1] == alone and mixed[0].ok and mixed[2].ok
 
 
 def test_batches_come_back_in_order_and_equal_generating_one_by_one(model_folder, batched):
@@ -166,6 +262,26 @@ def test_identity_follows_the_weights_and_decoding_not_device_or_batch_size(mode
     assert TransformersVLM(model_path=str(copy)).identity()["weights"] != before
 
 
+def test_auto_device_and_dtype_load_the_checkpoints_dtype_where_the_hardware_is(model_folder, batched):
+    auto = TransformersVLM(
+        model_path=str(model_folder), device="auto", dtype="auto", batch_size=2, max_new_tokens=MAX_NEW_TOKENS
+    )
+    assert [r.raw for r in auto.generate(_requests())] == [r.raw for r in batched.generate(_requests())]
+    expected = "cuda" if torch.cuda.is_available() else "cpu"
+    assert str(auto._loaded_model().model.device).startswith(expected)
+    assert auto._loaded_model().model.dtype == torch.float32  # the tiny model is saved in float32
+
+
+def test_an_unknown_dtype_fails_every_request_and_names_it(model_folder):
+    [result] = TransformersVLM(model_path=str(model_folder), dtype="float33").generate(_requests()[:1])
+    assert not result.ok and "dtype 'float33' is not a torch dtype name" in (result.failure or "")
+
+
+@pytest.mark.parametrize(("batch_size", "window"), [(1, 16), (4, 16), (5, 20), (32, 32)])
+def test_the_stream_window_holds_whole_batches(batch_size, window):
+    assert TransformersVLM(model_path="unused", batch_size=batch_size).stream_window == window
+
+
 @pytest.mark.skipif(importlib.util.find_spec("torchvision") is not None, reason="torchvision is installed")
 def test_without_torchvision_the_processor_loads_with_the_pillow_image_processor(model_folder):
     processor = load_processor(model_folder)
@@ -182,7 +298,7 @@ def test_without_torchvision_the_processor_loads_with_the_pillow_image_processor
     ],
 )
 def test_a_reply_holding_the_required_keys_is_parsed(text, output):
-    request = _requests()[0]
+    request = _verdict_request()
     result = reply_result(request, text, {"completion_tokens": 5.0}, cut_at=None)
     assert result.ok and result.output == output and result.raw == text
 
@@ -197,7 +313,7 @@ def test_a_reply_holding_the_required_keys_is_parsed(text, output):
     ],
 )
 def test_a_reply_without_the_required_json_is_a_failure_that_keeps_it(text, cut_at, reason):
-    result = reply_result(_requests()[0], text, {}, cut_at=cut_at)
+    result = reply_result(_verdict_request(), text, {}, cut_at=cut_at)
     assert not result.ok and result.output is None and result.raw == text
     assert reason in (result.failure or "")
 

@@ -1,9 +1,17 @@
 """``transformers``: a local vision-language model (Qwen2.5-VL / Qwen3-VL style) from a local folder.
 
 Any model that ``AutoModelForImageTextToText`` and ``AutoProcessor`` load from a folder works: the
-processor's chat template places the images and the prompt, requests are generated in batches with
-left padding, and each reply is parsed as JSON and checked against the request's JSON schema.
-The model is loaded on the first ``generate`` call (importing this module imports no torch).
+processor's chat template places the images and the prompt, and requests are generated in batches of
+``batch_size`` with left padding, on ``device`` (``auto``: the first GPU when there is one) in ``dtype``
+(``auto``: the checkpoint's own). The model is loaded on the first ``generate`` call, straight onto its
+device (importing this module imports no torch).
+
+Every reply is decoded under its request's JSON schema with xgrammar (:mod:`sciir.backends.schema_grammar`;
+a request without a schema, under "any JSON object"), so whatever the model, a reply that ends is valid
+JSON fitting its schema; each is still parsed and checked as every backend's is. A reply cut at
+``max_new_tokens`` before its JSON closed fails with that reason. A request for first-token
+log-probabilities (``top_logprobs``, VQAScore) generates one free token and returns its most likely
+alternatives, with log-probabilities from the model's raw logits, as ``{"answer", "top_logprobs"}``.
 
 Decoding is greedy by default. With ``temperature > 0`` each request is sampled on its own under its
 ``seed`` (a request without one fails, as with the ``openai`` backend). ``model.generate`` takes no
@@ -28,7 +36,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from sciir.backends.base import VisionLanguageModel, VLMRequest, VLMResult
+from sciir.backends.base import DEFAULT_STREAM_WINDOW, VisionLanguageModel, VLMRequest, VLMResult
 from sciir.backends.fingerprint import folder_fingerprint
 from sciir.backends.openai_compat import UnreadableImage, png_for_upload
 from sciir.backends.replies import InvalidReply, parse_reply
@@ -36,7 +44,20 @@ from sciir.backends.replies import InvalidReply, parse_reply
 log = logging.getLogger(__name__)
 
 # Generation arguments the backend sets itself; passing them as extra settings would silently fight it.
-_RESERVED_GENERATE_ARGS = frozenset({"max_new_tokens", "do_sample", "temperature", "generation_config"})
+_RESERVED_GENERATE_ARGS = frozenset(
+    {
+        "max_new_tokens",
+        "do_sample",
+        "temperature",
+        "generation_config",
+        "logits_processor",
+        "output_logits",
+        "output_scores",
+        "return_dict_in_generate",
+    }
+)
+# How replies are decoded, in the identity: answers cached before constrained decoding are not reused.
+GRAMMAR_DECODING = "JSON schema grammar (xgrammar), compact separators"
 
 
 class UnseededSampling(ValueError):
@@ -45,12 +66,24 @@ class UnseededSampling(ValueError):
 
 @dataclass(frozen=True)
 class PreparedRequest:
-    """One request ready for the processor: its position in the call, chat text and decoded images."""
+    """One request ready for the processor: its position in the call, chat text, decoded images and the
+    compiled grammar its reply is decoded under (None for a first-token request, decoded freely)."""
 
     index: int
     request: VLMRequest
     text: str
     images: list[Any]  # PIL images
+    grammar: Any = None  # xgrammar.CompiledGrammar
+
+
+@dataclass(frozen=True)
+class LoadedModel:
+    """A model ready to generate: weights on ``device``, its processor, and its tokenizer's grammars."""
+
+    model: Any
+    processor: Any
+    device: str
+    grammars: Any  # sciir.backends.schema_grammar.SchemaGrammars
 
 
 def rgb_images(images: Sequence[bytes], max_side: int) -> list[Any]:
@@ -157,8 +190,10 @@ class TransformersVLM(VisionLanguageModel):
 
     Args:
         model_path: a folder saved with ``save_pretrained`` (model, tokenizer, image processor, chat template).
-        device: torch device to run on (``cpu``, ``cuda``, ``cuda:1`` ...).
-        dtype: torch dtype name for the weights, e.g. ``float32`` or ``bfloat16``.
+        device: torch device to run on (``cpu``, ``cuda``, ``cuda:1`` ...); ``auto``: ``cuda`` when a GPU
+            is visible, else ``cpu``.
+        dtype: torch dtype name for the weights, e.g. ``float32`` or ``bfloat16``; ``auto``: the
+            checkpoint's own.
         batch_size: requests generated together (greedy decoding only; sampling goes one by one).
         max_new_tokens: the longest reply, in tokens.
         temperature: 0 decodes greedily; above 0 samples, seeded by each request's ``seed``.
@@ -198,7 +233,7 @@ class TransformersVLM(VisionLanguageModel):
         self.temperature = temperature
         self.image_max_side = image_max_side
         self.generate_kwargs = extra
-        self._loaded: tuple[Any, Any] | None = None
+        self._loaded: LoadedModel | None = None
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(model_path={str(self.model_path)!r}, device={self.device!r})"
@@ -207,9 +242,19 @@ class TransformersVLM(VisionLanguageModel):
     def sampling(self) -> bool:
         return self.temperature > 0
 
+    @property
+    def stream_window(self) -> int:
+        """The default window rounded up to whole batches, so a window's requests fill every batch."""
+        return -(-DEFAULT_STREAM_WINDOW // self.batch_size) * self.batch_size
+
     def identity(self) -> dict[str, Any]:
-        """The configuration plus a fingerprint of the model folder (changed weights are a new model)."""
-        return {**super().identity(), "weights": folder_fingerprint(self.model_path)}
+        """The configuration, a fingerprint of the model folder (changed weights are a new model) and the
+        way replies are decoded."""
+        return {
+            **super().identity(),
+            "weights": folder_fingerprint(self.model_path),
+            "decoding": GRAMMAR_DECODING,
+        }
 
     def generate(self, requests: Sequence[VLMRequest]) -> list[VLMResult]:
         """One result per request, in order; a load error fails every request, other errors only their own."""
@@ -232,7 +277,7 @@ class TransformersVLM(VisionLanguageModel):
                 on_result(index, result)
 
         try:
-            model, processor = self._model_and_processor()
+            loaded = self._loaded_model()
         except Exception as err:  # any load error (missing folder, bad config) is this batch's failure
             reason = (
                 f"could not load the transformers model from {self.model_path}: {type(err).__name__}: {err}"
@@ -247,77 +292,85 @@ class TransformersVLM(VisionLanguageModel):
             chunk = []
             for index in range(start, min(start + chunk_size, len(requests))):
                 try:
-                    chunk.append(self._prepare(processor, index, requests[index]))
+                    chunk.append(self._prepare(loaded, index, requests[index]))
                 except Exception as err:  # one unreadable request must not stop the batch
                     keep(index, self._failure(requests[index], err))
             if chunk:
-                for item, result in zip(chunk, self._generate_chunk(model, processor, chunk), strict=True):
+                for item, result in zip(chunk, self._generate_chunk(loaded, chunk), strict=True):
                     keep(item.index, result)
         return [results[index] for index in range(len(requests))]
 
-    def _model_and_processor(self) -> tuple[Any, Any]:
+    def _loaded_model(self) -> LoadedModel:
         if self._loaded is None:
             self._loaded = self._load()
         return self._loaded
 
-    def _load(self) -> tuple[Any, Any]:
-        """Model and processor from the local folder only; the processor pads on the left for batching."""
+    def _load(self) -> LoadedModel:
+        """Model and processor from the local folder only, the weights loaded straight onto the device;
+        the processor pads on the left for batching."""
         if not (self.model_path / "config.json").is_file():
             state = "does not exist" if not self.model_path.exists() else "has no config.json"
             raise FileNotFoundError(f"model folder {self.model_path} {state}")
-        import torch
         from transformers import AutoModelForImageTextToText
 
-        torch_dtype = getattr(torch, self.dtype, None)
-        if not isinstance(torch_dtype, torch.dtype):
-            raise ValueError(f"dtype {self.dtype!r} is not a torch dtype name")
+        from sciir.backends.schema_grammar import SchemaGrammars
+
+        device = resolved_device(self.device)
         processor = load_processor(self.model_path)
         processor.tokenizer.padding_side = "left"  # generation continues every row from its last token
         model = AutoModelForImageTextToText.from_pretrained(
-            self.model_path, dtype=torch_dtype, local_files_only=True
+            self.model_path, dtype=torch_dtype(self.dtype), device_map=device, local_files_only=True
+        ).eval()
+        vocab_size = model.get_output_embeddings().weight.shape[0]  # the logits' width, padding included
+        stop_ids = _eos_ids(model.generation_config.eos_token_id)
+        return LoadedModel(
+            model, processor, device, SchemaGrammars(processor.tokenizer, vocab_size, stop_ids)
         )
-        return model.to(self.device).eval(), processor
 
-    def _prepare(self, processor: Any, index: int, request: VLMRequest) -> PreparedRequest:
-        """Chat text and decoded images for one request."""
+    def _prepare(self, loaded: LoadedModel, index: int, request: VLMRequest) -> PreparedRequest:
+        """Chat text, decoded images and the reply's grammar for one request."""
         if self.sampling and request.seed is None:
             raise UnseededSampling(
                 f"sampled decoding (temperature {self.temperature:g}) needs a seed on the request, so that "
                 "its answer can be reproduced and cached; none was given"
             )
+        grammar = None if request.top_logprobs is not None else loaded.grammars.grammar(request.json_schema)
         images = rgb_images(request.images, self.image_max_side)
-        text = processor.apply_chat_template(
+        text = loaded.processor.apply_chat_template(
             chat_messages(request), add_generation_prompt=True, tokenize=False
         )
-        return PreparedRequest(index, request, text, images)
+        return PreparedRequest(index, request, text, images, grammar)
 
-    def _generate_chunk(self, model: Any, processor: Any, chunk: list[PreparedRequest]) -> list[VLMResult]:
+    def _generate_chunk(self, loaded: LoadedModel, chunk: list[PreparedRequest]) -> list[VLMResult]:
         """Results for one batch; when the batch fails as a whole, each request is tried alone."""
         try:
-            return self._generate_batch(model, processor, chunk)
+            return self._generate_batch(loaded, chunk)
         except Exception as err:
             if len(chunk) == 1:
                 return [self._failure(chunk[0].request, err)]
             log.info(
                 "batch of %d failed (%s: %s); generating one by one", len(chunk), type(err).__name__, err
             )
-            return [result for item in chunk for result in self._generate_chunk(model, processor, [item])]
+            return [result for item in chunk for result in self._generate_chunk(loaded, [item])]
 
-    def _generate_batch(self, model: Any, processor: Any, batch: list[PreparedRequest]) -> list[VLMResult]:
-        """Generate the replies of ``batch`` together and parse each."""
-        import torch
+    def _generate_batch(self, loaded: LoadedModel, batch: list[PreparedRequest]) -> list[VLMResult]:
+        """Results for ``batch``: its first-token requests generated together, then its replies."""
+        first_token = [item for item in batch if item.request.top_logprobs is not None]
+        replies = [item for item in batch if item.request.top_logprobs is None]
+        results: dict[int, VLMResult] = {}
+        for group, generate in ((first_token, self._first_tokens), (replies, self._replies)):
+            if group:
+                results.update(zip([item.index for item in group], generate(loaded, group), strict=True))
+        return [results[item.index] for item in batch]
 
-        images = [image for item in batch for image in item.images]
-        inputs = processor(
-            text=[item.text for item in batch], images=images or None, padding=True, return_tensors="pt"
-        ).to(self.device, dtype=model.dtype)
-        seed = batch[0].request.seed if self.sampling else None
-        with seeded_torch(seed, self.device), torch.inference_mode():
-            output = model.generate(**inputs, **self._decoding())
+    def _replies(self, loaded: LoadedModel, batch: list[PreparedRequest]) -> list[VLMResult]:
+        """Generate the replies of ``batch`` together, each under its grammar, and parse each."""
+        constraint = loaded.grammars.constraint([item.grammar for item in batch])
+        inputs, output = self._generate(loaded, batch, logits_processor=[constraint])
         new_tokens = output[:, inputs["input_ids"].shape[1] :]
-        texts = processor.batch_decode(new_tokens, skip_special_tokens=True)
+        texts = loaded.processor.batch_decode(new_tokens, skip_special_tokens=True)
         prompt_tokens = inputs["attention_mask"].sum(dim=1).tolist()
-        eos_ids = _eos_ids(model.generation_config.eos_token_id)
+        eos_ids = _eos_ids(loaded.model.generation_config.eos_token_id)
         results = []
         for item, text, prompt_length, row in zip(
             batch, texts, prompt_tokens, new_tokens.tolist(), strict=True
@@ -328,6 +381,43 @@ class TransformersVLM(VisionLanguageModel):
             results.append(reply_result(item.request, text, usage, cut_at))
         return results
 
+    def _first_tokens(self, loaded: LoadedModel, batch: list[PreparedRequest]) -> list[VLMResult]:
+        """For each request of ``batch``, its first answer token and that token's most likely
+        alternatives with their log-probabilities (from the raw logits, before any decoding setting)."""
+        import torch
+
+        inputs, output = self._generate(
+            loaded, batch, max_new_tokens=1, output_logits=True, return_dict_in_generate=True
+        )
+        logprobs = torch.log_softmax(output.logits[0].float(), dim=-1)
+        tokenizer = loaded.processor.tokenizer
+        prompt_tokens = inputs["attention_mask"].sum(dim=1).tolist()
+        results = []
+        for item, row, token, prompt_length in zip(
+            batch, logprobs, output.sequences[:, -1].tolist(), prompt_tokens, strict=True
+        ):
+            answer = tokenizer.decode([token], skip_special_tokens=True)
+            alternatives = top_alternatives(row, item.request.top_logprobs or 1, tokenizer.decode)
+            usage = {"prompt_tokens": float(prompt_length), "completion_tokens": 1.0}
+            output_ = {"answer": answer, "top_logprobs": alternatives}
+            results.append(VLMResult(output=output_, raw=answer, usage=usage))
+        return results
+
+    def _generate(
+        self, loaded: LoadedModel, batch: list[PreparedRequest], **settings: Any
+    ) -> tuple[Any, Any]:
+        """The processor's inputs for ``batch`` and ``model.generate``'s output under ``settings``."""
+        import torch
+
+        images = [image for item in batch for image in item.images]
+        inputs = loaded.processor(
+            text=[item.text for item in batch], images=images or None, padding=True, return_tensors="pt"
+        ).to(loaded.device, dtype=loaded.model.dtype)
+        seed = batch[0].request.seed if self.sampling else None
+        with seeded_torch(seed, loaded.device), torch.inference_mode():
+            output = loaded.model.generate(**inputs, **(self._decoding() | settings))
+        return inputs, output
+
     def _decoding(self) -> dict[str, Any]:
         """``model.generate`` arguments: greedy, or sampling at the configured temperature."""
         sampling = (
@@ -337,12 +427,45 @@ class TransformersVLM(VisionLanguageModel):
 
     def _failure(self, request: VLMRequest, err: Exception) -> VLMResult:
         """The failure result for a request whose preparation or generation raised."""
-        if isinstance(err, UnreadableImage | UnseededSampling):
+        from sciir.backends.schema_grammar import UnsupportedGrammar  # loaded with the model
+
+        if isinstance(err, UnreadableImage | UnseededSampling | UnsupportedGrammar):
             reason = f"task {request.task}: {err}"
         else:
             reason = f"task {request.task}: generation failed: {type(err).__name__}: {err}"
         log.warning("%s request failed: %s", self.model_path, reason)
         return VLMResult.failed(reason)
+
+
+def top_alternatives(logprobs: Any, count: int, decode: Callable[[list[int]], str]) -> list[dict[str, Any]]:
+    """The ``count`` most likely tokens of one row of log-probabilities, most likely first, as
+    ``{"token": text, "logprob": value}`` (the entries an OpenAI-compatible server returns)."""
+    values, token_ids = logprobs.topk(count)
+    return [
+        {"token": decode([token]), "logprob": float(value)}
+        for value, token in zip(values.tolist(), token_ids.tolist(), strict=True)
+    ]
+
+
+def resolved_device(device: str) -> str:
+    """``device``, with ``auto`` resolved to ``cuda`` when a GPU is visible and ``cpu`` otherwise."""
+    import torch
+
+    if device != "auto":
+        return device
+    return "cuda" if torch.cuda.is_available() else "cpu"
+
+
+def torch_dtype(name: str) -> Any:
+    """The torch dtype named ``name`` (``auto`` is passed on: the checkpoint's own dtype)."""
+    import torch
+
+    if name == "auto":
+        return name
+    dtype = getattr(torch, name, None)
+    if not isinstance(dtype, torch.dtype):
+        raise ValueError(f"dtype {name!r} is not a torch dtype name (float32, bfloat16, float16 ...) or auto")
+    return dtype
 
 
 def _eos_ids(eos_token_id: int | list[int] | None) -> frozenset[int]:
