@@ -8,13 +8,18 @@ names the file, once the default run has produced what they are made from:
 - ``my_images`` (README, "Evaluating your own images"): the ``programmatic`` model's generated images
   in the documented layout ``my_images/<model>/<sample_id>.png``;
 - ``answers.csv`` (docs/evaluate.md, "Verdicts from another system"): the default run's verdicts as
-  another system's file (model, sample_id, question_id, verdict, parent_ids).
+  another system's file (model, sample_id, question_id, verdict, parent_ids);
+- ``physics.jsonl`` (docs/bring_your_own_benchmark.md): the JSON example of that page, one sample per
+  line, so the documented example is the file the documented command reads;
+- ``physics_images`` (same page): model ``mine``'s images of that benchmark, each with the labels its
+  prompt asks for drawn in a box, ``lever__reasoning`` without "Fulcrum".
 
 Usage: ``python doc_fixtures.py <name>`` from the project root.
 """
 
 from __future__ import annotations
 
+import json
 import shutil
 import sys
 from collections.abc import Callable
@@ -42,10 +47,50 @@ def write_answers(root: Path) -> None:
     verdicts[columns].to_csv(root / "answers.csv", index=False)
 
 
+def documented_samples(root: Path) -> list[dict]:
+    """The JSON objects of the first ``json`` block of docs/bring_your_own_benchmark.md."""
+    text = (root / "docs" / "bring_your_own_benchmark.md").read_text(encoding="utf-8")
+    block = text.split("```json\n", 1)[1].split("```", 1)[0]
+    decoder, samples, position = json.JSONDecoder(), [], 0
+    while block[position:].strip():
+        position += len(block[position:]) - len(block[position:].lstrip())
+        sample, position = decoder.raw_decode(block, position)
+        samples.append(sample)
+    return samples
+
+
+def write_benchmark(root: Path) -> None:
+    lines = (json.dumps(sample) + "\n" for sample in documented_samples(root))
+    (root / "physics.jsonl").write_text("".join(lines), encoding="utf-8")
+
+
+PHYSICS_LABELS = {
+    "lever__plain": "Effort Fulcrum Load",
+    "lever__reasoning": "Effort Load",
+    "circuit": "Resistor",
+}
+
+
+def draw_physics_images(root: Path) -> None:
+    from PIL import Image, ImageDraw, ImageFont
+
+    folder = root / "physics_images" / "mine"
+    folder.mkdir(parents=True, exist_ok=True)
+    font = ImageFont.load_default(size=48)
+    for sample_id, labels in PHYSICS_LABELS.items():
+        image = Image.new("RGB", (900, 600), "white")
+        draw = ImageDraw.Draw(image)
+        draw.rectangle((40, 220, 860, 360), outline="black", width=4)
+        draw.text((70, 260), labels, fill="black", font=font)
+        image.save(folder / f"{sample_id}.png")
+
+
 FIXTURES: dict[str, Callable[[Path], None]] = {
     "ratings.csv": write_ratings,
     "my_images": copy_images,
     "answers.csv": write_answers,
+    "physics.jsonl": write_benchmark,
+    "physics_images": draw_physics_images,
 }
 
 if __name__ == "__main__":

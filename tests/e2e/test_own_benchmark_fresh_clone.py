@@ -4,7 +4,6 @@ Results go to the benchmark's own folder, name it, and leave the default run's o
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import subprocess
@@ -15,33 +14,9 @@ from pathlib import Path
 import mlflow
 import pandas as pd
 import pytest
-from PIL import Image, ImageDraw, ImageFont
 
 pytestmark = pytest.mark.e2e
 REPO = Path(__file__).resolve().parents[2]
-
-SAMPLES = [
-    {
-        "sample_id": "lever",
-        "group": "mechanics",
-        "prompts": {
-            "plain": "Draw a lever with the labels Effort, Fulcrum and Load.",
-            "why": "Draw a lever.",
-        },
-        "questions": [
-            {"id": "q1", "text": 'Is "Effort" spelled exactly?', "expected_text": "Effort"},
-            {"id": "q2", "text": 'Is "Fulcrum" spelled exactly?', "expected_text": "Fulcrum"},
-            {"id": "q3", "text": "Is the fulcrum between effort and load?", "category": "geometry"},
-        ],
-    },
-    {
-        "sample_id": "circuit",
-        "group": "electricity",
-        "prompt": "Draw a battery feeding a resistor labelled Resistor.",
-        "questions": [{"id": "q1", "text": 'Is "Resistor" spelled exactly?', "expected_text": "Resistor"}],
-    },
-]
-LABELS = {"lever__plain": "Effort Fulcrum Load", "lever__why": "Effort Load", "circuit": "Resistor"}
 
 
 def _kedro(root: Path, *args: str) -> subprocess.CompletedProcess:
@@ -54,13 +29,11 @@ def _kedro(root: Path, *args: str) -> subprocess.CompletedProcess:
 
 
 def _write_inputs(root: Path) -> None:
-    (root / "physics.jsonl").write_text("".join(json.dumps(sample) + "\n" for sample in SAMPLES))
-    font = ImageFont.load_default(size=48)
-    for sample_id, text in LABELS.items():
-        image = Image.new("RGB", (800, 600), "white")
-        ImageDraw.Draw(image).text((60, 250), text, fill="black", font=font)
-        (root / "my_images" / "mine").mkdir(parents=True, exist_ok=True)
-        image.save(root / "my_images" / "mine" / f"{sample_id}.png")
+    """The documented example (docs/bring_your_own_benchmark.md) and its images, by the fixture script
+    the documented-commands test uses."""
+    for name in ("physics.jsonl", "physics_images"):
+        script = root / "tests" / "e2e" / "doc_fixtures.py"
+        subprocess.run([str(root / ".venv" / "bin" / "python"), str(script), name], cwd=root, check=True)
 
 
 @pytest.fixture(scope="module")
@@ -71,7 +44,7 @@ def fresh(make_clone) -> Path:
 
 
 def _results(root: Path) -> Path:
-    return root / "data" / "08_reporting" / "benchmarks" / "physics" / "my_images"
+    return root / "data" / "08_reporting" / "benchmarks" / "physics" / "physics_images"
 
 
 def _run_tags(root: Path) -> dict[str, str]:
@@ -89,17 +62,17 @@ def test_offline_judge_on_an_own_benchmark_from_a_fresh_clone(fresh):
         "--pipelines",
         "evaluate",
         "--params",
-        "evaluate.benchmark=physics.jsonl,evaluate.images_dir=my_images",
+        "evaluate.benchmark=physics.jsonl,evaluate.images_dir=physics_images",
     )
     assert result.returncode == 0, result.stderr[-6000:]
     board = pd.read_csv(_results(fresh) / "leaderboard.csv")
     assert board["benchmark"].tolist() == ["physics"] and board["model"].tolist() == ["mine"]
     assert {"geometry", "geometry_n", "coverage_geometry"} <= set(board.columns)  # its own category
     verdicts = pd.read_parquet(_results(fresh) / "verdicts.parquet").set_index(["sample_id", "question_id"])
-    # Every label drawn is read; "Fulcrum" is not drawn on lever__why.
+    # Every label drawn is read; "Fulcrum" is not drawn on lever__reasoning.
     assert verdicts.loc[("lever__plain", "q2"), "verdict"] == "yes"
     assert verdicts.loc[("circuit", "q1"), "verdict"] == "yes"
-    assert verdicts.loc[("lever__why", "q2"), "verdict"] != "yes"
+    assert verdicts.loc[("lever__reasoning", "q2"), "verdict"] != "yes"
     log = " ".join((result.stdout + result.stderr).split())
     assert "AIBench examination skipped" in log and "questions of benchmark physics" in log
     # Nothing of the default run's outputs was written: its tracked metrics are as committed.
@@ -141,11 +114,11 @@ def test_served_judge_on_the_same_benchmark_by_configuration_only(fresh, served_
         "--pipelines",
         "evaluate",
         "--params",
-        "evaluate.benchmark=physics.jsonl,evaluate.images_dir=my_images",
+        "evaluate.benchmark=physics.jsonl,evaluate.images_dir=physics_images",
     )
     assert result.returncode == 0, result.stderr[-6000:]
     verdicts = pd.read_parquet(_results(fresh) / "verdicts.parquet")
-    assert len(verdicts) == 7 and set(verdicts["status"]) == {"judged"}  # the server answers every question
+    assert len(verdicts) == 9 and set(verdicts["status"]) == {"judged"}  # the server answers every question
     assert (fresh / "data" / "cache" / "served.sqlite").exists()
 
 
