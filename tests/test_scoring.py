@@ -305,3 +305,29 @@ def test_image_metrics_per_image():
     assert metrics.loc["good/s1", "sciir_veto.final"] == 0.0
     assert math.isnan(metrics.loc["blind/s1", "checklist_pass_rate"])
     assert math.isnan(metrics.loc["blind/s2", "final_pass"])
+
+
+def test_a_benchmarks_own_categories_are_scored_and_required_under_their_names():
+    benchmark = pd.DataFrame(
+        {
+            "sample_id": ["a", "b"],
+            "group": ["mechanics", "optics"],
+            "setting": ["plain", "plain"],
+            "tracks": ['["forces"]', '["forces", "rays"]'],  # b requires "rays" but has no such question
+        }
+    )
+    rows = [
+        ("m", "a", "t1", 1, "text", "yes", "judged"),
+        ("m", "a", "f1", 2, "forces", "yes", "judged"),
+        ("m", "b", "t1", 1, "text", "yes", "judged"),
+        ("m", "b", "f1", 2, "forces", "no", "judged"),
+    ]
+    scores = score_samples(verdict_table(rows), benchmark, "exclude")
+    assert passed_of(scores, "m", "a", "forces") is True and passed_of(scores, "m", "a", "final") is True
+    assert passed_of(scores, "m", "b", "forces") is False
+    assert bool(row_of(scores, "m", "b", "rays").checklist_defect)  # a required category without questions
+    board = leaderboard(score_table(scores, BOOT)).iloc[0]
+    assert (board["forces"], board["forces_n"], board["coverage_forces"]) == (0.5, 2, 1.0)
+    assert board["rays_n"] == 0 and math.isnan(board["rays"])
+    assert board["final"] == 0.5 and board["checklist_defects"] == 1
+    assert list(board.index[-2:]) == ["coverage_forces", "coverage_rays"]  # after SciIR's columns
