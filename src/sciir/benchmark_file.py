@@ -49,7 +49,7 @@ SETTING_SEPARATOR = "__"
 PROMPT_COLUMN_PREFIX = "prompt:"
 POLARITIES = ("positive", "negative")
 # A sample id becomes a file name (<model>/<sample_id>.png): no separators, no leading dot.
-_SAFE_ID = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.\-]*$")
+SAFE_ID = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.\-]*$")
 BENCHMARK_COLUMNS = ("sample_id", "group", "setting", "tracks", "term_count", "prompt", "plan")
 CHECKLIST_COLUMNS = (
     "sample_id",
@@ -154,7 +154,7 @@ def _jsonl_samples(path: Path) -> Iterator[Sample]:
 def _sample(where: str, record: Mapping[str, Any], questions: list[Question]) -> Sample:
     """A sample from its fields (a JSON object, or one table row's sample columns)."""
     sample_id = _text(where, record, "sample_id")
-    if not _SAFE_ID.match(sample_id):
+    if not SAFE_ID.match(sample_id):
         raise BenchmarkFileError(
             f"{where}, field 'sample_id': {sample_id!r} cannot name an image file (letters, digits, '_', "
             "'-' and '.' only, not starting with '.' or '-')"
@@ -182,7 +182,7 @@ def _prompts(where: str, record: Mapping[str, Any]) -> dict[str, str]:
     if not isinstance(prompts, dict):
         raise BenchmarkFileError(f"{where}, field 'prompts': expected an object of setting -> prompt")
     for setting, prompt in prompts.items():
-        if not isinstance(prompt, str) or not prompt.strip() or not _SAFE_ID.match(str(setting)):
+        if not isinstance(prompt, str) or not prompt.strip() or not SAFE_ID.match(str(setting)):
             raise BenchmarkFileError(
                 f"{where}, field 'prompts': setting {setting!r} needs a non-empty prompt and a name of "
                 "letters, digits, '_', '-' or '.'"
