@@ -1,0 +1,130 @@
+"""Convert a public benchmark into the benchmark file evaluate reads (docs/bring_your_own_benchmark.md)::
+
+    python -m sciir.benchmark_import statements items.json -o diagrams.jsonl
+    python -m sciir.benchmark_import tifa tifa_v1.0_question_answers.json -o tifa.jsonl
+    python -m sciir.benchmark_import dsg dsg-1k-anns.csv -o dsg1k.jsonl
+    python -m sciir.benchmark_import release data -o sciir_bench.jsonl
+
+The file written is read back as evaluate reads it before the summary is printed: samples, benchmark
+items, questions by category, and what was left out and why (the full list in
+``<output stem>.skipped.txt`` when it is long). An input that cannot be converted stops with one line
+naming the file, the item and the field.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections import Counter
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+from sciir.benchmark_file import BenchmarkFileError, BenchmarkTables, read_benchmark_file
+from sciir.importers.common import Imported, ImportFileError, Skipped, write_benchmark
+from sciir.importers.question_files import import_dsg, import_tifa
+from sciir.importers.release import import_release
+from sciir.importers.statements import DEFAULT_CATEGORY, DEFAULT_QUIZ_CATEGORY, import_statements
+from sciir.table_files import TableFileError
+
+SHOWN_SKIPPED = 10
+FORMATS: dict[str, str] = {
+    "statements": "items with a prompt, requirement statements and optional multiple-choice quizzes "
+    "(JSON list or JSON Lines)",
+    "tifa": "a TIFA question file (JSON list of questions with id, caption, choices, answer, element_type)",
+    "dsg": "a DSG question file (CSV/TSV/parquet/JSON rows: item_id, text, proposition_id, dependency, "
+    "category_broad, question_natural_language)",
+    "release": "SciIR's release: a folder holding benchmark.parquet and checklists.parquet (or data/ with "
+    "05_model_input/ and 04_feature/)",
+}
+
+
+def parser() -> argparse.ArgumentParser:
+    main_parser = argparse.ArgumentParser(
+        prog="python -m sciir.benchmark_import",
+        description="Convert a public benchmark into a benchmark file (JSON Lines) for "
+        "`kedro run --pipelines evaluate --params evaluate.benchmark=FILE,evaluate.images_dir=DIR`.",
+    )
+    formats = main_parser.add_subparsers(dest="format", required=True, metavar="format")
+    for name, help_text in FORMATS.items():
+        sub = formats.add_parser(name, help=help_text, description=help_text)
+        sub.add_argument("input", type=Path, help="the file (for release: the folder) to convert")
+        sub.add_argument(
+            "-o", "--output", type=Path, required=True, help="the benchmark file to write (.jsonl)"
+        )
+        if name == "statements":
+            sub.add_argument(
+                "--category",
+                default=DEFAULT_CATEGORY,
+                help=f"category of statement questions that name none (default: {DEFAULT_CATEGORY})",
+            )
+            sub.add_argument(
+                "--quiz-category",
+                default=DEFAULT_QUIZ_CATEGORY,
+                help=f"category of quiz questions (default: {DEFAULT_QUIZ_CATEGORY})",
+            )
+    return main_parser
+
+
+def _importer(arguments: argparse.Namespace) -> Callable[[], Imported]:
+    importers: dict[str, Callable[[], Imported]] = {
+        "statements": lambda: import_statements(
+            arguments.input, category=arguments.category, quiz_category=arguments.quiz_category
+        ),
+        "tifa": lambda: import_tifa(arguments.input),
+        "dsg": lambda: import_dsg(arguments.input),
+        "release": lambda: import_release(arguments.input),
+    }
+    return importers[arguments.format]
+
+
+def skipped_lines(skipped: Sequence[Skipped]) -> list[str]:
+    return [f"{item.where}: {item.reason}" for item in skipped]
+
+
+def summary(output: Path, imported: Imported, tables: BenchmarkTables) -> str:
+    """What was written (samples, benchmark items, questions by category) and what was left out."""
+    categories = Counter(question.category for sample in imported.samples for question in sample.questions)
+    lines = [
+        f"wrote {output}: {len(imported.samples)} samples ({len(tables.benchmark)} benchmark items), "
+        f"{sum(categories.values())} questions "
+        f"({', '.join(f'{category} {count}' for category, count in sorted(categories.items()))})",
+        f"skipped: {len(imported.skipped)}",
+    ]
+    shown = skipped_lines(imported.skipped)
+    lines += [f"  {line}" for line in shown[:SHOWN_SKIPPED]]
+    if len(shown) > SHOWN_SKIPPED:
+        listing = output.with_name(f"{output.name.split('.')[0]}.skipped.txt")
+        listing.write_text("".join(f"{line}\n" for line in shown), encoding="utf-8")
+        lines.append(f"  ... and {len(shown) - SHOWN_SKIPPED} more (all listed in {listing})")
+    lines.append(
+        f"evaluate it: kedro run --pipelines evaluate --params evaluate.benchmark={output},evaluate.images_dir=DIR"
+    )
+    return "\n".join(lines)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    command = parser()
+    arguments = command.parse_args(argv)
+    if arguments.output.suffix.lower() != ".jsonl":
+        command.error(f"the output {arguments.output} must be a .jsonl file (a benchmark file in JSON Lines)")
+    try:
+        imported = _importer(arguments)()
+    except (ImportFileError, TableFileError) as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 1
+    if not imported.samples:
+        reasons = "; ".join(skipped_lines(imported.skipped[:3]))
+        print(f"error: {arguments.input}: no sample to write ({reasons})", file=sys.stderr)
+        return 1
+    write_benchmark(imported.samples, arguments.output)
+    try:
+        tables = read_benchmark_file(arguments.output)
+    except BenchmarkFileError as error:
+        print(f"error: the converted file does not read as a benchmark: {error}", file=sys.stderr)
+        return 1
+    print(summary(arguments.output, imported, tables))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
