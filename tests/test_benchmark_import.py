@@ -4,6 +4,7 @@ categories, parent ids and prompts of the source; errors name the file, the item
 
 from __future__ import annotations
 
+import importlib.util
 import json
 from pathlib import Path
 
@@ -110,7 +111,7 @@ def test_statements_become_yes_no_questions_and_each_quiz_one_question(tmp_path,
     lens = questions_of(tables, "lens-02")
     assert lens["track"].to_dict() == {"s1": "optics", "quiz1": "quiz"}
     assert lens.loc["quiz1", "question"].endswith('"inverted"?')
-    assert "2 samples (2 benchmark items), 6 questions" in printed
+    assert "samples: 2, benchmark items: 2, questions: 6 (optics 1, quiz 2, statement 3)" in printed
     assert "skipped: 3" in printed
     assert "item 1 (id 'incline-01'), quiz 2: answer 'W' is not one of its options ['N', 'f']" in printed
     assert "item 2 (id 'lens-02'), statement 2: no statement text" in printed
@@ -466,3 +467,36 @@ def test_a_release_folder_without_its_tables_or_with_bad_cells_is_refused(tmp_pa
     error = failure(capsys, "release", tmp_path)
     assert f"release benchmark {tmp_path / 'benchmark.parquet'}, column 'tracks'" in error
     assert "row 1: 'entity'" in error
+
+
+# ---- the examples docs/bring_your_own_benchmark.md shows (the documented commands convert the same files)
+
+
+def documented_example(name: str) -> str:
+    """The page's example ``name``, as tests/e2e/doc_fixtures.py writes it for the documented command."""
+    script = Path(__file__).resolve().parent / "e2e" / "doc_fixtures.py"
+    spec = importlib.util.spec_from_file_location("doc_fixtures", script)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.documented_example(script.parents[2], name)
+
+
+def test_the_documented_examples_convert_as_the_page_says(tmp_path, capsys):
+    converted = {}
+    for format_name, name in [
+        ("statements", "diagram_statements.json"),
+        ("tifa", "tifa_questions.json"),
+        ("dsg", "dsg_questions.csv"),
+    ]:
+        (tmp_path / name).write_text(documented_example(name), encoding="utf-8")
+        converted[format_name], printed = convert(capsys, format_name, tmp_path / name)
+        assert "skipped: 0" in printed
+
+    statements = converted["statements"]
+    assert questions_of(statements, "incline-01").loc["quiz1", "question"].endswith('"f"?')
+    assert questions_of(statements, "lens-02")["track"].to_dict() == {"s1": "rays", "s2": "statement"}
+    prism = questions_of(converted["tifa"], "partiprompt_41")
+    assert prism["question"].str.startswith("Judging from the image").tolist() == [False, True, False]
+    ramp = questions_of(converted["dsg"], "physics_3")
+    assert ramp["parent_ids"].map(json.loads).to_dict() == {"1": [], "2": [], "3": ["1", "2"], "4": ["1"]}
+    assert converted["dsg"].benchmark["group"].tolist() == ["physics"]

@@ -85,8 +85,8 @@ def summary(output: Path, imported: Imported, tables: BenchmarkTables) -> str:
     """What was written (samples, benchmark items, questions by category) and what was left out."""
     categories = Counter(question.category for sample in imported.samples for question in sample.questions)
     lines = [
-        f"wrote {output}: {len(imported.samples)} samples ({len(tables.benchmark)} benchmark items), "
-        f"{sum(categories.values())} questions "
+        f"wrote {output}: samples: {len(imported.samples)}, benchmark items: {len(tables.benchmark)}, "
+        f"questions: {sum(categories.values())} "
         f"({', '.join(f'{category} {count}' for category, count in sorted(categories.items()))})",
         f"skipped: {len(imported.skipped)}",
     ]

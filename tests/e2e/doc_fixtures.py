@@ -12,7 +12,10 @@ names the file, once the default run has produced what they are made from:
 - ``physics.jsonl`` (docs/bring_your_own_benchmark.md): the JSON example of that page, one sample per
   line, so the documented example is the file the documented command reads;
 - ``physics_images`` (same page): model ``mine``'s images of that benchmark, each with the labels its
-  prompt asks for drawn in a box, ``lever__reasoning`` without "Fulcrum".
+  prompt asks for drawn in a box, ``lever__reasoning`` without "Fulcrum";
+- ``diagram_statements.json``, ``tifa_questions.json``, ``dsg_questions.csv`` (same page, "Importers"):
+  the example the page shows right after naming the file, so the documented example is what the
+  documented import command converts.
 
 Usage: ``python doc_fixtures.py <name>`` from the project root.
 """
@@ -85,12 +88,32 @@ def draw_physics_images(root: Path) -> None:
         image.save(folder / f"{sample_id}.png")
 
 
+def documented_example(root: Path, name: str) -> str:
+    """The fenced block of docs/bring_your_own_benchmark.md after the line that ends by naming ``name``."""
+    lines = (root / "docs" / "bring_your_own_benchmark.md").read_text(encoding="utf-8").splitlines()
+    named = next(i for i, line in enumerate(lines) if line.rstrip().endswith(f"`{name}`:"))
+    fences = [i for i in range(named + 1, len(lines)) if lines[i].startswith("```")][:2]
+    return "\n".join(lines[fences[0] + 1 : fences[1]]) + "\n"
+
+
+def example_writer(name: str) -> Callable[[Path], None]:
+    """A fixture writing the page's example ``name`` into the project."""
+
+    def write(root: Path) -> None:
+        (root / name).write_text(documented_example(root, name), encoding="utf-8")
+
+    return write
+
+
+IMPORTER_EXAMPLES = ("diagram_statements.json", "tifa_questions.json", "dsg_questions.csv")
+
 FIXTURES: dict[str, Callable[[Path], None]] = {
     "ratings.csv": write_ratings,
     "my_images": copy_images,
     "answers.csv": write_answers,
     "physics.jsonl": write_benchmark,
     "physics_images": draw_physics_images,
+    **{name: example_writer(name) for name in IMPORTER_EXAMPLES},
 }
 
 if __name__ == "__main__":
