@@ -399,8 +399,8 @@ class TransformersVLM(VisionLanguageModel):
             answer = tokenizer.decode([token], skip_special_tokens=True)
             alternatives = top_alternatives(row, item.request.top_logprobs or 1, tokenizer.decode)
             usage = {"prompt_tokens": float(prompt_length), "completion_tokens": 1.0}
-            output_ = {"answer": answer, "top_logprobs": alternatives}
-            results.append(VLMResult(output=output_, raw=answer, usage=usage))
+            first_token = {"answer": answer, "top_logprobs": alternatives}
+            results.append(VLMResult(output=first_token, raw=answer, usage=usage))
         return results
 
     def _generate(
