@@ -12,6 +12,7 @@ from PIL import Image
 from sciir.backends.base import VLMResult
 from sciir.image_payload import encode
 from sciir.judging import (
+    JUDGE_REPLY_SCHEMA,
     JUDGE_TASK,
     JUDGE_TEMPLATE_VERSION,
     VERDICT_COLUMNS,
@@ -291,3 +292,12 @@ def test_parquet_rows_are_numbered_from_one_and_layers_checked(tmp_path):
 def test_an_empty_question_id_is_named(tmp_path):
     message = refusal(verdicts_file(tmp_path, "sample_id,question_id,verdict\ns1,,yes\n"))
     assert "column 'question_id': expected a non-empty question_id; found line 2: nan" in message
+
+
+def test_a_judge_request_allows_only_its_own_question_ids():
+    request = build_judge_request("Draw ATP synthase.", items(), b"png")
+    ids = request.json_schema["properties"]["answers"]["items"]["properties"]["id"]["enum"]
+    assert ids == [item["id"] for item in items()]
+    assert (
+        "enum" not in JUDGE_REPLY_SCHEMA["properties"]["answers"]["items"]["properties"]["id"]
+    )  # not shared

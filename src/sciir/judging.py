@@ -9,6 +9,7 @@ an id the checklist does not hold is ignored and reported. Nothing is ever fille
 
 from __future__ import annotations
 
+import copy
 import json
 import math
 from collections import defaultdict
@@ -99,6 +100,16 @@ JUDGE_REPLY_SCHEMA: dict[str, Any] = {
 ChecklistItem = dict[str, Any]
 
 
+def judge_reply_schema(question_ids: Sequence[str]) -> dict[str, Any]:
+    """The reply schema of one request: ``JUDGE_REPLY_SCHEMA`` with each answer's ``id`` one of the
+    request's question ids, so a constrained decoder (a local judge) cannot invent ids. Valid in
+    OpenAI's strict mode (``enum`` is; ``minItems``/``maxItems`` are not, so the count is left free
+    and a missing answer is an unjudged question)."""
+    schema = copy.deepcopy(JUDGE_REPLY_SCHEMA)
+    schema["properties"]["answers"]["items"]["properties"]["id"]["enum"] = list(question_ids)
+    return schema
+
+
 @dataclass
 class ParsedReply:
     """Verdict rows for every checklist question of one image, and what the reply held that was ignored."""
@@ -167,7 +178,7 @@ def build_judge_request(
         task=JUDGE_TASK,
         prompt=render_judge_prompt(prompt, checklist),
         images=[image_png] if image_png is not None else [],
-        json_schema=JUDGE_REPLY_SCHEMA,
+        json_schema=judge_reply_schema([str(item["id"]) for item in checklist]),
         context={"prompt": prompt, "checklist": list(checklist)},
         template_version=JUDGE_TEMPLATE_VERSION,
     )
