@@ -1,7 +1,8 @@
 """Ingest nodes: find the source articles, read them, decide licences, list every figure.
 
 Each article becomes one row of ``articles`` and each ``<fig>`` one row of ``figures``; a row that
-cannot be used is kept with status ``rejected`` and a reason naming the article, figure or file.
+cannot be used is kept with status ``rejected`` and a reason naming the file and what is wrong.
+Figures carry the metadata chain of paper A.3/A.4 (DOI, URL, figure id and label, licence, authors).
 """
 
 from __future__ import annotations
@@ -14,25 +15,26 @@ from pathlib import Path
 from typing import Any
 
 import pandas as pd
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 
 from sciir.ids import figure_uid
 from sciir.imaging import UnreadableImageError, open_verified
-from sciir.jats import JatsArticle, JatsFigure, MalformedArticleError, parse_article
+from sciir.jats import MAX_XML_BYTES, JatsArticle, JatsFigure, MalformedArticleError, parse_article
 from sciir.licence import LicenceDecision, LicencePolicy
 
 logger = logging.getLogger(__name__)
 
 ARTICLE_COLUMNS = [
-    "article_id", "doi", "title", "journal", "licence_name", "licence_url", "licence_ok",
+    "article_id", "doi", "title", "journal", "authors", "licence_name", "licence_url", "licence_ok",
     "licence_reason", "methods_text", "source_path", "status", "reason",
 ]  # fmt: skip
 FIGURE_COLUMNS = [
     "figure_uid", "article_id", "doi", "url", "figure_id", "label", "caption", "image_path",
-    "licence_name", "licence_url", "status", "reason",
+    "licence_name", "licence_url", "authors", "status", "reason",
 ]  # fmt: skip
 # Tried in order when a <graphic> href has no extension (PMC style) or the wrong one.
 _IMAGE_SUFFIXES = (".tif", ".tiff", ".png", ".jpg", ".jpeg", ".gif")
+_HREF_SHOWN = 120  # characters of a hostile href quoted in a reason
 
 
 class SourceParams(BaseModel):
@@ -53,6 +55,15 @@ class LicenceParams(BaseModel):
     accepted: list[str]
 
 
+class LimitParams(BaseModel):
+    """Size bounds on the files ingest reads (an article or image beyond them is rejected, unread)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    max_xml_bytes: int = Field(default=MAX_XML_BYTES, gt=0)
+    max_image_bytes: int = Field(default=256 * 1024 * 1024, gt=0)
+
+
 class IngestParams(BaseModel):
     """``params:ingest`` (conf/base/parameters_ingest.yml)."""
 
@@ -61,6 +72,7 @@ class IngestParams(BaseModel):
     source: SourceParams
     licence: LicenceParams
     third_party_patterns: list[str]
+    limits: LimitParams = Field(default_factory=LimitParams)
 
     def policy(self) -> LicencePolicy:
         """The licence rules these parameters describe."""
@@ -111,6 +123,20 @@ def prepare_source(params: dict[str, Any]) -> str:
     return str(_SOURCE_PREPARERS[source.kind](source))
 
 
+def _unprintable_name(path: Path) -> bool:
+    """A file name that is not valid UTF-8 (Python keeps its bytes as surrogates; parquet cannot)."""
+    try:
+        str(path).encode("utf-8")
+    except UnicodeEncodeError:
+        return True
+    return False
+
+
+def _printable(name: str | Path) -> str:
+    """A name or path as text for a table, undecodable bytes shown as ``\\xNN``."""
+    return str(name).encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+
+
 def _article_files(source: Path) -> list[tuple[str, Path, Path | None]]:
     """(article_id, folder, xml file) for each XML of each article folder; xml None for a folder without one."""
     entries: list[tuple[str, Path, Path | None]] = []
@@ -129,7 +155,7 @@ def _rejected_article_row(article_id: str, source_path: Path, reason: str) -> di
     row: dict[str, Any] = dict.fromkeys(ARTICLE_COLUMNS)
     row.update(
         article_id=article_id,
-        source_path=str(source_path),
+        source_path=_printable(source_path),
         licence_ok=False,
         status="rejected",
         reason=reason,
@@ -157,6 +183,7 @@ def _article_row(parsed: _ParsedArticle) -> dict[str, Any]:
         "doi": article.doi,
         "title": article.title,
         "journal": article.journal,
+        "authors": json.dumps(article.authors, ensure_ascii=False),
         "licence_name": decision.name,
         "licence_url": decision.url,
         "licence_ok": decision.ok,
@@ -164,47 +191,105 @@ def _article_row(parsed: _ParsedArticle) -> dict[str, Any]:
         "methods_text": article.methods_text,
         "source_path": str(parsed.xml_path),
         "status": "rejected" if parsed.problems else "accepted",
-        "reason": "; ".join(parsed.problems) if parsed.problems else None,
+        "reason": f"{parsed.xml_path}: {'; '.join(parsed.problems)}" if parsed.problems else None,
     }
 
 
+class _UnusableHref(ValueError):
+    """A ``<graphic>`` href that is not followed: a URL, a path leaving the article folder, or a name
+    the file system refuses (too long ...)."""
+
+
 def _resolve_image(folder: Path, href: str) -> Path | None:
-    """The image file a ``<graphic>`` href points at, trying usual suffixes; None when absent."""
+    """The image file a ``<graphic>`` href points at, trying usual suffixes; None when absent.
+
+    Every candidate is checked after resolving ``..`` and symbolic links, so neither an href nor
+    a link inside the folder can reach a file outside it.
+    """
+    shown = repr(href if len(href) <= _HREF_SHOWN else f"{href[:_HREF_SHOWN]}...")
+    if "://" in href or href.lower().startswith(("file:", "data:")):
+        raise _UnusableHref(f"graphic href {shown} is a URL; images are read from the article folder only")
+    root = folder.resolve()
     target = folder / href
     candidates = [target] + [target.with_name(target.name + suffix) for suffix in _IMAGE_SUFFIXES]
     candidates += [target.with_suffix(suffix) for suffix in _IMAGE_SUFFIXES]
-    return next((candidate for candidate in candidates if candidate.is_file()), None)
+    for candidate in candidates:
+        if not candidate.resolve().is_relative_to(root):
+            raise _UnusableHref(f"graphic href {shown} points outside the article folder {folder}")
+        try:
+            if candidate.is_file():
+                return candidate
+        except OSError as error:
+            raise _UnusableHref(f"graphic href {shown} cannot be looked up: {error.strerror}") from error
+    return None
 
 
-def _image_problem(folder: Path, figure: JatsFigure) -> tuple[Path | None, str | None]:
+def _decode_problem(image_path: Path, limits: LimitParams) -> str | None:
+    """Why the image file cannot be used (too large, or it does not decode); None when it decodes."""
+    size = image_path.stat().st_size
+    if size > limits.max_image_bytes:
+        return f"image file {image_path}: {size} bytes, over the {limits.max_image_bytes}-byte limit"
+    try:
+        open_verified(image_path).close()
+    except UnreadableImageError as error:
+        return f"image file {image_path}: {error}"
+    # A decoder can raise anything on a hostile file (IndexError, NotImplementedError ...); one
+    # file must never stop the run, so every error becomes this figure's reason.
+    except Exception as error:
+        return f"image file {image_path}: cannot decode image: {type(error).__name__}: {error}"
+    return None
+
+
+def _image_problem(folder: Path, figure: JatsFigure, limits: LimitParams) -> tuple[Path | None, str | None]:
     """The figure's image file, and what is wrong with it (None when it decodes)."""
     href = figure.graphic_href
     if not href:
         return None, "no <graphic> element"
-    if not (folder / href).resolve().is_relative_to(folder.resolve()):
-        return None, f"graphic href {href!r} points outside the article folder {folder}"
-    image_path = _resolve_image(folder, href)
+    try:
+        image_path = _resolve_image(folder, href)
+    except _UnusableHref as unusable:
+        return None, str(unusable)
     if image_path is None:
         return None, f"image file {folder / href} not found"
-    try:
-        open_verified(image_path).close()
-    except UnreadableImageError as error:
-        return image_path, f"image file {image_path}: {error}"
-    return image_path, None
+    return image_path, _decode_problem(image_path, limits)
 
 
-def _figure_row(parsed: _ParsedArticle, figure: JatsFigure, policy: LicencePolicy) -> dict[str, Any]:
-    """One figure with its metadata chain (paper A.3) and the first reason it cannot be used, if any."""
-    image_path: Path | None = None
-    problem: str | None = None
+def _licence_sop_problem(figure: JatsFigure, policy: LicencePolicy) -> str | None:
+    """Why the licence SOP (A.2) excludes a figure of an accepted article: its own licence, third-party
+    material, or no caption to check; None when it passes."""
+    if figure.licence is not None and figure.licence.urls:
+        decision = policy.decide(figure.licence.urls, figure.licence.text)
+        if not decision.ok:
+            return f"the figure's own licence: {decision.reason}"
+    if evidence := policy.third_party_evidence(figure.caption):
+        return f"third-party material: the caption says {evidence!r}"
+    if evidence := policy.third_party_evidence(figure.credit):
+        return f"third-party material: the credit line says {evidence!r}"
+    if not figure.caption:
+        return "no caption, so it cannot be checked for third-party material (nor annotated)"
+    return None
+
+
+def _figure_problem(
+    parsed: _ParsedArticle, figure: JatsFigure, seen_ids: set[str], policy: LicencePolicy, limits: LimitParams
+) -> tuple[Path | None, str | None]:
+    """The figure's image file when one was checked, and the first reason the figure cannot be used."""
     if not figure.is_main_figure:
-        problem = f"not a main figure: inside {figure.foreign_container}"
-    elif parsed.problems:
-        problem = f"article rejected: {'; '.join(parsed.problems)}"
-    elif evidence := policy.third_party_evidence(f"{figure.caption} {figure.credit}"):
-        problem = f"third-party material: caption or credit line says {evidence!r}"
-    else:
-        image_path, problem = _image_problem(parsed.folder, figure)
+        return None, f"not a main figure: inside {figure.foreign_container}"
+    if parsed.problems:
+        return None, f"article rejected: {'; '.join(parsed.problems)}"
+    if figure.figure_id in seen_ids:
+        return None, f"figure id {figure.figure_id!r} is used by an earlier figure of the article"
+    if problem := _licence_sop_problem(figure, policy):
+        return None, problem
+    return _image_problem(parsed.folder, figure, limits)
+
+
+def _figure_row(
+    parsed: _ParsedArticle, figure: JatsFigure, seen_ids: set[str], policy: LicencePolicy, limits: LimitParams
+) -> dict[str, Any]:
+    """One figure with its metadata chain (paper A.3) and the first reason it cannot be used, if any."""
+    image_path, problem = _figure_problem(parsed, figure, seen_ids, policy, limits)
     doi = parsed.article.doi
     return {
         # Without a DOI the figure is rejected, but its uid must still be unique across articles.
@@ -218,37 +303,53 @@ def _figure_row(parsed: _ParsedArticle, figure: JatsFigure, policy: LicencePolic
         "image_path": str(image_path) if image_path else None,
         "licence_name": parsed.decision.name,
         "licence_url": parsed.decision.url,
+        "authors": json.dumps(parsed.article.authors, ensure_ascii=False),
         "status": "rejected" if problem else "kept",
-        "reason": f"figure {figure.figure_id} of {parsed.article_id}: {problem}" if problem else None,
+        "reason": f"figure {figure.figure_id} of {parsed.xml_path}: {problem}" if problem else None,
     }
 
 
+def _figure_rows(parsed: _ParsedArticle, policy: LicencePolicy, limits: LimitParams) -> list[dict[str, Any]]:
+    """A row for every ``<fig>`` of the article, in document order."""
+    rows, seen_ids = [], set()
+    for figure in parsed.article.figures:
+        rows.append(_figure_row(parsed, figure, seen_ids, policy, limits))
+        seen_ids.add(figure.figure_id)
+    return rows
+
+
 def _read_article(
-    article_id: str, folder: Path, xml_path: Path, policy: LicencePolicy
+    article_id: str, folder: Path, xml_path: Path, policy: LicencePolicy, limits: LimitParams
 ) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     """Parse one article and decide on it and on each of its figures."""
     try:
-        article = parse_article(xml_path)
+        article = parse_article(xml_path, limits.max_xml_bytes)
     except MalformedArticleError as error:
         return _rejected_article_row(article_id, xml_path, str(error)), []
-    decision = policy.decide_article(article.licence.url if article.licence else None)
+    licence = article.licence
+    decision = policy.decide(licence.urls, licence.text) if licence else policy.decide([])
     problems = [] if decision.ok else [decision.reason]
     if not article.doi:
-        problems.append(f"{xml_path}: no DOI in front/article-meta")
+        problems.append("no DOI in front/article-meta")
     parsed = _ParsedArticle(article_id, folder, xml_path, article, decision, problems)
-    return _article_row(parsed), [_figure_row(parsed, figure, policy) for figure in article.figures]
+    return _article_row(parsed), _figure_rows(parsed, policy, limits)
 
 
 def ingest_articles(source_articles: str, params: dict[str, Any]) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Read every article folder under ``source_articles`` into the ``articles`` and ``figures`` tables."""
-    policy = IngestParams.model_validate(params).policy()
+    settings = IngestParams.model_validate(params)
+    policy = settings.policy()
     article_rows: list[dict[str, Any]] = []
     figure_rows: list[dict[str, Any]] = []
     for article_id, folder, xml_path in _article_files(Path(source_articles)):
+        if _unprintable_name(xml_path or folder):
+            reason = f"{_printable(xml_path or folder)}: the file name is not valid UTF-8"
+            article_rows.append(_rejected_article_row(_printable(article_id), folder, reason))
+            continue
         if xml_path is None:
             article_rows.append(_rejected_article_row(article_id, folder, f"no JATS XML file in {folder}"))
             continue
-        article_row, rows = _read_article(article_id, folder, xml_path, policy)
+        article_row, rows = _read_article(article_id, folder, xml_path, policy, settings.limits)
         article_rows.append(article_row)
         figure_rows.extend(rows)
     articles = pd.DataFrame(article_rows, columns=ARTICLE_COLUMNS)
