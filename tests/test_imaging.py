@@ -11,12 +11,13 @@ import pytest
 import yaml
 from PIL import Image, ImageCms, ImageDraw
 
+from sciir.colour import normalise
+from sciir.image_decode import decode_file
 from sciir.imaging import (
     Box,
     GeometryRules,
     SplitSettings,
     UnreadableImageError,
-    open_verified,
     panel_rejections,
     split_panels,
     standardise,
@@ -125,7 +126,7 @@ def test_layout_area_rule_applies_only_to_a_real_multi_panel_split() -> None:
     assert panel_rejections([big, small], figure, GeometryRules(layout_misfire_area=None)) == [None, None]
 
 
-def test_open_verified_rejects_truncated_and_non_image_files(tmp_path: Path) -> None:
+def test_decode_file_rejects_truncated_and_non_image_files(tmp_path: Path) -> None:
     buffer = io.BytesIO()
     _composite((64, 64), [Box(4, 4, 60, 60)]).save(buffer, format="PNG")
     truncated = tmp_path / "truncated.png"
@@ -134,7 +135,7 @@ def test_open_verified_rejects_truncated_and_non_image_files(tmp_path: Path) -> 
     text.write_text("not an image", encoding="utf-8")
     for path in (truncated, text):
         with pytest.raises(UnreadableImageError):
-            open_verified(path)
+            decode_file(path)
 
 
 @pytest.mark.parametrize(
@@ -205,8 +206,8 @@ def external_articles() -> Path:
 
 
 def test_ijm_tiff_with_icc_profile_converts_to_srgb(external_articles: Path) -> None:
-    original = open_verified(external_articles / "ijm-00202" / "ijm-00202-fig003.tif")
-    assert original.info.get("icc_profile")
+    original = decode_file(external_articles / "ijm-00202" / "ijm-00202-fig003.tif").pixels
+    assert isinstance(original, Image.Image) and original.info.get("icc_profile")
     converted = to_srgb(original)
     assert converted.mode == "RGB" and converted.size == original.size
     assert "icc_profile" not in converted.info
@@ -230,7 +231,10 @@ def test_nature_communications_panels_match_exsclaim_reference(external_articles
     settings = SplitSettings(**params["curate"]["split"])
     matched = total = 0
     for file_name, figure in reference.items():
-        found = [(b.x0, b.y0, b.x1, b.y1) for b in split_panels(open_verified(folder / file_name), settings)]
+        found = [
+            (b.x0, b.y0, b.x1, b.y1)
+            for b in split_panels(normalise(decode_file(folder / file_name)).image, settings)
+        ]
         for panel in figure["master_images"]:
             xs = [point["x"] for point in panel["geometry"]]
             ys = [point["y"] for point in panel["geometry"]]

@@ -98,9 +98,15 @@ def test_panels_rules_and_failures_become_rows(drawn_tables: tuple[pd.DataFrame,
     assert corrupt["status"] == "rejected" and "corrupt.png" in corrupt["reason"]
     assert pd.isna(corrupt["x0"])
 
+    assert "not an image in a supported format" in corrupt["reason"]
     assert sorted(images) == sorted(sample_id(DOI, "grid", index) for index in (0, 1))
-    for image in images.values():
+    for handle in images.values():
+        image = handle.image()  # PNG bytes made in the worker, behind a lazy handle
         assert image.size == (SMALL_OUTPUT_PX, SMALL_OUTPUT_PX) and image.mode == "RGB"
+    assert [json.loads(changes) for changes in grid.loc[:1, "changes"]] == [
+        ["cropped", "resized", "padded"]
+    ] * 2
+    assert pd.isna(grid.loc[2, "changes"]) and pd.isna(blank["changes"])
     assert summarise_curate(curated) == {"panels_total": 5.0, "panels_kept": 2.0, "panels_rejected": 3.0}
 
 

@@ -6,50 +6,23 @@ with its reason, or a single rejected row when the image cannot be read or holds
 
 from __future__ import annotations
 
-from pathlib import Path
+import json
 from typing import Any
 
 import pandas as pd
-from PIL import Image
-from pydantic import BaseModel, ConfigDict, Field
 
 from sciir.ids import sample_id
-from sciir.imaging import (
-    Box,
-    GeometryRules,
-    SplitSettings,
-    UnreadableImageError,
-    open_verified,
-    panel_rejections,
-    split_panels,
-    standardise,
-    to_srgb,
-)
+from sciir.image_payload import ImageFile
+from sciir.imaging import Box
+from sciir.isolated import Failed, run_isolated
+from sciir.pipelines.curate.figure_work import FigureOutcome, FigureTask, PanelOutcome, curate_figure_file
+from sciir.pipelines.curate.params import CurateParams
 
 CURATED_COLUMNS = [
     "sample_id", "figure_uid", "panel_index", "n_panels", "x0", "y0", "x1", "y1", "doi", "url",
-    "figure_id", "caption", "licence_name", "licence_url", "methods_text", "status", "reason",
+    "figure_id", "caption", "licence_name", "licence_url", "methods_text", "status", "reason", "changes",
 ]  # fmt: skip
 _BOX_COLUMNS = ["x0", "y0", "x1", "y1"]
-
-
-class StandardiseParams(BaseModel):
-    """Output size and the padding rule of paper B.2."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    size_px: int = 1024
-    dominant_edge_share: float = 0.55
-
-
-class CurateParams(BaseModel):
-    """``params:curate`` (conf/base/parameters_curate.yml)."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    split: SplitSettings = Field(default_factory=SplitSettings)
-    geometry: GeometryRules = Field(default_factory=GeometryRules)
-    standardise: StandardiseParams = Field(default_factory=StandardiseParams)
 
 
 def _panel_row(
@@ -60,6 +33,7 @@ def _panel_row(
     n_panels: int,
     box: Box | None,
     reason: str | None,
+    changes: tuple[str, ...] = (),
 ) -> dict[str, Any]:
     """One curated row: the figure's metadata chain plus one panel region and its outcome."""
     return {
@@ -80,6 +54,8 @@ def _panel_row(
         "methods_text": methods_text,
         "status": "rejected" if reason else "kept",
         "reason": reason,
+        # What was done to the source pixels (paper A.4's list of changes); kept panels only.
+        "changes": None if reason else json.dumps(list(changes)),
     }
 
 
@@ -88,53 +64,63 @@ def _whole_figure_rejected(figure: dict[str, Any], methods_text: str | None, rea
     return _panel_row(figure, methods_text, panel_index=0, n_panels=0, box=None, reason=reason)
 
 
-def _curate_figure(
-    figure: dict[str, Any], methods_text: str | None, settings: CurateParams
-) -> tuple[list[dict[str, Any]], dict[str, Image.Image]]:
+def _figure_rows(
+    figure: dict[str, Any], methods_text: str | None, outcome: FigureOutcome | Failed
+) -> tuple[list[dict[str, Any]], dict[str, ImageFile]]:
     """Rows for every panel region of one figure, and the standardised images of the kept ones."""
     where = f"{figure['figure_id']} in {figure['doi']}"
-    try:
-        image = to_srgb(open_verified(Path(figure["image_path"])))
-    except UnreadableImageError as error:
-        problem = f"image file {figure['image_path']}: {error}"
-        return [_whole_figure_rejected(figure, methods_text, f"figure {where}: {problem}")], {}
-    boxes = split_panels(image, settings.split)
-    if not boxes:
-        problem = f"{figure['image_path']} holds only background, no panel content"
-        return [_whole_figure_rejected(figure, methods_text, f"figure {where}: {problem}")], {}
+    problem = outcome.reason if isinstance(outcome, Failed) else outcome.problem
+    if problem is not None:
+        reason = f"figure {where}: image file {figure['image_path']}: {problem}"
+        return [_whole_figure_rejected(figure, methods_text, reason)], {}
     rows, images = [], {}
-    problems = panel_rejections(boxes, image.size, settings.geometry)
-    for panel_index, (box, problem) in enumerate(zip(boxes, problems, strict=True)):
-        reason = f"panel {panel_index} of {where}: {problem}" if problem else None
-        row = _panel_row(
-            figure, methods_text, panel_index=panel_index, n_panels=len(boxes), box=box, reason=reason
-        )
-        if problem is None:
-            crop = image.crop((box.x0, box.y0, box.x1, box.y1))
-            images[row["sample_id"]] = standardise(
-                crop,
-                settings.standardise.size_px,
-                settings.split.background_tolerance,
-                settings.standardise.dominant_edge_share,
-            )
-        rows.append(row)
+    for panel_index, panel in enumerate(outcome.panels):
+        rows.append(_outcome_row(figure, methods_text, panel_index, len(outcome.panels), panel, where))
+        if panel.png is not None:
+            images[rows[-1]["sample_id"]] = ImageFile.of_bytes(panel.png, f"{rows[-1]['sample_id']}.png")
     return rows, images
+
+
+def _outcome_row(
+    figure: dict[str, Any],
+    methods_text: str | None,
+    panel_index: int,
+    n_panels: int,
+    panel: PanelOutcome,
+    where: str,
+) -> dict[str, Any]:
+    reason = f"panel {panel_index} of {where}: {panel.problem}" if panel.problem else None
+    return _panel_row(
+        figure,
+        methods_text,
+        panel_index=panel_index,
+        n_panels=n_panels,
+        box=panel.box,
+        reason=reason,
+        changes=panel.changes,
+    )
 
 
 def curate_figures(
     figures: pd.DataFrame, articles: pd.DataFrame, params: dict[str, Any]
-) -> tuple[pd.DataFrame, dict[str, Image.Image]]:
+) -> tuple[pd.DataFrame, dict[str, ImageFile]]:
     """Split, filter and standardise every kept figure (``curated``, ``curated_images``).
 
-    Figures rejected by ingest are not listed again: their reasons stay in ``figures``.
+    Each figure file is curated in a worker process under a time and memory limit, so a file that
+    crashes or hangs its decoder is rejected with the reason and the run goes on. Images are PNG bytes
+    (lazy handles), saved as they are. Figures rejected by ingest are not listed again: their reasons
+    stay in ``figures``.
     """
     settings = CurateParams.model_validate(params)
     methods_by_article = dict(zip(articles["article_id"], articles["methods_text"], strict=True))
+    kept = figures[figures["status"] == "kept"].to_dict("records")
+    tasks = [FigureTask(str(figure["image_path"]), settings) for figure in kept]
+    outcomes = run_isolated(curate_figure_file, tasks, settings.workers.limits())
     rows: list[dict[str, Any]] = []
-    images: dict[str, Image.Image] = {}
-    for figure in figures[figures["status"] == "kept"].to_dict("records"):
-        figure_rows, figure_images = _curate_figure(
-            figure, methods_by_article.get(figure["article_id"]), settings
+    images: dict[str, ImageFile] = {}
+    for figure, outcome in zip(kept, outcomes, strict=True):
+        figure_rows, figure_images = _figure_rows(
+            figure, methods_by_article.get(figure["article_id"]), outcome
         )
         rows.extend(figure_rows)
         images.update(figure_images)

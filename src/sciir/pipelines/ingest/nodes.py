@@ -18,7 +18,7 @@ import pandas as pd
 from pydantic import BaseModel, ConfigDict, Field
 
 from sciir.ids import figure_uid
-from sciir.imaging import UnreadableImageError, open_verified
+from sciir.image_decode import UnreadableImageError, probe_file
 from sciir.jats import MAX_XML_BYTES, JatsArticle, JatsFigure, MalformedArticleError, parse_article
 from sciir.licence import LicenceDecision, LicencePolicy
 
@@ -230,7 +230,7 @@ def _decode_problem(image_path: Path, limits: LimitParams) -> str | None:
     if size > limits.max_image_bytes:
         return f"image file {image_path}: {size} bytes, over the {limits.max_image_bytes}-byte limit"
     try:
-        open_verified(image_path).close()
+        probe_file(image_path)
     except UnreadableImageError as error:
         return f"image file {image_path}: {error}"
     # A decoder can raise anything on a hostile file (IndexError, NotImplementedError ...); one

@@ -1,0 +1,57 @@
+"""``params:curate`` (conf/base/parameters_curate.yml), validated."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from sciir.image_decode import DecodeLimits
+from sciir.imaging import GeometryRules, SplitSettings
+from sciir.isolated import WorkerLimits
+
+
+class StandardiseParams(BaseModel):
+    """Output size and the padding rule of paper B.2."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    size_px: int = 1024
+    dominant_edge_share: float = 0.55
+
+
+class DecodeParams(BaseModel):
+    """Bounds on one figure file: bytes on disk and pixels (decompression bombs)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    max_pixels: int = Field(default=64_000_000, gt=0)
+    max_file_mb: int = Field(default=256, gt=0)
+
+    def limits(self) -> DecodeLimits:
+        return DecodeLimits(max_pixels=self.max_pixels, max_file_mb=self.max_file_mb)
+
+
+class WorkerParams(BaseModel):
+    """The worker processes figures are curated in: how many (null: one per CPU) and each figure's limits."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    count: int | None = Field(default=None, ge=1)
+    timeout_s: float = Field(default=120.0, gt=0)
+    memory_mb: int | None = Field(default=4096, ge=256)
+
+    def limits(self) -> WorkerLimits:
+        import os
+
+        return WorkerLimits(self.count or os.cpu_count() or 1, self.timeout_s, self.memory_mb)
+
+
+class CurateParams(BaseModel):
+    """Everything ``curate`` is configured by."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    split: SplitSettings = Field(default_factory=SplitSettings)
+    geometry: GeometryRules = Field(default_factory=GeometryRules)
+    standardise: StandardiseParams = Field(default_factory=StandardiseParams)
+    decode: DecodeParams = Field(default_factory=DecodeParams)
+    workers: WorkerParams = Field(default_factory=WorkerParams)
