@@ -4,7 +4,8 @@ A backend hands :meth:`HTTPTransport.run_batch` its items (or :meth:`HTTPTranspo
 iterable of them) and one coroutine per item. The transport
 owns the event loop, the connection pool, the concurrency bound, the retry policy and the optional rate
 limits, so a backend is only payload building and reply parsing (the shape of lm-evaluation-harness's
-``TemplateAPI``).
+``TemplateAPI``). A client that drives its own requests (a paged download) opens
+:meth:`HTTPTransport.session` and sends GET or POST requests on it with the same retries and limits.
 
 Each item holds one concurrency slot for its whole life (payload building, attempts and the backoff
 between them): that bounds both the requests in flight and the payloads held in memory, and makes a
@@ -18,13 +19,23 @@ near 120 requests/s at 64 concurrent requests, well under what a served judge an
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import email.utils
 import json
 import logging
 import random
 import threading
 import time
-from collections.abc import Awaitable, Callable, Coroutine, Iterable, Iterator, Mapping, Sequence
+from collections.abc import (
+    AsyncIterator,
+    Awaitable,
+    Callable,
+    Coroutine,
+    Iterable,
+    Iterator,
+    Mapping,
+    Sequence,
+)
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
@@ -40,6 +51,8 @@ R = TypeVar("R")
 RETRYABLE_STATUSES = frozenset({408, 409, 429, 500, 502, 503, 504})
 _RATE_LIMITED = 429
 _EXCERPT_CHARS = 200
+_CHUNK_BYTES = 1 << 16
+_JSON_CONTENT = {"Content-Type": "application/json"}
 
 
 class CallFailed(Exception):
@@ -264,7 +277,8 @@ def json_body(payload: Mapping[str, Any]) -> bytes:
 
 
 class HTTPSession:
-    """One batch's shared client, retry policy and limits; backends call :meth:`post` or :meth:`post_json`."""
+    """One batch's shared client, retry policy and limits; callers use :meth:`post`, :meth:`post_json`,
+    :meth:`get` or :meth:`get_json`."""
 
     def __init__(
         self,
@@ -293,46 +307,113 @@ class HTTPSession:
         Raises :class:`CallFailed` for a status that is not worth retrying, or once retries run out.
         """
         body = json_body(payload)
+
+        async def attempt(number: int) -> dict[str, Any]:
+            status, headers, raw = await self._exchange(
+                "POST", self._base_url + path, number, data=body, headers=_JSON_CONTENT
+            )
+            return self._decode("POST", path, status, headers, raw, number)
+
+        decoded, attempts = await self._with_retries("POST", path, attempt, estimated_tokens)
+        self._limits.settle(estimated_tokens, reported_total_tokens(decoded))
+        return Reply(decoded, attempts)
+
+    async def get(
+        self, target: str, params: Mapping[str, str] | None = None, max_bytes: int | None = None
+    ) -> bytes:
+        """GET ``target`` (a path under the base URL, or a whole http(s) URL) and return the body of its
+        2xx reply, retrying what is transient as :meth:`post` does. A body over ``max_bytes`` is refused
+        (:class:`CallFailed`, not retried) without reading the rest of it."""
+        url = self._url(target)
+
+        async def attempt(number: int) -> bytes:
+            status, headers, raw = await self._exchange("GET", url, number, max_bytes, params=params)
+            self._check_status("GET", target, status, headers, raw, number)
+            return raw
+
+        return (await self._with_retries("GET", target, attempt))[0]
+
+    async def get_json(self, target: str, params: Mapping[str, str] | None = None) -> dict[str, Any]:
+        """GET ``target`` and return the JSON object replied (see :meth:`get`)."""
+        url = self._url(target)
+
+        async def attempt(number: int) -> dict[str, Any]:
+            status, headers, raw = await self._exchange("GET", url, number, params=params)
+            return self._decode("GET", target, status, headers, raw, number)
+
+        return (await self._with_retries("GET", target, attempt))[0]
+
+    def _url(self, target: str) -> str:
+        return target if target.startswith(("http://", "https://")) else self._base_url + target
+
+    async def _with_retries(
+        self,
+        method: str,
+        target: str,
+        attempt: Callable[[int], Awaitable[T]],
+        estimated_tokens: float = 0.0,
+    ) -> tuple[T, int]:
+        """``attempt(number)`` until it succeeds, raises :class:`CallFailed` or retries run out; its result
+        and the number of requests sent. Every attempt waits for the rate limits first."""
         attempts = self._retry.max_retries + 1
-        for attempt in range(1, attempts + 1):
+        for number in range(1, attempts + 1):
             await self._limits.acquire(estimated_tokens)
             try:
-                decoded = await self._attempt(path, body, attempt)
+                return await attempt(number), number
             except _RetryableError as err:
                 last_error = err
-                if attempt < attempts:
-                    await self._back_off(path, attempt, attempts, err)
-                continue
-            self._limits.settle(estimated_tokens, reported_total_tokens(decoded))
-            return Reply(decoded, attempt)
-        raise CallFailed(f"POST {path} gave up after {attempts} attempts; last error: {last_error}", attempts)
+                if number < attempts:
+                    await self._back_off(f"{method} {target}", number, attempts, err)
+        raise CallFailed(
+            f"{method} {target} gave up after {attempts} attempts; last error: {last_error}", attempts
+        )
 
-    async def _back_off(self, path: str, attempt: int, attempts: int, err: _RetryableError) -> None:
+    async def _back_off(self, request: str, attempt: int, attempts: int, err: _RetryableError) -> None:
         """Wait before the next attempt; a 429 makes every request of the transport wait too."""
         delay = self._retry.delay_s(attempt - 1, err.retry_after_s)
         if err.rate_limited:
             self._limits.cool_down(delay)
-        log.info("POST %s attempt %d/%d failed (%s); retrying in %.2f s", path, attempt, attempts, err, delay)
+        log.info("%s attempt %d/%d failed (%s); retrying in %.2f s", request, attempt, attempts, err, delay)
         await asyncio.sleep(delay)
 
-    async def _attempt(self, path: str, body: bytes, attempt: int) -> dict[str, Any]:
-        """One POST; transient problems raise :class:`_RetryableError`."""
+    async def _exchange(
+        self, method: str, url: str, attempt: int, max_bytes: int | None = None, **request: Any
+    ) -> tuple[int, Mapping[str, str], bytes]:
+        """One request: the reply's status, headers and body. Transient problems raise
+        :class:`_RetryableError`; a body over ``max_bytes`` raises :class:`CallFailed`."""
         try:
-            async with self._client.post(
-                self._base_url + path, data=body, headers={"Content-Type": "application/json"}
-            ) as response:
-                raw = await response.read()
-                return self._decode(path, response.status, response.headers, raw, attempt)
+            async with self._client.request(method, url, **request) as response:
+                if max_bytes is None:
+                    raw = await response.read()
+                else:
+                    raw = await self._read_bounded(response, method, url, max_bytes, attempt)
+                return response.status, response.headers, raw
         except asyncio.TimeoutError as err:  # not yet the builtin TimeoutError on Python 3.10
             # aiohttp's timeouts carry no message; the limit they hit is what explains them.
             raise _RetryableError(f"timed out after {self._timeout_s:g} s ({type(err).__name__})") from None
         except aiohttp.ClientError as err:
             raise _RetryableError(self._redact(f"{type(err).__name__}: {err}")) from None
 
-    def _decode(
-        self, path: str, status: int, headers: Mapping[str, str], raw: bytes, attempt: int
-    ) -> dict[str, Any]:
-        """The reply's JSON object, or the error that its status or body calls for."""
+    @staticmethod
+    async def _read_bounded(
+        response: aiohttp.ClientResponse, method: str, url: str, max_bytes: int, attempt: int
+    ) -> bytes:
+        """The body, read chunk by chunk and abandoned as soon as it passes ``max_bytes``."""
+        too_large = f"{method} {url}: the reply is over the {max_bytes}-byte limit"
+        if response.content_length is not None and response.content_length > max_bytes:
+            raise CallFailed(f"{too_large} ({response.content_length} bytes)", attempt)
+        chunks, size = [], 0
+        async for chunk in response.content.iter_chunked(_CHUNK_BYTES):
+            size += len(chunk)
+            if size > max_bytes:
+                raise CallFailed(too_large, attempt)
+            chunks.append(chunk)
+        return b"".join(chunks)
+
+    def _check_status(
+        self, method: str, target: str, status: int, headers: Mapping[str, str], raw: bytes, attempt: int
+    ) -> None:
+        """Raise the error a status that is not 2xx calls for: retryable or not."""
         if status in self._retry.retry_statuses:
             body = self._redact(_excerpt(raw))
             raise _RetryableError(
@@ -340,7 +421,13 @@ class HTTPSession:
             )
         if not 200 <= status < 300:
             body = self._redact(_excerpt(raw))
-            raise CallFailed(f"POST {path} returned HTTP {status} (not retried): {body}", attempt)
+            raise CallFailed(f"{method} {target} returned HTTP {status} (not retried): {body}", attempt)
+
+    def _decode(
+        self, method: str, target: str, status: int, headers: Mapping[str, str], raw: bytes, attempt: int
+    ) -> dict[str, Any]:
+        """The reply's JSON object, or the error that its status or body calls for."""
+        self._check_status(method, target, status, headers, raw, attempt)
         try:
             decoded = json.loads(raw)
         except ValueError:
@@ -362,7 +449,7 @@ class HTTPTransport:
 
     ``use_env_proxy`` routes requests through the proxy named by ``HTTPS_PROXY``/``HTTP_PROXY`` (and
     ``NO_PROXY``), e.g. for a hosted API behind a corporate proxy; a served judge is usually reached
-    directly.
+    directly. ``headers`` are sent with every request (e.g. a ``User-Agent`` naming the client).
     """
 
     def __init__(
@@ -376,6 +463,7 @@ class HTTPTransport:
         requests_per_minute: float | None = None,
         tokens_per_minute: float | None = None,
         use_env_proxy: bool = False,
+        headers: Mapping[str, str] | None = None,
     ) -> None:
         if concurrency < 1:
             raise ValueError(f"concurrency must be at least 1, got {concurrency}")
@@ -389,6 +477,7 @@ class HTTPTransport:
         self.retry = retry or RetryPolicy()
         self.limits = RateLimits(requests_per_minute, tokens_per_minute)
         self.use_env_proxy = use_env_proxy
+        self.headers = dict(headers or {})
         self._api_key = SecretStr(api_key) if api_key else None
 
     @classmethod
@@ -406,6 +495,20 @@ class HTTPTransport:
             f"{type(self).__name__}(base_url={self.base_url!r}, concurrency={self.concurrency}, "
             f"timeout_s={self.timeout_s}, retry={self.retry})"
         )
+
+    @contextlib.asynccontextmanager
+    async def session(self) -> AsyncIterator[HTTPSession]:
+        """One client session on this transport's connection pool, retries, limits and headers, for a
+        caller that sends its own requests (``async with transport.session() as session``)."""
+        secret = self._api_key.get_secret_value() if self._api_key else None
+        headers = {**self.headers, **({"Authorization": f"Bearer {secret}"} if secret else {})}
+        connector = aiohttp.TCPConnector(limit=self.concurrency, limit_per_host=self.concurrency)
+        timeout = aiohttp.ClientTimeout(total=self.timeout_s)
+        # Proxies from the environment only on request: looking them up costs a thread hop per request.
+        async with aiohttp.ClientSession(
+            headers=headers, timeout=timeout, connector=connector, trust_env=self.use_env_proxy
+        ) as client:
+            yield HTTPSession(client, self.base_url, self.retry, self.limits, self.timeout_s, secret)
 
     def run_batch(
         self,
@@ -462,15 +565,7 @@ class HTTPTransport:
         on_result: Callable[[int, R], None],
         window: int,
     ) -> None:
-        secret = self._api_key.get_secret_value() if self._api_key else None
-        headers = {"Authorization": f"Bearer {secret}"} if secret else {}
-        connector = aiohttp.TCPConnector(limit=self.concurrency, limit_per_host=self.concurrency)
-        timeout = aiohttp.ClientTimeout(total=self.timeout_s)
-        # Proxies from the environment only on request: looking them up costs a thread hop per request.
-        async with aiohttp.ClientSession(
-            headers=headers, timeout=timeout, connector=connector, trust_env=self.use_env_proxy
-        ) as client:
-            session = HTTPSession(client, self.base_url, self.retry, self.limits, self.timeout_s, secret)
+        async with self.session() as session:
             slots = asyncio.Semaphore(self.concurrency)
 
             async def one(index: int, item: T) -> None:
