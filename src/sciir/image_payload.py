@@ -251,16 +251,11 @@ def decode(data: bytes, name: str) -> Image.Image:
 
 
 def eight_bit(image: Image.Image, alpha: bool) -> Image.Image:
-    """The image as 8-bit RGB, or RGBA when ``alpha``; 16-bit and float grey scaled, not clipped."""
-    from PIL import Image
+    """The image as 8-bit RGB, or RGBA when ``alpha``; 16-bit and float grey scaled by their real value
+    range, not clipped (``sciir.colour.eight_bit``, as curate does)."""
+    from sciir.colour import eight_bit as eight_bit_samples
 
-    if image.mode in ("I", "I;16", "I;16B", "I;16L", "I;16N", "F"):
-        import numpy as np
-
-        pixels = np.asarray(image, dtype=np.float64)
-        top = 65535.0 if image.mode != "F" else max(float(pixels.max()), 1.0)
-        image = Image.fromarray(np.clip(pixels * (255.0 / top), 0, 255).astype(np.uint8), mode="L")
-    return image.convert("RGBA" if alpha else "RGB")
+    return eight_bit_samples(image).convert("RGBA" if alpha else "RGB")
 
 
 def encode(image: Image.Image, image_format: str) -> bytes:
