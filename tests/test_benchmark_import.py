@@ -12,6 +12,7 @@ import pandas as pd
 import pytest
 
 from sciir.aggregation import dsg_score, tifa_score
+from sciir.annotation import CHECKLIST_COLUMNS
 from sciir.benchmark_file import BenchmarkTables, read_benchmark_file
 from sciir.benchmark_import import SHOWN_SKIPPED, main
 from sciir.external_formats import tifa_verdicts
@@ -412,18 +413,7 @@ CHECKLISTS = pd.DataFrame(
             "[]",
         ),
     ],
-    columns=[
-        "sample_id",
-        "question_id",
-        "layer",
-        "track",
-        "kind",
-        "polarity",
-        "about",
-        "question",
-        "expected_text",
-        "parent_ids",
-    ],
+    columns=list(CHECKLIST_COLUMNS),
 )
 
 

@@ -22,6 +22,19 @@ from sciir.backends.base import VLMRequest, VLMResult
 from sciir.backends.strict_schema import omit_added_nulls, strict_model_schema
 
 TRACKS = ("entity", "process", "law")
+# Columns of the ``checklists`` table (docs/data_contract.md), whoever writes it: annotate or a benchmark file.
+CHECKLIST_COLUMNS = (
+    "sample_id",
+    "question_id",
+    "layer",
+    "track",
+    "kind",
+    "polarity",
+    "about",
+    "question",
+    "expected_text",
+    "parent_ids",
+)
 NonEmpty = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1)]
 Score = Annotated[int, Field(ge=1, le=10)]
 Relation = Annotated[list[NonEmpty], Field(min_length=2, max_length=2)]

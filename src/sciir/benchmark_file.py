@@ -40,6 +40,7 @@ from typing import Any
 
 import pandas as pd
 
+from sciir.annotation import CHECKLIST_COLUMNS
 from sciir.results_folder import benchmark_name
 from sciir.table_files import PARQUET_SUFFIXES, TEXT_SUFFIXES, TableFile, TableFileError, id_list, is_missing
 
@@ -51,18 +52,6 @@ POLARITIES = ("positive", "negative")
 # A sample id becomes a file name (<model>/<sample_id>.png): no separators, no leading dot.
 SAFE_ID = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.\-]*$")
 BENCHMARK_COLUMNS = ("sample_id", "group", "setting", "tracks", "term_count", "prompt", "plan")
-CHECKLIST_COLUMNS = (
-    "sample_id",
-    "question_id",
-    "layer",
-    "track",
-    "kind",
-    "polarity",
-    "about",
-    "question",
-    "expected_text",
-    "parent_ids",
-)
 
 
 class BenchmarkFileError(ValueError):

@@ -10,6 +10,7 @@ pyproject.toml, so ``make run`` skips the pip install (no network, minutes saved
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 import sys
@@ -89,3 +90,20 @@ def make_clone(tmp_path_factory):
         return root
 
     return make
+
+
+def kedro_run(root: Path, *args: str) -> subprocess.CompletedProcess:
+    """``kedro run ARGS`` with the clone's own kedro, as a newcomer runs it (no SCIIR_* overrides); the
+    result is returned whatever the exit status, for the test to judge."""
+    env = {key: value for key, value in os.environ.items() if not key.startswith("SCIIR_")}
+    env |= {"KEDRO_DISABLE_TELEMETRY": "1"}
+    return subprocess.run(
+        [str(root / ".venv" / "bin" / "kedro"), "run", *args],
+        cwd=root, env=env, capture_output=True, text=True, timeout=600,
+    )  # fmt: skip
+
+
+@pytest.fixture(scope="session")
+def kedro():
+    """:func:`kedro_run`, for tests in fresh clones."""
+    return kedro_run

@@ -4,7 +4,6 @@ Results go to the benchmark's own folder, name it, and leave the default run's o
 
 from __future__ import annotations
 
-import os
 import re
 import subprocess
 import sys
@@ -17,15 +16,6 @@ import pytest
 
 pytestmark = pytest.mark.e2e
 REPO = Path(__file__).resolve().parents[2]
-
-
-def _kedro(root: Path, *args: str) -> subprocess.CompletedProcess:
-    env = {key: value for key, value in os.environ.items() if not key.startswith("SCIIR_")}
-    env |= {"KEDRO_DISABLE_TELEMETRY": "1"}
-    return subprocess.run(
-        [str(root / ".venv" / "bin" / "kedro"), "run", *args],
-        cwd=root, env=env, capture_output=True, text=True, timeout=600,
-    )  # fmt: skip
 
 
 def _write_inputs(root: Path) -> None:
@@ -43,6 +33,12 @@ def fresh(make_clone) -> Path:
     return root
 
 
+def evaluate_physics(kedro, root: Path) -> subprocess.CompletedProcess:
+    """The documented command: the physics benchmark on its folder of images."""
+    params = "evaluate.benchmark=physics.jsonl,evaluate.images_dir=physics_images"
+    return kedro(root, "--pipelines", "evaluate", "--params", params)
+
+
 def _results(root: Path) -> Path:
     return root / "data" / "08_reporting" / "benchmarks" / "physics" / "physics_images"
 
@@ -55,15 +51,9 @@ def _run_tags(root: Path) -> dict[str, str]:
     return {name[len("tags.") :]: value for name, value in runs.iloc[0].items() if name.startswith("tags.")}
 
 
-def test_offline_judge_on_an_own_benchmark_from_a_fresh_clone(fresh):
+def test_offline_judge_on_an_own_benchmark_from_a_fresh_clone(fresh, kedro):
     assert not (fresh / "data" / "05_model_input" / "benchmark.parquet").exists()
-    result = _kedro(
-        fresh,
-        "--pipelines",
-        "evaluate",
-        "--params",
-        "evaluate.benchmark=physics.jsonl,evaluate.images_dir=physics_images",
-    )
+    result = evaluate_physics(kedro, fresh)
     assert result.returncode == 0, result.stderr[-6000:]
     board = pd.read_csv(_results(fresh) / "leaderboard.csv")
     assert board["benchmark"].tolist() == ["physics"] and board["model"].tolist() == ["mine"]
@@ -108,25 +98,19 @@ def served_judge(fresh) -> Iterator[str]:
     server.wait(timeout=30)
 
 
-def test_served_judge_on_the_same_benchmark_by_configuration_only(fresh, served_judge):
-    result = _kedro(
-        fresh,
-        "--pipelines",
-        "evaluate",
-        "--params",
-        "evaluate.benchmark=physics.jsonl,evaluate.images_dir=physics_images",
-    )
+def test_served_judge_on_the_same_benchmark_by_configuration_only(fresh, served_judge, kedro):
+    result = evaluate_physics(kedro, fresh)
     assert result.returncode == 0, result.stderr[-6000:]
     verdicts = pd.read_parquet(_results(fresh) / "verdicts.parquet")
     assert len(verdicts) == 9 and set(verdicts["status"]) == {"judged"}  # the server answers every question
     assert (fresh / "data" / "cache" / "served.sqlite").exists()
 
 
-def test_a_benchmark_set_in_a_conf_file_is_refused_with_the_reason(fresh):
+def test_a_benchmark_set_in_a_conf_file_is_refused_with_the_reason(fresh, kedro):
     local = fresh / "conf" / "local" / "parameters_evaluate.yml"
     local.write_text("evaluate:\n  benchmark: physics.jsonl\n")
     try:
-        result = _kedro(fresh, "--pipelines", "evaluate")
+        result = kedro(fresh, "--pipelines", "evaluate")
     finally:
         local.unlink()
     assert result.returncode != 0

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import os
-import subprocess
 from pathlib import Path
 
 import pandas as pd
@@ -17,16 +15,7 @@ def fresh(make_clone) -> Path:
     return make_clone("fresh")
 
 
-def _kedro(root: Path, *args: str) -> subprocess.CompletedProcess:
-    env = {key: value for key, value in os.environ.items() if not key.startswith("SCIIR_")}
-    env |= {"KEDRO_DISABLE_TELEMETRY": "1"}
-    return subprocess.run(
-        [str(root / ".venv" / "bin" / "kedro"), "run", *args],
-        cwd=root, env=env, capture_output=True, text=True, timeout=600,
-    )  # fmt: skip
-
-
-def test_a_verdicts_file_is_scored_without_any_other_stage(fresh):
+def test_a_verdicts_file_is_scored_without_any_other_stage(fresh, kedro):
     assert not (fresh / "data" / "05_model_input" / "benchmark.parquet").exists()
     answers = pd.DataFrame(
         {
@@ -38,7 +27,7 @@ def test_a_verdicts_file_is_scored_without_any_other_stage(fresh):
         }
     )
     answers.to_csv(fresh / "answers.csv", index=False)
-    result = _kedro(
+    result = kedro(
         fresh,
         "--pipelines",
         "evaluate",
@@ -55,8 +44,8 @@ def test_a_verdicts_file_is_scored_without_any_other_stage(fresh):
     assert "evaluate.verdicts_file is set" in log
 
 
-def test_judging_without_a_benchmark_names_what_to_run(fresh):
-    result = _kedro(fresh, "--pipelines", "evaluate")
+def test_judging_without_a_benchmark_names_what_to_run(fresh, kedro):
+    result = kedro(fresh, "--pipelines", "evaluate")
     assert result.returncode != 0
     said = " ".join(result.stderr.split())  # the console wraps long lines
     assert "benchmark.parquet does not exist: run `kedro run --pipelines bench_select` first" in said

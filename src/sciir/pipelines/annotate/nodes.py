@@ -22,6 +22,7 @@ from PIL import Image
 from pydantic import BaseModel, ConfigDict, Field
 
 from sciir.annotation import (
+    CHECKLIST_COLUMNS,
     TRACKS,
     AbstractPrompt,
     AnnotationError,
@@ -57,18 +58,6 @@ ANNOTATION_COLUMNS = (
     "abstract_prompt",
     "status",
     "reason",
-)
-CHECKLIST_COLUMNS = (
-    "sample_id",
-    "question_id",
-    "layer",
-    "track",
-    "kind",
-    "polarity",
-    "about",
-    "question",
-    "expected_text",
-    "parent_ids",
 )
 
 
