@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -21,6 +20,8 @@ from sciir.ids import figure_uid
 from sciir.image_decode import UnreadableImageError, probe_file
 from sciir.jats import MAX_XML_BYTES, JatsArticle, JatsFigure, MalformedArticleError, parse_article
 from sciir.licence import LicenceDecision, LicencePolicy
+from sciir.sources.params import FileLimits, SourceParams
+from sciir.sources.selection import prepare_source_folder
 
 logger = logging.getLogger(__name__)
 
@@ -35,16 +36,6 @@ FIGURE_COLUMNS = [
 # Tried in order when a <graphic> href has no extension (PMC style) or the wrong one.
 _IMAGE_SUFFIXES = (".tif", ".tiff", ".png", ".jpg", ".jpeg", ".gif")
 _HREF_SHOWN = 120  # characters of a hostile href quoted in a reason
-
-
-class SourceParams(BaseModel):
-    """Where the articles come from: ``embedded`` (generated sample) or ``jats_folder``."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    kind: str
-    path: str
-    seed: int = 7
 
 
 class LicenceParams(BaseModel):
@@ -79,48 +70,11 @@ class IngestParams(BaseModel):
         return LicencePolicy(accepted=self.licence.accepted, third_party_patterns=self.third_party_patterns)
 
 
-def _manifest_key(folder: Path) -> tuple[Any, Any] | None:
-    """Seed and generator version recorded in the sample's MANIFEST.json; None when it is unreadable."""
-    try:
-        manifest = json.loads((folder / "MANIFEST.json").read_text(encoding="utf-8"))
-        return manifest.get("seed"), manifest.get("version")
-    except (OSError, ValueError, AttributeError):
-        return None
-
-
-def _prepare_embedded(source: SourceParams) -> Path:
-    """Generate the embedded sample unless one with the same seed, by this version of the generator, is there."""
-    from sciir.sample.build import SAMPLE_VERSION
-
-    folder = Path(source.path)
-    if _manifest_key(folder) != (source.seed, SAMPLE_VERSION):
-        from sciir.sample import write_embedded_sample
-
-        logger.info("Writing the embedded sample (seed %d) to %s", source.seed, folder)
-        write_embedded_sample(folder, source.seed)
-    return folder
-
-
-def _prepare_jats_folder(source: SourceParams) -> Path:
-    """A folder of ``<article>/*.xml`` plus images, used as it is."""
-    folder = Path(source.path)
-    if not folder.is_dir():
-        raise FileNotFoundError(f"ingest source folder {folder} does not exist")
-    return folder
-
-
-_SOURCE_PREPARERS: dict[str, Callable[[SourceParams], Path]] = {
-    "embedded": _prepare_embedded,
-    "jats_folder": _prepare_jats_folder,
-}
-
-
 def prepare_source(params: dict[str, Any]) -> str:
     """Make the configured source available locally and return its folder (``source_articles``)."""
-    source = IngestParams.model_validate(params).source
-    if source.kind not in _SOURCE_PREPARERS:
-        raise ValueError(f"unknown ingest source kind {source.kind!r}; known: {sorted(_SOURCE_PREPARERS)}")
-    return str(_SOURCE_PREPARERS[source.kind](source))
+    settings = IngestParams.model_validate(params)
+    limits = FileLimits(settings.limits.max_xml_bytes, settings.limits.max_image_bytes)
+    return str(prepare_source_folder(settings.source, limits))
 
 
 def _unprintable_name(path: Path) -> bool:
@@ -138,10 +92,13 @@ def _printable(name: str | Path) -> str:
 
 
 def _article_files(source: Path) -> list[tuple[str, Path, Path | None]]:
-    """(article_id, folder, xml file) for each XML of each article folder; xml None for a folder without one."""
+    """(article_id, folder, xml file) for each XML (``.xml``, or PMC's ``.nxml``) of each article folder;
+    xml None for a folder without one. Hidden folders (a download or unpacking in progress) are not articles."""
     entries: list[tuple[str, Path, Path | None]] = []
-    for folder in sorted(path for path in source.iterdir() if path.is_dir()):
-        xml_files = sorted(folder.glob("*.xml"))
+    for folder in sorted(
+        path for path in source.iterdir() if path.is_dir() and not path.name.startswith(".")
+    ):
+        xml_files = sorted([*folder.glob("*.xml"), *folder.glob("*.nxml")])
         if not xml_files:
             entries.append((folder.name, folder, None))
         for xml_path in xml_files:
