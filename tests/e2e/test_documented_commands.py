@@ -69,6 +69,10 @@ EXEMPT = {
     ".base_url=http://localhost:8000/v1,aibench.baseline_metrics.vqascore.config.model=Qwen/Qwen3-VL-8B-"
     "Instruct": "needs a served model with log-probabilities; tested against the loopback server in tests/",
     "dvc exp run --queue": "queues experiments for a worker; `dvc repro` runs the same stages below",
+    "kedro run --pipelines ingest --params ingest.source.kind=europepmc,ingest.source.path=data/01_raw/europepmc": (
+        "needs the internet (Europe PMC); the same download runs against the loopback Europe PMC server in "
+        "tests/test_europepmc.py, through the ingest node and on to the articles and figures tables"
+    ),
 }
 # Servers: started in the background, polled at their URL until they answer, then stopped.
 SERVERS = {".venv/bin/mlflow ui --backend-store-uri sqlite:///mlruns/mlflow.db": "http://127.0.0.1:5000"}
