@@ -136,7 +136,8 @@ def test_the_query_carries_the_filters_and_each_record_is_checked_again(sample_a
         download(params, tmp_path / "dl", LIMITS)
         sent = _searches(server.requests)[0].params
     assert sent["query"] == (
-        '(circuit) AND OPEN_ACCESS:Y AND LICENSE:"cc by" AND (JOURNAL:"SciIR Embedded Sample" OR JOURNAL:"Nature")'
+        '(circuit) AND OPEN_ACCESS:Y AND LICENSE:"cc by" '
+        'AND (JOURNAL:"SciIR Embedded Sample" OR JOURNAL:"Nature")'
     )
     # "circuit" is in the titles of articles 1, 4 and 8; the copy in another journal and the one that is
     # not open access are never returned; the CC BY-NC-ND copy is returned (a phrase match) and skipped.
@@ -210,7 +211,8 @@ import sys
 from pathlib import Path
 from sciir.sources.europepmc import download
 from sciir.sources.params import EuropePMCParams, FileLimits
-download(EuropePMCParams.model_validate_json(sys.argv[1]), Path(sys.argv[2]), FileLimits(*map(int, sys.argv[3:5])))
+params, folder, limits = sys.argv[1], Path(sys.argv[2]), FileLimits(*map(int, sys.argv[3:5]))
+download(EuropePMCParams.model_validate_json(params), folder, limits)
 """
 
 
@@ -292,7 +294,8 @@ ARTICLE_FIELDS = [
     "methods_text", "status",
 ]  # fmt: skip
 FIGURE_FIELDS = [
-    "figure_uid", "doi", "url", "figure_id", "label", "caption", "licence_name", "licence_url", "authors", "status",
+    "figure_uid", "doi", "url", "figure_id", "label", "caption", "licence_name", "licence_url", "authors",
+    "status",
 ]  # fmt: skip
 
 

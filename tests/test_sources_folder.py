@@ -48,7 +48,7 @@ def _add_file(archive: tarfile.TarFile, name: str, data: bytes) -> None:
 
 
 def _pmc_package(path: Path, article: Path, top: str) -> None:
-    """A PMC OA package of ``article``: one top folder holding the article as ``<top>.nxml`` and its images."""
+    """A PMC OA package of ``article``: one top folder with the article as ``<top>.nxml`` and its images."""
     with tarfile.open(path, "w:gz") as archive:
         for file in sorted(article.iterdir()):
             name = f"{top}.nxml" if file.suffix == ".xml" else file.name

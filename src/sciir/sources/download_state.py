@@ -29,7 +29,7 @@ _STATE_VERSION = 1
 
 
 def write_atomic(path: Path, data: bytes) -> None:
-    """Write ``data`` to ``path`` so that a reader (or a crash) sees the old file or the new one, never half."""
+    """Write ``data`` to ``path`` so that a reader (or a crash) sees the old file or the new, never half."""
     temporary = path.with_name(f".{path.name}.writing")
     temporary.write_bytes(data)
     os.replace(temporary, path)
@@ -136,6 +136,6 @@ def check_download_folder(folder: Path) -> None:
     if foreign:
         raise ValueError(
             f"the Europe PMC download folder {folder} already holds files that are not a Europe PMC "
-            f"download ({', '.join(foreign[:3])}{' ...' if len(foreign) > 3 else ''}); set ingest.source.path "
-            "to an empty or new folder"
+            f"download ({', '.join(foreign[:3])}{' ...' if len(foreign) > 3 else ''}); set "
+            "ingest.source.path to an empty or new folder"
         )

@@ -73,7 +73,7 @@ def _checked_members(archive: tarfile.TarFile, package: Path, limits: PackageLim
 
 
 def _article_root(staging: Path) -> Path:
-    """The unpacked article: the package's single top folder when it has one (PMC's layout), else all of it."""
+    """The unpacked article: the package's single top folder (PMC's layout) when it has one, else all."""
     entries = list(staging.iterdir())
     if len(entries) == 1 and entries[0].is_dir():
         return entries[0]

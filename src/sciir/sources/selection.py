@@ -28,7 +28,7 @@ def _manifest_key(folder: Path) -> tuple[Any, Any] | None:
 
 
 def _prepare_embedded(source: SourceParams, limits: FileLimits) -> Path:
-    """Generate the embedded sample unless one with the same seed, by this version of the generator, is there."""
+    """Generate the embedded sample unless one of the same seed, by this generator version, is there."""
     from sciir.sample.build import SAMPLE_VERSION
 
     folder = Path(source.path)

@@ -93,7 +93,7 @@ def _printable(name: str | Path) -> str:
 
 def _article_files(source: Path) -> list[tuple[str, Path, Path | None]]:
     """(article_id, folder, xml file) for each XML (``.xml``, or PMC's ``.nxml``) of each article folder;
-    xml None for a folder without one. Hidden folders (a download or unpacking in progress) are not articles."""
+    xml None for a folder without one. Hidden folders (a download or unpacking in progress) are skipped."""
     entries: list[tuple[str, Path, Path | None]] = []
     for folder in sorted(
         path for path in source.iterdir() if path.is_dir() and not path.name.startswith(".")
