@@ -269,9 +269,16 @@ def standardise(image: Image.Image, size: int, tolerance: int, dominant_share: f
     A grey image is resized as one channel and made RGB at the end.
     """
     fill = padding_colour(border_pixels(image), tolerance, dominant_share)
+    band_fill = fill[:1] if image.mode == "L" else fill
     new_size = fitted_size(image.size, size)
+    if new_size[0] <= image.width and new_size[1] <= image.height:
+        from sciir.vips_resize import shrink_and_pad  # pyvips only where images are standardised
+
+        padded = shrink_and_pad(image, new_size, size, band_fill, _REDUCING_GAP)
+        return padded if padded.mode == "RGB" else padded.convert("RGB")
+    # Enlarging: libvips has no Lanczos interpolator for it (sciir.vips_resize), Pillow has.
     resized = image.resize(new_size, Image.Resampling.LANCZOS, reducing_gap=_REDUCING_GAP)
-    canvas = Image.new(image.mode, (size, size), fill[0] if image.mode == "L" else fill)
+    canvas = Image.new(image.mode, (size, size), band_fill[0] if image.mode == "L" else band_fill)
     canvas.paste(resized, ((size - new_size[0]) // 2, (size - new_size[1]) // 2))
     return canvas.convert("RGB")
 
