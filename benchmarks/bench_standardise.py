@@ -10,7 +10,8 @@ transparent page), LZW TIFF with an sRGB ICC profile (as the IJM figures), 16-bi
   profile is embedded, ``convert("RGB")`` (alpha onto white; 16-bit grey /257), the B.2 edge colour on
   the whole array, ``resize(LANCZOS)``, paste on the padded canvas, ``save(format="PNG")``;
 - **SciIR**: ``sciir.image_decode.decode_file``, ``sciir.colour.normalise``, ``sciir.imaging.standardise``
-  and ``png_bytes``: the functions a curate worker runs on a one-panel figure;
+  (libvips' Lanczos-3 shrink and padding, sciir.vips_resize) and ``png_bytes``: the functions a curate
+  worker runs on a one-panel figure; its CPU time is also split by stage;
 - **floor**: SciIR's decode of the file plus its PNG encode of that file's standardised image (made
   beforehand), with nothing between.
 
@@ -203,6 +204,24 @@ def floor_of(outputs: dict[Path, Image.Image]) -> Callable[[Path], bytes]:
     return floor
 
 
+def stage_milliseconds(paths: list[Path]) -> dict[str, float]:
+    """Mean CPU milliseconds per image of each stage of SciIR's path."""
+    totals = dict.fromkeys(("decode", "normalise", "standardise", "encode"), 0.0)
+    for path in paths:
+        started = time.process_time()
+        decoded = decode_file(path)
+        decoded_at = time.process_time()
+        image = normalise(decoded).image
+        normalised_at = time.process_time()
+        standardised = standardise(image, SIZE, TOLERANCE, DOMINANT_SHARE)
+        standardised_at = time.process_time()
+        png_bytes(standardised)
+        ends = (decoded_at, normalised_at, standardised_at, time.process_time())
+        for stage, start, end in zip(totals, (started, *ends[:-1]), ends, strict=True):
+            totals[stage] += end - start
+    return {stage: 1000 * seconds / len(paths) for stage, seconds in totals.items()}
+
+
 def cpu_seconds(function: Callable[[Path], bytes], paths: list[Path]) -> tuple[float, list[bytes]]:
     started = time.process_time()
     outputs = [function(path) for path in paths]
@@ -248,6 +267,8 @@ def main() -> None:
         f"SciIR / plain Pillow: {plain / ours:.2f}x; floor / SciIR: {ours / least:.2f}x (SciIR's time over the floor)"
     )
     print(f"plain Pillow over the floor: {plain / least:.2f}x")
+    stages = stage_milliseconds(paths)
+    print("SciIR by stage, CPU ms per image: " + ", ".join(f"{k} {v:.1f}" for k, v in stages.items()))
 
     eight_bit = [
         i for i, path in enumerate(paths) if "twelve-bit" not in path.name and "transparent" not in path.name
