@@ -17,6 +17,8 @@ It reads the image with OCR and the request's texts with fixed rules, and states
   contradicted law), each with its kind, polarity and what it is about.
 - ``aibench_qa``: component existence (level 1) from OCR; every other level abstained on.
 - ``aesthetics``: abstained on for every criterion: rules over OCR cannot judge visual design.
+- ``screen``: KEEP a flat-colour drawing, REJECT a blank or text-only panel, abstain on the rest
+  (``sciir.backends.offline_screen``).
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ from pydantic import BaseModel
 
 from sciir.backends.base import VisionLanguageModel, VLMRequest, VLMResult
 from sciir.backends.ocr import OcrReading, OcrVLM, answer_aibench_by_ocr, decode_png
+from sciir.backends.offline_screen import screen_by_sight
 from sciir.backends.visual_judge import judge_by_sight
 
 # Bump when a rule below changes, so cached answers of the old rules are not reused.
@@ -433,6 +436,7 @@ class OfflineVLM(VisionLanguageModel):
             "checklist": self._checklist,
             "aibench_qa": lambda request: answer_aibench_by_ocr(request, self._ocr.read),
             "aesthetics": abstain_on_aesthetics,
+            "screen": lambda request: screen_by_sight(request, self._ocr.read),
         }
 
     def identity(self) -> dict[str, Any]:

@@ -13,8 +13,10 @@ from PIL import Image
 
 from sciir.colour import normalise
 from sciir.image_decode import UnreadableImageError, decode_file
-from sciir.imaging import Box, panel_rejections, png_bytes, split_panels, standardise, standardise_changes
+from sciir.imaging import Box, panel_rejections, png_bytes, standardise, standardise_changes
+from sciir.panels import detector_for
 from sciir.pipelines.curate.params import CurateParams
+from sciir.privacy import image_problem
 
 
 @dataclass(frozen=True)
@@ -49,6 +51,9 @@ def _standardised_panel(
     settings = task.settings
     full = box == Box(0, 0, *normalised_image.size)
     crop = normalised_image if full else normalised_image.crop((box.x0, box.y0, box.x1, box.y1))
+    private = image_problem(crop, settings.privacy)
+    if private:
+        return PanelOutcome(box, private)
     size = settings.standardise.size_px
     image = standardise(
         crop, size, settings.split.background_tolerance, settings.standardise.dominant_edge_share
@@ -65,10 +70,10 @@ def curate_figure_file(task: FigureTask) -> FigureOutcome:
     except UnreadableImageError as error:
         return FigureOutcome(str(error))
     image = normalised.image
-    boxes = split_panels(image, settings.split)
+    boxes = detector_for(settings.split, settings.detector).detect(image)
     if not boxes:
         return FigureOutcome("it holds only background, no panel content")
-    problems = panel_rejections(boxes, image.size, settings.geometry)
+    problems = panel_rejections(boxes, image.size, settings.geometry.for_figure(image.width))
     return FigureOutcome(
         None,
         tuple(

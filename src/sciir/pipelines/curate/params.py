@@ -5,8 +5,11 @@ from __future__ import annotations
 from pydantic import BaseModel, ConfigDict, Field
 
 from sciir.image_decode import DecodeLimits
-from sciir.imaging import GeometryRules, SplitSettings
+from sciir.imaging import SplitSettings
 from sciir.isolated import WorkerLimits
+from sciir.panels import DetectorParams, GeometryParams
+from sciir.privacy import PrivacyParams
+from sciir.screening import ReviewParams, ScreenParams
 
 
 class StandardiseParams(BaseModel):
@@ -45,13 +48,27 @@ class WorkerParams(BaseModel):
         return WorkerLimits(self.count or os.cpu_count() or 1, self.timeout_s, self.memory_mb)
 
 
+class NearDuplicateParams(BaseModel):
+    """Panels whose perceptual hashes differ in at most ``max_distance`` of 64 bits are near-duplicates."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    enabled: bool = True
+    max_distance: int = Field(default=3, ge=0, le=31)
+
+
 class CurateParams(BaseModel):
     """Everything ``curate`` is configured by."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
+    detector: DetectorParams = Field(default_factory=DetectorParams)
     split: SplitSettings = Field(default_factory=SplitSettings)
-    geometry: GeometryRules = Field(default_factory=GeometryRules)
+    geometry: GeometryParams = Field(default_factory=GeometryParams)
+    privacy: PrivacyParams = Field(default_factory=PrivacyParams)
+    near_duplicates: NearDuplicateParams = Field(default_factory=NearDuplicateParams)
+    screen: ScreenParams = Field(default_factory=ScreenParams)
+    review: ReviewParams = Field(default_factory=ReviewParams)
     standardise: StandardiseParams = Field(default_factory=StandardiseParams)
     decode: DecodeParams = Field(default_factory=DecodeParams)
     workers: WorkerParams = Field(default_factory=WorkerParams)

@@ -1,0 +1,183 @@
+"""Dual-stage filtering (SciIR paper, appendix B.3): a vision-language KEEP/REJECT screen and manual review.
+
+Stage 1 asks a vision-language model to KEEP or REJECT each panel, with a reason and a confidence.
+A confident answer decides; a low-confidence answer, an abstention (no decision) and a failed request
+all go to the manual-review queue, never to KEEP. Stage 2 samples 10% of the KEEPs, seeded, into the
+same queue as a spot check; the false-positive rate over the reviewed spot-check rows is flagged above
+5% (the paper refines its prompt then).
+
+The queue is a table a person edits: they fill ``decision`` (KEEP or REJECT, optional ``note``) and
+give the file back (``curate.review.decisions``); the next run applies it.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+import numpy as np
+import pandas as pd
+from pydantic import BaseModel, ConfigDict, Field
+
+from sciir.backends.base import VLMRequest, VLMResult
+
+SCREEN_TASK = "screen"
+SCREEN_TEMPLATE_VERSION = "1"
+SCREEN_PROMPT = """You screen panels cropped from figures of scientific articles for a dataset of scientific images.
+KEEP a panel that carries scientific content: a diagram, schematic, flow chart, plot or chart, a molecular,
+structural or circuit drawing, a map, or a microscopy or experimental image.
+REJECT a photo of people or an everyday scene, a screenshot, an image of text only (a text block or a table),
+a logo or icon, and a blank, cut-off or corrupted image.
+The figure's caption: {caption}
+Reply with JSON: "decision" (KEEP or REJECT; null when you cannot tell), "reason" (one sentence saying what
+you see), "confidence" (0 to 1, how sure you are of the decision; null with a null decision)."""
+
+SCREEN_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "decision": {"type": ["string", "null"], "enum": ["KEEP", "REJECT", None]},
+        "reason": {"type": "string"},
+        "confidence": {"type": ["number", "null"]},
+    },
+    "required": ["decision", "reason", "confidence"],
+    "additionalProperties": False,
+}
+
+REVIEW_COLUMNS = [
+    "sample_id", "queue", "image", "doi", "figure_id", "caption",
+    "model_decision", "model_confidence", "model_reason", "decision", "note",
+]  # fmt: skip
+LOW_CONFIDENCE, SPOT_CHECK = "low_confidence", "spot_check"
+
+
+class ScreenParams(BaseModel):
+    """Stage 1: the confidence a model decision needs; below it the panel goes to review."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    enabled: bool = True
+    min_confidence: float = Field(default=0.7, ge=0, le=1)
+    max_caption_chars: int = Field(default=1500, ge=0)
+
+
+class ReviewParams(BaseModel):
+    """Stage 2 and the queue: the spot-check share and seed, the flag threshold, the reviewed file."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    spot_check_share: float = Field(default=0.10, ge=0, le=1)
+    seed: int = 0
+    max_false_positive_rate: float = Field(default=0.05, ge=0, le=1)
+    # A reviewed copy of the review queue (decision column filled) applied on this run; null: none.
+    decisions: str | None = None
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """A screen answer: KEEP, REJECT, or None (abstained or failed), with the reason and confidence."""
+
+    decision: Literal["KEEP", "REJECT"] | None
+    reason: str
+    confidence: float | None
+
+
+def screen_request(image: bytes, caption: str, settings: ScreenParams) -> VLMRequest:
+    """The request that screens one panel image."""
+    caption = (caption or "")[: settings.max_caption_chars]
+    return VLMRequest(
+        task=SCREEN_TASK,
+        prompt=SCREEN_PROMPT.format(caption=caption or "(none)"),
+        images=[image],
+        json_schema=SCREEN_SCHEMA,
+        context={"caption": caption},
+        template_version=SCREEN_TEMPLATE_VERSION,
+    )
+
+
+def verdict_of(result: VLMResult) -> Verdict:
+    """A result as a verdict; a failed request or a malformed answer is an abstention with that reason."""
+    if not result.ok:
+        return Verdict(None, f"the screen request failed: {result.failure}", None)
+    output = result.output or {}
+    decision, reason, confidence = output.get("decision"), output.get("reason"), output.get("confidence")
+    if decision not in ("KEEP", "REJECT", None) or not isinstance(reason, str):
+        return Verdict(None, f"the screen answer is malformed: {output}", None)
+    if decision is None:
+        return Verdict(None, reason, None)
+    if not isinstance(confidence, int | float) or not 0 <= confidence <= 1:
+        return Verdict(None, f"{decision} without a confidence in [0, 1] ({confidence!r}): {reason}", None)
+    return Verdict(decision, reason, float(confidence))
+
+
+def routed(verdict: Verdict, min_confidence: float) -> Literal["kept", "rejected", "review"]:
+    """Where a verdict sends its panel: a confident KEEP or REJECT decides, anything else is reviewed."""
+    if verdict.decision is None or verdict.confidence is None or verdict.confidence < min_confidence:
+        return "review"
+    return "kept" if verdict.decision == "KEEP" else "rejected"
+
+
+def spot_check_sample(sample_ids: list[str], share: float, seed: int) -> set[str]:
+    """A seeded ``share`` of the KEEPs (rounded up), the same for the same ids and seed in any order."""
+    if not sample_ids or share == 0:
+        return set()
+    ordered = sorted(sample_ids)
+    count = min(len(ordered), math.ceil(share * len(ordered)))
+    chosen = np.random.default_rng(seed).choice(len(ordered), size=count, replace=False)
+    return {ordered[index] for index in chosen}
+
+
+def read_decisions(path: str) -> dict[str, tuple[str, str]]:
+    """sample_id -> (KEEP or REJECT, note) from a reviewed queue; rows left blank are skipped.
+
+    Raises ValueError naming the file and the row for a missing column or a decision that is not
+    KEEP or REJECT.
+    """
+    file = Path(path)
+    if not file.is_file():
+        raise ValueError(f"curate.review.decisions: {path} is not a file")
+    table = pd.read_csv(file, dtype=str, keep_default_na=False)
+    missing = {"sample_id", "decision"} - set(table.columns)
+    if missing:
+        raise ValueError(f"reviewed queue {path}: missing column(s) {sorted(missing)}")
+    decisions: dict[str, tuple[str, str]] = {}
+    for line, row in enumerate(table.to_dict("records"), start=2):
+        decision = row["decision"].strip().upper()
+        if not decision:
+            continue
+        if decision not in ("KEEP", "REJECT"):
+            raise ValueError(
+                f"reviewed queue {path}, line {line} ({row['sample_id']}): decision {row['decision']!r} "
+                "is not KEEP or REJECT"
+            )
+        decisions[row["sample_id"]] = (decision, row.get("note", "").strip())
+    return decisions
+
+
+@dataclass(frozen=True)
+class SpotCheckRate:
+    """The spot check's reviewed rows, the false positives among them, and whether the rate is flagged."""
+
+    sampled: int
+    reviewed: int
+    false_positives: int
+    max_rate: float
+
+    @property
+    def rate(self) -> float | None:
+        return self.false_positives / self.reviewed if self.reviewed else None
+
+    @property
+    def flagged(self) -> bool:
+        return self.rate is not None and self.rate > self.max_rate
+
+    def metrics(self) -> dict[str, float]:
+        metrics = {
+            "spot_check_sampled": float(self.sampled),
+            "spot_check_reviewed": float(self.reviewed),
+            "spot_check_flagged": float(self.flagged),
+        }
+        if self.rate is not None:
+            metrics["spot_check_false_positive_rate"] = self.rate
+        return metrics
