@@ -9,12 +9,13 @@ export KEDRO_DISABLE_TELEMETRY := 1
 .PHONY: setup system-packages browser run test clean
 
 system-packages:
-	@if ! command -v dot >/dev/null || ! command -v tesseract >/dev/null; then \
+	@if ! command -v dot >/dev/null || ! command -v tesseract >/dev/null || \
+	    ! test -f /usr/share/opencv4/haarcascades/haarcascade_frontalface_default.xml; then \
 	  if command -v apt-get >/dev/null; then \
 	    SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
-	    $$SUDO apt-get update -qq && $$SUDO apt-get install -y -qq graphviz tesseract-ocr; \
+	    $$SUDO apt-get update -qq && $$SUDO apt-get install -y -qq graphviz tesseract-ocr opencv-data; \
 	  else \
-	    echo "Install Graphviz and Tesseract (see README, 'System packages'), then rerun." >&2; exit 1; \
+	    echo "Install Graphviz, Tesseract and OpenCV's cascades (see README, 'System packages'), then rerun." >&2; exit 1; \
 	  fi; \
 	fi
 

@@ -16,6 +16,8 @@ names the file, once the default run has produced what they are made from:
 - ``diagram_statements.json``, ``tifa_questions.json``, ``dsg_questions.csv`` (same page, "Importers"):
   the example the page shows right after naming the file, so the documented example is what the
   documented import command converts.
+- ``review_queue.reviewed.csv`` (README, "Reviewing curate's screen by hand"): the default run's review
+  queue as a person gives it back: every row decided, KEEP but the first spot check, REJECT.
 
 Usage: ``python doc_fixtures.py <name>`` from the project root.
 """
@@ -107,10 +109,20 @@ def example_writer(name: str) -> Callable[[Path], None]:
 
 IMPORTER_EXAMPLES = ("diagram_statements.json", "tifa_questions.json", "dsg_questions.csv")
 
+def write_reviewed_queue(root: Path) -> None:
+    queue = pd.read_csv(root / "data" / "03_primary" / "review_queue.csv", dtype=str, keep_default_na=False)
+    queue["decision"] = "KEEP"
+    spot_checks = queue.index[queue["queue"] == "spot_check"]
+    if len(spot_checks):
+        queue.loc[spot_checks[0], ["decision", "note"]] = ["REJECT", "not a scientific image"]
+    queue.to_csv(root / "review_queue.reviewed.csv", index=False)
+
+
 FIXTURES: dict[str, Callable[[Path], None]] = {
     "ratings.csv": write_ratings,
     "my_images": copy_images,
     "answers.csv": write_answers,
+    "review_queue.reviewed.csv": write_reviewed_queue,
     "physics.jsonl": write_benchmark,
     "physics_images": draw_physics_images,
     **{name: example_writer(name) for name in IMPORTER_EXAMPLES},
