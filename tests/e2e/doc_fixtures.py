@@ -109,6 +109,7 @@ def example_writer(name: str) -> Callable[[Path], None]:
 
 IMPORTER_EXAMPLES = ("diagram_statements.json", "tifa_questions.json", "dsg_questions.csv")
 
+
 def write_reviewed_queue(root: Path) -> None:
     queue = pd.read_csv(root / "data" / "03_primary" / "review_queue.csv", dtype=str, keep_default_na=False)
     queue["decision"] = "KEEP"
