@@ -55,11 +55,13 @@ def test_a_missing_cascade_names_the_package(tmp_path: Path) -> None:
     ("caption", "cue"),
     [
         ("MRI of a 45-year-old man with a lesion.", "45-year-old"),
-        ("Scans of patients before treatment.", "patients"),
+        ("Fundus photograph of the patient before treatment.", "the patient"),
+        ("Survival of 1,200 patients by genotype.", None),  # a group statistic, not a person
+        ("Patient ID and scan date are masked.", "Patient ID"),
         ("CT scan of a woman after surgery.", "CT scan of a woman"),
         ("Clinical photographs of the lesion.", "Clinical photographs"),
         ("Phase diagram of water at 25 C.", None),
-        ("Flow chart of the patient-free simulation.", "patient"),
+        ("Flow chart of the simulation.", None),
     ],
 )
 def test_caption_cues(caption: str, cue: str | None) -> None:

@@ -21,7 +21,9 @@ from sciir.face_cascade import DEFAULT_CASCADE, Cascade, detect_faces, load_casc
 # Caption phrases that signal a clinical image of a person or a patient identifier. Matched
 # case-insensitively at word boundaries; configurable in curate.privacy.caption_cues.
 DEFAULT_CAPTION_CUES = (
-    r"patients?",
+    # One person's case ("the patient", "a patient with"); a plot over "patients" as a group is not.
+    r"(?:a|the|this|one|our) patient",
+    r"patient (?:ID|identifier|number|no\.?|name)",
     r"\d+[- ](?:year|yr)s?[- ]old",
     r"(?:MRI|CT|PET|X-ray|radiograph|ultrasound|endoscop\w*|fundus)\s+(?:scan\s+|image\s+)?of\s+(?:a|an|the)\s+"
     r"(?:\d+|male|female|man|woman|boy|girl|child|infant|subject|volunteer)",
