@@ -22,7 +22,8 @@
    - the wall time of ``chromium --headless --dump-dom``, less the same for an empty page (the browser's
      start and exit); this command mode loads every image, lazy or not, so it bounds a full load;
 6. compares with the old single-file report (every thumbnail embedded as a base64 data URI, no lazy
-   loading): built from one model page (M images) by inlining its thumbnails, measured the same way;
+   loading, every sample laid out): built from one model page (M images) by inlining its thumbnails
+   and dropping the ``content-visibility`` rule, measured the same way;
    the old file for all N x M images would hold N times as much (extrapolated, not measured).
 
 Usage, from the repository root:
@@ -327,13 +328,15 @@ def load_page(work: Path, page: Path, repeats: int) -> dict[str, float]:
 
 
 def single_file(model_page: Path, root: Path) -> str:
-    """The old report's form of a model page: every thumbnail inlined as a base64 data URI, loaded eagerly."""
+    """The old report's form of a model page: every thumbnail inlined as a base64 data URI, loaded
+    eagerly, and every sample laid out (the old page had no ``content-visibility``)."""
 
     def inline(match: re.Match) -> str:
         data = base64.b64encode((root / match.group(1)).read_bytes()).decode("ascii")
         return f'src="data:image/png;base64,{data}"'
 
     text = model_page.read_text().replace(' loading="lazy"', "")
+    text = re.sub(r"\.sample \{ content-visibility:[^}]*\}", "", text)
     return re.sub(r'src="\.\./(thumbnails/[^"]+)"', inline, text)
 
 
