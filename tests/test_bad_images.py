@@ -474,7 +474,9 @@ def _curate(tmp_path: Path, cases: list[Case]) -> tuple[pd.DataFrame, dict[str, 
             path.write_bytes(case.data())
         rows.append(_figure_row(case.name, path))
     articles = pd.DataFrame([{"article_id": "odd", "methods_text": None}])
-    return curate_figures(pd.DataFrame(rows), articles, _params())
+    params = _params()
+    params["shards"]["folder"] = str(tmp_path / "curate_shards")
+    return curate_figures(pd.DataFrame(rows), articles, params)
 
 
 @pytest.fixture(scope="module")

@@ -85,6 +85,11 @@ class Progress:
         if units:
             self._count(units, failed=units, cached=0)
 
+    def advance(self, units: int, cached: int = 0) -> None:
+        """Count ``units`` done at once (e.g. a shard of figures), ``cached`` of them kept from an earlier
+        run."""
+        self._count(units, failed=0, cached=cached)
+
     def not_needed(self, units: int) -> None:
         """Take ``units`` off the total: work the node found it need not do (e.g. later tasks of a sample
         that failed)."""

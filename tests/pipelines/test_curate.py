@@ -27,11 +27,18 @@ SMALL_OUTPUT_PX = 48
 
 
 def _params(name: str) -> dict[str, Any]:
-    """Shipped parameters of a pipeline, with small standardised images to keep tests quick."""
+    """Shipped parameters of a pipeline."""
     text = (REPO / "conf" / "base" / f"parameters_{name}.yml").read_text(encoding="utf-8")
-    params = yaml.safe_load(text)[name]
-    if name == "curate":
-        params["standardise"]["size_px"] = SMALL_OUTPUT_PX
+    return yaml.safe_load(text)[name]
+
+
+def _curate_params(tmp_path: Path) -> dict[str, Any]:
+    """Shipped curate parameters, with small standardised images (quick) and the shards under tmp_path."""
+    params = _params("curate")
+    params["standardise"]["size_px"] = SMALL_OUTPUT_PX
+    params["shards"]["folder"] = str(tmp_path / "curate_shards")
+    # Dask worker threads start quicker than processes; tests/test_curate_shards.py runs processes.
+    params["cluster"]["processes"] = False
     return params
 
 
@@ -77,9 +84,11 @@ def drawn_tables(tmp_path: Path) -> tuple[pd.DataFrame, pd.DataFrame]:
     return pd.DataFrame(rows), articles
 
 
-def test_panels_rules_and_failures_become_rows(drawn_tables: tuple[pd.DataFrame, pd.DataFrame]) -> None:
+def test_panels_rules_and_failures_become_rows(
+    tmp_path: Path, drawn_tables: tuple[pd.DataFrame, pd.DataFrame]
+) -> None:
     figures, articles = drawn_tables
-    curated, images = curate_figures(figures, articles, _params("curate"))
+    curated, images = curate_figures(figures, articles, _curate_params(tmp_path))
     assert list(curated.columns) == CURATED_COLUMNS
     assert "excluded" not in set(curated["figure_id"])
 
@@ -124,7 +133,7 @@ def test_embedded_sample_panels_match_its_truth(tmp_path: Path) -> None:
     ingest_params = _params("ingest")
     ingest_params["source"]["path"] = str(tmp_path / "embedded")
     articles, figures = ingest_articles(prepare_source(ingest_params), ingest_params)
-    curated, _ = curate_figures(figures, articles, _params("curate"))
+    curated, _ = curate_figures(figures, articles, _curate_params(tmp_path))
 
     for figure in figures[figures["status"] == "kept"].itertuples():
         rows = curated[curated["figure_uid"] == figure.figure_uid]
@@ -163,7 +172,7 @@ def test_ingest_then_curate_on_external_articles_accounts_for_every_figure(tmp_p
         pytest.skip("shared/external/articles is not present")
     ingest_params = _params("ingest")
     ingest_params["source"] = {"kind": "jats_folder", "path": str(EXTERNAL_ARTICLES)}
-    catalog = _file_catalog(tmp_path, {"ingest": ingest_params, "curate": _params("curate")})
+    catalog = _file_catalog(tmp_path, {"ingest": ingest_params, "curate": _curate_params(tmp_path)})
     catalog["screener"] = MemoryDataset(OfflineVLM(), copy_mode="assign")
     outputs = SequentialRunner().run(create_ingest() + create_curate(), catalog)
     figures = catalog["figures"].load()

@@ -7,6 +7,8 @@ with its reason, or a single rejected row when the image cannot be read or holds
 from __future__ import annotations
 
 import json
+import os
+import uuid
 from typing import Any
 
 import pandas as pd
@@ -14,9 +16,12 @@ import pandas as pd
 from sciir.ids import sample_id
 from sciir.image_payload import ImageFile
 from sciir.imaging import Box
-from sciir.isolated import Failed, run_isolated
-from sciir.pipelines.curate.figure_work import FigureOutcome, FigureTask, PanelOutcome, curate_figure_file
+from sciir.isolated import Failed
+from sciir.pipelines.curate.cluster import ShardProgress, dask_client, run_shards
+from sciir.pipelines.curate.figure_work import FigureOutcome, PanelOutcome
 from sciir.pipelines.curate.params import CurateParams
+from sciir.pipelines.curate.shard_store import ShardStore
+from sciir.pipelines.curate.shards import Shard, plan_shards
 
 CURATED_COLUMNS = [
     "sample_id", "figure_uid", "panel_index", "n_panels", "x0", "y0", "x1", "y1", "doi", "url",
@@ -101,32 +106,58 @@ def _outcome_row(
     )
 
 
+def _resolved(settings: CurateParams) -> CurateParams:
+    """The settings with a local shard folder made absolute, so workers find it whatever their directory."""
+    folder = settings.shards.folder
+    if "://" in folder:
+        return settings
+    shards = settings.shards.model_copy(update={"folder": os.path.abspath(folder)})
+    return settings.model_copy(update={"shards": shards})
+
+
+def _stored_outputs(store: ShardStore, shards: list[Shard]) -> tuple[pd.DataFrame, dict[str, ImageFile]]:
+    """The curated table, from the shards' rows in figure order, and a handle on each kept panel's image."""
+    tables = [store.read_rows(shard.key) for shard in shards]
+    curated = pd.concat(tables, ignore_index=True) if tables else pd.DataFrame(columns=CURATED_COLUMNS)
+    curated = curated.reindex(columns=CURATED_COLUMNS)
+    curated[_BOX_COLUMNS] = curated[_BOX_COLUMNS].astype("Int64")
+    images = {
+        sample_id: ImageFile.at(store.shard_path(shard.key, f"{sample_id}.png"))
+        for shard, table in zip(shards, tables, strict=True)
+        for sample_id in table.loc[table["status"] == "kept", "sample_id"]
+    }
+    return curated, images
+
+
 def curate_figures(
     figures: pd.DataFrame, articles: pd.DataFrame, params: dict[str, Any]
 ) -> tuple[pd.DataFrame, dict[str, ImageFile]]:
     """Split, filter and standardise every kept figure (``curated``, ``curated_images``).
 
-    Each figure file is curated in a worker process under a time and memory limit, so a file that
-    crashes or hangs its decoder is rejected with the reason and the run goes on. Images are PNG bytes
-    (lazy handles), saved as they are. Figures rejected by ingest are not listed again: their reasons
-    stay in ``figures``.
+    Figures are curated in shards on Dask (``sciir.pipelines.curate.cluster``), each figure in a worker's
+    child process under a time and memory limit, so a file that crashes or hangs its decoder is rejected
+    with the reason and the run goes on. Each shard's images and rows are written to the shard folder as
+    it finishes, and a rerun after a crash computes only the shards not finished. The node returns the
+    table and lazy handles on the written images (no image bytes). Figures rejected by ingest are not
+    listed again: their reasons stay in ``figures``.
     """
-    settings = CurateParams.model_validate(params)
+    settings = _resolved(CurateParams.model_validate(params))
     methods_by_article = dict(zip(articles["article_id"], articles["methods_text"], strict=True))
     kept = figures[figures["status"] == "kept"].to_dict("records")
-    tasks = [FigureTask(str(figure["image_path"]), settings) for figure in kept]
-    outcomes = run_isolated(curate_figure_file, tasks, settings.workers.limits())
-    rows: list[dict[str, Any]] = []
-    images: dict[str, ImageFile] = {}
-    for figure, outcome in zip(kept, outcomes, strict=True):
-        figure_rows, figure_images = _figure_rows(
-            figure, methods_by_article.get(figure["article_id"]), outcome
-        )
-        rows.extend(figure_rows)
-        images.update(figure_images)
-    curated = pd.DataFrame(rows, columns=CURATED_COLUMNS)
-    curated[_BOX_COLUMNS] = curated[_BOX_COLUMNS].astype("Int64")
-    return curated, images
+    methods = [methods_by_article.get(figure["article_id"]) for figure in kept]
+    shards = plan_shards(kept, methods, settings)
+    store = ShardStore(settings.shards.folder)
+    reused = store.begin(shard.key for shard in shards)
+    to_run = [shard for shard in shards if shard.key not in reused]
+    progress = ShardProgress(shards, reused)
+    try:
+        if to_run:
+            with dask_client(settings) as client:
+                run_shards(client, to_run, settings, uuid.uuid4().hex, _figure_rows, store, progress.add)
+    finally:
+        progress.close()
+    store.complete()
+    return _stored_outputs(store, shards)
 
 
 def summarise_curate(curated: pd.DataFrame) -> dict[str, float]:

@@ -34,7 +34,8 @@ class DecodeParams(BaseModel):
 
 
 class WorkerParams(BaseModel):
-    """The worker processes figures are curated in: how many (null: one per CPU) and each figure's limits."""
+    """The workers figures are curated on: how many local Dask workers (null: one per CPU; ignored with a
+    scheduler address) and each figure's limits in the worker's child process."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -46,6 +47,26 @@ class WorkerParams(BaseModel):
         import os
 
         return WorkerLimits(self.count or os.cpu_count() or 1, self.timeout_s, self.memory_mb)
+
+
+class ShardParams(BaseModel):
+    """Figures are curated in shards, one Dask task each; finished shards are kept in ``folder`` so a
+    crashed run resumes there."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    folder: str = "data/03_primary/curate_shards"
+    figures: int = Field(default=20, ge=1)
+
+
+class ClusterParams(BaseModel):
+    """Where shards run: the Dask scheduler at ``scheduler`` (e.g. tcp://host:8786), or a local cluster of
+    worker processes (``processes``) or of worker threads in the node's process (faster to start)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    scheduler: str | None = None
+    processes: bool = True
 
 
 class NearDuplicateParams(BaseModel):
@@ -72,3 +93,5 @@ class CurateParams(BaseModel):
     standardise: StandardiseParams = Field(default_factory=StandardiseParams)
     decode: DecodeParams = Field(default_factory=DecodeParams)
     workers: WorkerParams = Field(default_factory=WorkerParams)
+    shards: ShardParams = Field(default_factory=ShardParams)
+    cluster: ClusterParams = Field(default_factory=ClusterParams)

@@ -1,0 +1,135 @@
+"""Curate's figures in shards: the plan (which figures, under which key) and the work on one shard.
+
+:func:`curate_shard` runs in a Dask worker. It curates the shard's figures one at a time in a child
+process of that worker (``sciir.isolated``: each figure under ``workers.timeout_s`` and
+``workers.memory_mb``, a crash or hang costs that figure only) and writes the shard's images and rows
+to the shard folder as soon as they are made, so PNG bytes never travel back to the node.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import multiprocessing
+import os
+import threading
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from sciir.image_payload import ImageFile
+from sciir.isolated import Failed, IsolatedPool, WorkerLimits
+from sciir.pipelines.curate.figure_work import FigureOutcome, FigureTask, curate_figure_file
+from sciir.pipelines.curate.params import CurateParams
+from sciir.pipelines.curate.shard_store import ShardStore, ShardSummary
+
+# The curated rows of one figure, and the images of its kept panels, from its outcome.
+RowsOf = Callable[
+    [dict[str, Any], "str | None", "FigureOutcome | Failed"],
+    tuple[list[dict[str, Any]], dict[str, ImageFile]],
+]
+
+
+@dataclass(frozen=True)
+class Shard:
+    """Figures curated as one task: ``figures`` (rows of ``figures``) with their articles' methods text."""
+
+    index: int
+    key: str
+    figures: tuple[dict[str, Any], ...]
+    methods: tuple[str | None, ...]
+
+
+def _file_stamp(path: str) -> list[int] | None:
+    """Size and modification time of an image file: a changed file gives its shard a new key."""
+    try:
+        stat = os.stat(path)
+    except OSError:
+        return None
+    return [stat.st_size, stat.st_mtime_ns]
+
+
+def _settings_fingerprint(settings: CurateParams) -> dict[str, Any]:
+    """The settings that change what a figure yields (not where or on how many workers it runs)."""
+    dumped = settings.model_dump(mode="json", exclude={"shards", "cluster"})
+    dumped["workers"].pop("count", None)
+    return dumped
+
+
+def shard_key(
+    figures: Sequence[dict[str, Any]], methods: Sequence[str | None], settings: CurateParams
+) -> str:
+    content = {
+        "settings": _settings_fingerprint(settings),
+        "figures": [
+            {**figure, "methods_text": text, "image_file": _file_stamp(str(figure["image_path"]))}
+            for figure, text in zip(figures, methods, strict=True)
+        ],
+    }
+    encoded = json.dumps(content, sort_keys=True, default=str).encode("utf-8")
+    return hashlib.sha256(encoded).hexdigest()[:24]
+
+
+def plan_shards(
+    figures: Sequence[dict[str, Any]], methods: Sequence[str | None], settings: CurateParams
+) -> list[Shard]:
+    """The figures, in order, in shards of ``shards.figures``."""
+    size = settings.shards.figures
+    shards = []
+    for index, start in enumerate(range(0, len(figures), size)):
+        chunk, texts = tuple(figures[start : start + size]), tuple(methods[start : start + size])
+        shards.append(Shard(index, shard_key(chunk, texts, settings), chunk, texts))
+    return shards
+
+
+# One pool of figure workers per Dask worker thread, kept for the next shard (a spawn costs ~0.6 s).
+_POOLS: dict[tuple[int, WorkerLimits], IsolatedPool[FigureTask, FigureOutcome]] = {}
+
+
+def _figure_pool(settings: CurateParams) -> IsolatedPool[FigureTask, FigureOutcome]:
+    if multiprocessing.current_process().daemon:
+        raise RuntimeError(
+            "curate's figures are curated in child processes of the Dask worker, which a daemonic worker "
+            "cannot start: start the workers with distributed.worker.daemon set to False "
+            "(DASK_DISTRIBUTED__WORKER__DAEMON=False)"
+        )
+    limits = WorkerLimits(1, settings.workers.timeout_s, settings.workers.memory_mb)
+    key = (threading.get_ident(), limits)
+    if key not in _POOLS:
+        _POOLS[key] = IsolatedPool(curate_figure_file, limits)
+    return _POOLS[key]
+
+
+def close_figure_pools() -> None:
+    """Stop this process's figure workers (those of a local cluster's worker threads, once the run ends;
+    a worker process's go with it)."""
+    while _POOLS:
+        _POOLS.popitem()[1].close()
+
+
+def _outcomes(shard: Shard, settings: CurateParams) -> list[FigureOutcome | Failed]:
+    tasks = [FigureTask(str(figure["image_path"]), settings) for figure in shard.figures]
+    outcomes: list[FigureOutcome | Failed] = [Failed("not curated")] * len(tasks)
+    for index, outcome in _figure_pool(settings).run(tasks):
+        outcomes[index] = outcome
+    return outcomes
+
+
+def curate_shard(shard: Shard, settings: CurateParams, run_id: str, rows_of: RowsOf) -> ShardSummary:
+    """Curate a shard's figures and write its images, then its rows, to the shard folder."""
+    import pandas as pd
+
+    store = ShardStore(settings.shards.folder)
+    store.start_shard(shard.key)
+    rows: list[dict[str, Any]] = []
+    images = 0
+    for figure, text, outcome in zip(shard.figures, shard.methods, _outcomes(shard, settings), strict=True):
+        figure_rows, figure_images = rows_of(figure, text, outcome)
+        rows.extend(figure_rows)
+        for sample_id, image in figure_images.items():
+            store.write_image(shard.key, sample_id, image.read())
+            images += 1
+    store.write_rows(shard.key, pd.DataFrame(rows))
+    summary = ShardSummary(shard.key, run_id, len(shard.figures), len(rows), images)
+    store.write_record(summary)
+    return summary

@@ -1,0 +1,211 @@
+"""Curate at scale: figures in shards on Dask, a killed run resumed at the shard level, the per-figure
+limits inside Dask workers, images saved into the catalog as links to the files the workers wrote."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import pytest
+import yaml
+from PIL import Image, ImageDraw
+
+from sciir.ids import figure_uid
+from sciir.image_payload import ImageFile
+from sciir.linked_image_dataset import LinkedImageFileDataset
+from sciir.pipelines.curate.nodes import curate_figures
+from sciir.pipelines.curate.shard_store import MANIFEST, RECORD, ROWS, ShardStore, ShardSummary
+
+REPO = Path(__file__).resolve().parents[1]
+DOI = "10.1234/shards"
+
+
+def _params(shards: Path, *, processes: bool, figures_per_shard: int = 1) -> dict[str, Any]:
+    text = (REPO / "conf" / "base" / "parameters_curate.yml").read_text(encoding="utf-8")
+    params = yaml.safe_load(text)["curate"]
+    params["standardise"]["size_px"] = 128
+    params["privacy"]["ocr_ids"] = False  # a tesseract call per panel; these panels hold no text
+    params["workers"] = {"count": 1, "timeout_s": 60, "memory_mb": 4096}
+    params["shards"] = {"folder": str(shards), "figures": figures_per_shard}
+    params["cluster"] = {"scheduler": None, "processes": processes}
+    return params
+
+
+def _figure_row(name: str, path: Path) -> dict[str, Any]:
+    return {
+        "figure_uid": figure_uid(DOI, name),
+        "article_id": "sharded",
+        "doi": DOI,
+        "url": f"https://doi.org/{DOI}",
+        "figure_id": name,
+        "label": name,
+        "caption": f"Caption of {name}.",
+        "image_path": str(path),
+        "licence_name": "CC BY 4.0",
+        "licence_url": "http://creativecommons.org/licenses/by/4.0/",
+        "status": "kept",
+        "reason": None,
+    }
+
+
+def _two_panel_figure(path: Path, seed: int) -> None:
+    """A white page with two plot-like panels side by side: a real split and real standardisation."""
+    rng = np.random.default_rng(seed)
+    image = Image.new("RGB", (420, 240), "white")
+    draw = ImageDraw.Draw(image)
+    for x0, y0, x1, y1 in ((15, 20, 195, 225), (225, 30, 405, 210)):
+        draw.rectangle((x0, y0, x1, y1), outline=(0, 0, 0), width=3)
+        for bar, height in enumerate(rng.integers(40, y1 - y0 - 20, size=6)):
+            left = x0 + 20 + bar * (x1 - x0 - 40) // 6
+            colour = tuple(int(value) for value in rng.integers(0, 200, size=3))
+            draw.rectangle((left, y1 - int(height), left + 40, y1 - 3), fill=colour)
+    image.save(path)
+
+
+def _tables(folder: Path, count: int) -> tuple[pd.DataFrame, pd.DataFrame]:
+    folder.mkdir(parents=True, exist_ok=True)
+    rows = []
+    for index in range(count):
+        path = folder / f"figure-{index:02d}.png"
+        _two_panel_figure(path, index)
+        rows.append(_figure_row(f"F{index}", path))
+    articles = pd.DataFrame([{"article_id": "sharded", "methods_text": "Noise, drawn."}])
+    return pd.DataFrame(rows), articles
+
+
+def _finished(folder: Path) -> dict[str, str]:
+    """Shard key -> the run that computed it, for the shards the manifest records."""
+    manifest = folder / MANIFEST
+    lines = manifest.read_text(encoding="utf-8").splitlines() if manifest.is_file() else []
+    keys = [json.loads(line)["key"] for line in lines if line.endswith("}") and '"key"' in line]
+    return {key: json.loads((folder / key / RECORD).read_text(encoding="utf-8"))["run_id"] for key in keys}
+
+
+RUN_SCRIPT = textwrap.dedent(
+    """
+    import json, sys
+    import pandas as pd
+    from sciir.pipelines.curate.nodes import curate_figures
+
+    if __name__ == "__main__":
+        folder = sys.argv[1]
+        params = json.loads(open(f"{folder}/params.json").read())
+        curate_figures(pd.read_parquet(f"{folder}/figures.parquet"), pd.read_parquet(f"{folder}/articles.parquet"), params)
+    """
+)
+
+
+def _kill_after_shards(tmp_path: Path, params: dict[str, Any], shards: Path, count: int) -> None:
+    """Run curate in a process of its own (a local cluster of worker processes) and SIGKILL it, workers
+    and all, once ``count`` shards are recorded."""
+    (tmp_path / "params.json").write_text(json.dumps(params), encoding="utf-8")
+    (tmp_path / "run.py").write_text(RUN_SCRIPT, encoding="utf-8")
+    process = subprocess.Popen(
+        [sys.executable, str(tmp_path / "run.py"), str(tmp_path)], cwd=tmp_path, start_new_session=True
+    )
+    try:
+        deadline = time.monotonic() + 120
+        while len(_finished(shards)) < count and process.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert process.poll() is None, "the run ended before it could be killed"
+    finally:
+        os.killpg(process.pid, signal.SIGKILL)
+        process.wait()
+
+
+def test_a_killed_run_resumes_at_the_shard_level(tmp_path: Path) -> None:
+    figures, articles = _tables(tmp_path / "figures", 8)
+    figures.to_parquet(tmp_path / "figures.parquet")
+    articles.to_parquet(tmp_path / "articles.parquet")
+    shards = tmp_path / "shards"
+
+    _kill_after_shards(tmp_path, _params(shards, processes=True), shards, 2)
+    before = _finished(shards)
+    assert 2 <= len(before) < 8
+    assert len(set(before.values())) == 1
+
+    # The rerun (worker threads this time: how the shards run does not change their keys).
+    curated, images = curate_figures(figures, articles, _params(shards, processes=False))
+    after = _finished(shards)
+    assert len(after) == 8
+    assert {key: after[key] for key in before} == before  # finished shards were not computed again
+    assert set(after.values()) - set(before.values()) and len(set(after.values())) == 2
+
+    fresh, fresh_images = curate_figures(
+        figures, articles, _params(tmp_path / "fresh", processes=False, figures_per_shard=3)
+    )
+    pd.testing.assert_frame_equal(curated, fresh)
+    assert (curated["status"] == "kept").sum() == 16
+    assert sorted(images) == sorted(fresh_images)
+    assert all(images[name].read() == fresh_images[name].read() for name in images)
+
+    # A run that finished leaves nothing to resume: the next one computes every shard again.
+    curate_figures(figures, articles, _params(shards, processes=False))
+    assert not set(_finished(shards).values()) & set(after.values())
+
+
+@pytest.mark.skipif(os.name != "posix", reason="a named pipe stands in for a file whose read never ends")
+def test_the_per_figure_time_limit_holds_inside_dask_worker_processes(tmp_path: Path) -> None:
+    figures, articles = _tables(tmp_path / "figures", 1)
+    never_written = tmp_path / "figures" / "hangs.png"
+    os.mkfifo(never_written)  # reading it blocks until a writer comes, and none does
+    figures = pd.concat([figures, pd.DataFrame([_figure_row("hangs", never_written)])], ignore_index=True)
+    params = _params(tmp_path / "shards", processes=True, figures_per_shard=2)
+    # Long enough for the worker's child process to start on a loaded machine (its first figure's time
+    # includes the start), far below the hanging figure's forever.
+    params["workers"]["timeout_s"] = 6
+
+    curated, images = curate_figures(figures, articles, params)
+    hung = curated.set_index("figure_id").loc["hangs"]
+    assert hung["status"] == "rejected"
+    assert hung["reason"].endswith("it took longer than the limit of 6 s")
+    assert curated.loc[curated["figure_id"] == "F0", "status"].tolist() == ["kept", "kept"]
+    assert len(images) == 2
+
+
+def test_a_run_starts_from_the_shards_of_its_plan_that_are_whole(tmp_path: Path) -> None:
+    folder = tmp_path / "shards"
+    store = ShardStore(str(folder))
+    store.begin([])
+    for key in ("whole", "no-rows", "unrecorded", "other-plan"):
+        store.start_shard(key)
+        if key != "no-rows":
+            store.write_rows(key, pd.DataFrame({"sample_id": [key]}))
+    for key in ("whole", "no-rows", "other-plan"):
+        store.record(ShardSummary(key, "run-1", 1, 1, 0))
+    with (folder / MANIFEST).open("a", encoding="utf-8") as manifest:
+        manifest.write('{"key": "cut-short", "run_id"')  # a crash in the middle of a line
+
+    finished = ShardStore(str(folder)).begin(["whole", "no-rows", "unrecorded", "cut-short"])
+    assert list(finished) == ["whole"]
+    assert sorted(path.name for path in folder.iterdir()) == sorted([MANIFEST, "whole"])
+    assert (folder / "whole" / ROWS).is_file()
+
+    store.complete()
+    assert ShardStore(str(folder)).begin(["whole"]) == {}  # after a complete run: afresh
+    assert [path.name for path in folder.iterdir()] == [MANIFEST]
+
+
+def test_an_image_written_by_a_worker_is_saved_as_a_link_to_it(tmp_path: Path) -> None:
+    source = tmp_path / "shard" / "a.png"
+    source.parent.mkdir()
+    Image.new("RGB", (8, 8), "red").save(source)
+    linked = tmp_path / "images" / "a.png"
+    LinkedImageFileDataset(filepath=str(linked)).save(ImageFile.at(source))
+    assert linked.stat().st_ino == source.stat().st_ino  # the same file, not a copy
+    LinkedImageFileDataset(filepath=str(linked)).save(ImageFile.at(source))  # saving again is harmless
+    assert linked.read_bytes() == source.read_bytes()
+
+    from_bytes = tmp_path / "images" / "b.png"
+    LinkedImageFileDataset(filepath=str(from_bytes)).save(source.read_bytes())
+    assert from_bytes.read_bytes() == source.read_bytes()
+    assert from_bytes.stat().st_ino != source.stat().st_ino
