@@ -1,11 +1,11 @@
 """Lanczos downsizing and padding to a square by libvips (SIMD resamplers), for standardisation (paper B.2).
 
-libvips' ``reducev``/``reduceh`` with the ``lanczos3`` kernel use the same kernel and centre convention as
-Pillow's ``LANCZOS`` and give the same pixels within a fraction of a level. Its vertical pass is
-vectorised and its horizontal one is not (in libvips 8.18 a horizontal pass costs as much as all of
-Pillow's grey resize), so both passes here are vertical ones, the second on the transpose (OpenCV
-transposes in one cheap pass): a 2 Mpx RGB figure takes about 6 ms against Pillow's 25, a grey one 2.5 ms
-against 13, with the same pixels as libvips' own ``reduce``.
+libvips' ``reduce`` with the ``lanczos3`` kernel uses the same kernel and centre convention as Pillow's
+``LANCZOS`` and gives the same pixels within a fraction of a level: a 2 Mpx RGB figure takes about 7 ms
+against Pillow's 25. On one band its horizontal pass is not vectorised (in libvips 8.18 it costs as much
+as all of Pillow's grey resize), so a grey image gets two vertical passes, the second on the transpose
+(OpenCV transposes in one cheap pass): 2.5 ms against Pillow's 13, the same pixels as ``reduce``. On
+four bands the transposes cost more than they save.
 
 It only shrinks: libvips enlarges through an affine transform with a bicubic interpolator, not Lanczos,
 so an image smaller than its target is left to Pillow (sciir.imaging.standardise).
@@ -96,6 +96,17 @@ def _box_preshrunk(image: pyvips.Image, new_size: tuple[int, int], gap: float) -
     return image if across == down == 1 else image.shrink(across, down)
 
 
+def _lanczos(image: pyvips.Image, new_size: tuple[int, int]) -> np.ndarray:
+    """``image`` resampled to ``new_size`` (width, height; no larger) by Lanczos-3, as an array."""
+    if image.bands == 1:  # two vertical passes (module docstring)
+        shorter = _lanczos_down_columns(image, new_size[1])
+        return cv2.transpose(_lanczos_down_columns(_transposed(shorter), new_size[0]))
+    resized = _pixels(image.reduce(image.width / new_size[0], image.height / new_size[1], kernel="lanczos3"))
+    if resized.shape[1::-1] != new_size:  # libvips rounds size / shrink; never off here
+        raise RuntimeError(f"libvips made {resized.shape[1]}x{resized.shape[0]}, not {new_size}")
+    return resized
+
+
 def shrink_and_pad(
     image: Image.Image, new_size: tuple[int, int], size: int, fill: tuple[int, ...], gap: float
 ) -> Image.Image:
@@ -104,7 +115,7 @@ def shrink_and_pad(
     image's mode.
 
     ``gap`` is Pillow's ``reducing_gap``: an integer box shrink goes first while the Lanczos step would
-    still reduce by at least that much. Both Lanczos passes are vertical ones (module docstring).
+    still reduce by at least that much.
     """
     width, height = image.size
     if image.mode not in ("L", "RGB"):
@@ -114,17 +125,14 @@ def shrink_and_pad(
     if len(fill) != len(image.getbands()):
         raise ValueError(f"a fill of {len(fill)} values for an {image.mode} image")
     source = _box_preshrunk(_vips_image(image), new_size, gap)
-    shorter = _lanczos_down_columns(source, new_size[1])
-    resized = cv2.transpose(_lanczos_down_columns(_transposed(shorter), new_size[0]))
     left, top = (size - new_size[0]) // 2, (size - new_size[1]) // 2
-    background = [*fill, *[255] * (source.bands - len(fill))]
     padded = cv2.copyMakeBorder(
-        resized,
+        _lanczos(source, new_size),
         top,
         size - new_size[1] - top,
         left,
         size - new_size[0] - left,
         cv2.BORDER_CONSTANT,
-        value=background,
+        value=[*fill, *[255] * (source.bands - len(fill))],
     )
     return Image.frombuffer(image.mode, (size, size), padded, "raw", _RAW_MODES[source.bands], 0, 1)
