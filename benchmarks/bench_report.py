@@ -302,12 +302,26 @@ def devtools_load(url: str, timeout_s: float = 300) -> dict[str, float]:
             facts = _devtools_facts(Path(profile) / "DevToolsActivePort", browser, url)
             return asyncio.run(asyncio.wait_for(facts, timeout_s))
         finally:
-            os.killpg(browser.pid, signal.SIGTERM)  # the browser and the processes it started
+            stop_group(browser)
+
+
+def stop_group(browser: subprocess.Popen, timeout_s: float = 20) -> None:
+    """Stop the browser and every process it started (its session's group), and wait until they are gone,
+    so none still writes into the profile folder when it is removed."""
+    os.killpg(browser.pid, signal.SIGTERM)
+    deadline = time.monotonic() + timeout_s
+    try:
+        browser.wait(timeout=timeout_s)  # reaped first: a zombie would still count as in the group
+        while time.monotonic() < deadline:
             try:
-                browser.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                os.killpg(browser.pid, signal.SIGKILL)
-                browser.wait()
+                os.killpg(browser.pid, 0)  # raises once no process of the group is left
+            except ProcessLookupError:
+                return
+            time.sleep(0.05)
+    except subprocess.TimeoutExpired:
+        pass
+    os.killpg(browser.pid, signal.SIGKILL)
+    browser.wait()
 
 
 def load_page(work: Path, page: Path, repeats: int) -> dict[str, float]:
