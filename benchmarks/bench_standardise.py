@@ -15,9 +15,10 @@ transparent page), LZW TIFF with an sRGB ICC profile (as the IJM figures), 16-bi
 - **floor**: SciIR's decode of the file plus its PNG encode of that file's standardised image (made
   beforehand), with nothing between.
 
-Each path runs in this one process over all files (after a warm-up read and one untimed image), timed in CPU seconds, so the
-images per second are per core. With ``--workers N`` SciIR's path is also run through the worker pool
-curate uses (``sciir.isolated``), reported as images per second of wall time per worker.
+Each path runs in this one process over all files (after a warm-up read and one untimed image), timed
+in CPU seconds, so the images per second are per core. With ``--workers N`` SciIR's path is also run
+through the worker pool curate uses (``sciir.isolated``), reported as images per second of wall time per
+worker.
 
 Usage, from the repository root:
     .venv/bin/python benchmarks/bench_standardise.py [--images 200] [--workers 2] [--cache /tmp/...]
