@@ -67,4 +67,4 @@ class ProjectHooks:
             return
         from sciir.summary import print_run_summary
 
-        print_run_summary(catalog, self._project_path)
+        print_run_summary(catalog, self._project_path, run_params.get("runtime_params"))

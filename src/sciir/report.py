@@ -29,6 +29,7 @@ from jinja2 import Environment, PackageLoader, select_autoescape
 from sciir.generated_images import ImageLoaders
 from sciir.image_payload import ImageFile, ImageLimits, converted, image_file, read_header
 from sciir.report_folder import SUMMARY_PAGE, ReportFolder
+from sciir.results_folder import SAMPLE_BENCHMARK
 from sciir.scoring import CATEGORIES, FINAL, TRACKS, breakdown_table, rules_in
 
 CHECK_CLASS = {"yes": "pass", "no": "fail"}
@@ -375,12 +376,21 @@ def _environment() -> Environment:
     )
 
 
+DEFAULT_TITLE = "SciIR-Bench evaluation report"
+
+
+def report_title(benchmark: str) -> str:
+    """The report's title: SciIR-Bench's own, or one naming the benchmark evaluated."""
+    return DEFAULT_TITLE if benchmark == SAMPLE_BENCHMARK else f"{benchmark}: evaluation report"
+
+
 def render_report(
     tables: Sequence[Table],
     views: Sequence[ImageView],
     meta: Mapping[str, str],
     heatmaps: Sequence[Heatmap] = (),
     missing: Sequence[MissingImages] = (),
+    title: str = DEFAULT_TITLE,
 ) -> ReportFolder:
     """The report's files: the summary page (tables, heatmaps, missing images, run facts, links to the
     model pages), one page per model with its image views, and the thumbnails those pages show."""
@@ -396,11 +406,12 @@ def render_report(
         pages=pages,
         page_of={page.model: page.path for page in pages},
         meta=meta,
+        title=title,
     )
     model_template = environment.get_template("report_model.html")
     files = {SUMMARY_PAGE: summary} | {
         page.path: model_template.render(
-            page=page, views=by_model[page.model], meta=meta, root=_to_root(page.path)
+            page=page, views=by_model[page.model], meta=meta, root=_to_root(page.path), title=title
         )
         for page in pages
     }

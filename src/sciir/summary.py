@@ -7,6 +7,8 @@ from typing import Any
 
 import pandas as pd
 
+from sciir.results_folder import results_folder
+
 _SCORE_COLUMNS = ["final", "text", "entity", "process", "law"]
 _RULE_HEADINGS = {
     "sciir_veto": "strict veto pass rates",
@@ -69,9 +71,13 @@ def leaderboard_text(board: pd.DataFrame) -> str:
     return "\n\n".join([*blocks, *([note] if note else [])])
 
 
-def print_run_summary(catalog: Any, project_path: Path) -> None:
+def print_run_summary(catalog: Any, project_path: Path, runtime_params: dict[str, Any] | None = None) -> None:
+    """The leaderboard in words, and where the report and the MLflow UI are; a run on another benchmark
+    or folder of images (``runtime_params``) has its report in its own results folder."""
     board = catalog.load("leaderboard")
-    report = project_path / "data" / "08_reporting" / "report" / "index.html"
+    evaluate = (runtime_params or {}).get("evaluate") or {}
+    folder = results_folder(evaluate.get("benchmark"), evaluate.get("images_dir"), "data/08_reporting")
+    report = project_path / folder / "report" / "index.html"
     print(f"\n{leaderboard_text(board)}")
     print(f"\nReport: {report}")
     print(

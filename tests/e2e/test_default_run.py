@@ -34,7 +34,9 @@ def _tool(project: Path, tool: str, *args: str) -> subprocess.CompletedProcess:
     result = subprocess.run(
         [str(bin_dir / tool), *args], cwd=project, env=env, capture_output=True, text=True, timeout=900
     )
-    assert result.returncode == 0, f"{tool} {' '.join(args)} failed:\n{result.stdout[-4000:]}\n{result.stderr[-8000:]}"
+    assert result.returncode == 0, (
+        f"{tool} {' '.join(args)} failed:\n{result.stdout[-4000:]}\n{result.stderr[-8000:]}"
+    )
     return result
 
 
@@ -132,6 +134,8 @@ def test_evaluate_alone_imports_no_model_library(first_run, project):
         "print('HEAVY=' + ','.join(m for m in ('torch', 'diffusers', 'transformers', 'peft') if m in sys.modules))\n"
     )
     env = {**os.environ, "KEDRO_DISABLE_TELEMETRY": "1", "PYTHONPATH": str(project / "src")}
-    result = subprocess.run([sys.executable, "-c", code], cwd=project, env=env, capture_output=True, text=True)
+    result = subprocess.run(
+        [sys.executable, "-c", code], cwd=project, env=env, capture_output=True, text=True
+    )
     assert result.returncode == 0, result.stderr[-4000:]
     assert "HEAVY=\n" in result.stdout

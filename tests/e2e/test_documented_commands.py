@@ -69,6 +69,21 @@ EXEMPT = {
     ".base_url=http://localhost:8000/v1,aibench.baseline_metrics.vqascore.config.model=Qwen/Qwen3-VL-8B-"
     "Instruct": "needs a served model with log-probabilities; tested against the loopback server in tests/",
     "dvc exp run --queue": "queues experiments for a worker; `dvc repro` runs the same stages below",
+    ".venv/bin/python benchmarks/bench_standardise.py --images 200 --workers 2": (
+        "a measurement that standardises 200 generated 1-3 Mpx images several ways on both cores; "
+        "standardisation is tested in tests/test_imaging.py, tests/test_bad_images.py and tests/test_vips_resize.py"
+    ),
+    ".venv/bin/python benchmarks/bench_report.py": (
+        "a measurement that writes 8,000 images (about 2.3 GB) and renders their report for minutes; the "
+        "report is tested in tests/test_report.py, tests/test_report_folder.py and tests/browser"
+    ),
+    ".venv/bin/python benchmarks/bench_report.py --models 1 --samples 800": (
+        "the same measurement of the former single-file report at 800 images (71 MB)"
+    ),
+    "mlflow artifacts download -r <run id> -a report -d out": (
+        "needs a run id of the user's store; logging the report folder as the artifact `report/` is tested "
+        "on a real MLflow store in tests/test_report_folder.py"
+    ),
     "kedro run --pipelines ingest --params ingest.source.kind=europepmc,ingest.source.path=data/01_raw/europepmc": (
         "needs the internet (Europe PMC); the same download runs against the loopback Europe PMC server in "
         "tests/test_europepmc.py, through the ingest node and on to the articles and figures tables"

@@ -58,6 +58,10 @@ def test_offline_judge_on_an_own_benchmark_from_a_fresh_clone(fresh, kedro):
     board = pd.read_csv(_results(fresh) / "leaderboard.csv")
     assert board["benchmark"].tolist() == ["physics"] and board["model"].tolist() == ["mine"]
     assert {"geometry", "geometry_n", "coverage_geometry"} <= set(board.columns)  # its own category
+    said = " ".join(result.stdout.split())
+    assert f"Report: {_results(fresh) / 'report' / 'index.html'}" in said  # the closing summary points there
+    summary = (_results(fresh) / "report" / "index.html").read_text()
+    assert "<h1>physics: evaluation report</h1>" in summary and "physics (sha256 " in summary
     verdicts = pd.read_parquet(_results(fresh) / "verdicts.parquet").set_index(["sample_id", "question_id"])
     # Every label drawn is read; "Fulcrum" is not drawn on lever__reasoning.
     assert verdicts.loc[("lever__plain", "q2"), "verdict"] == "yes"

@@ -68,6 +68,7 @@ from sciir.report import (
     leaderboard_table,
     missing_images,
     render_report,
+    report_title,
 )
 from sciir.results_folder import SAMPLE_BENCHMARK
 from sciir.scoring import (
@@ -421,10 +422,14 @@ def plot_groups(evaluate_scores: pd.DataFrame, params: dict[str, Any]) -> Any:
     return plot_group_heatmap(breakdown_table(evaluate_scores, "group"), f"Final {label} per group")
 
 
-def _report_meta(config: EvaluateParams, judge_summary: dict[str, Any]) -> dict[str, str]:
+def _report_meta(
+    config: EvaluateParams, judge_summary: dict[str, Any], source: dict[str, str] | None
+) -> dict[str, str]:
     """The run facts printed at the top of the report."""
     boot = config.bootstrap
+    source = source or {}
     return {
+        "benchmark": f"{source.get('name', SAMPLE_BENCHMARK)} (sha256 {source.get('sha256', '?')[:12]})",
         "judge": judge_summary["judge"],
         "judge template": JUDGE_TEMPLATE_VERSION,
         "aggregation": ", ".join(config.rules),
@@ -444,6 +449,7 @@ def build_report(
     generations: ImageFiles,
     judge_summary: dict[str, Any],
     params: dict[str, Any],
+    source: dict[str, str] | None = None,
 ) -> ReportFolder:
     """The HTML report as a folder (``sciir.report``): a summary page with scores and intervals, coverage,
     the group heatmap and the missing images, then one page per model with every image's thumbnail
@@ -473,7 +479,8 @@ def build_report(
     return render_report(
         tables,
         views,
-        _report_meta(config, judge_summary),
+        _report_meta(config, judge_summary, source),
+        title=report_title((source or {}).get("name", SAMPLE_BENCHMARK)),
         heatmaps=[heatmap(f"Final {label} per group (heatmap)", evaluate_scores, "group")],
         missing=missing_images(judge_summary["unavailable"]),
     )

@@ -109,6 +109,7 @@ def sciir_evaluation_pipeline() -> Pipeline:
                     "generations",
                     "evaluate_judge_summary",
                     "params:evaluate",
+                    "evaluation_source",
                 ],
                 "report",
                 name="build_report",
