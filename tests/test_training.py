@@ -129,3 +129,18 @@ def test_saved_adapter_reloads_and_changes_the_output_for_the_same_seed(base_fol
 def test_training_without_images_is_refused(base_folder, tmp_path):
     with pytest.raises(ValueError, match="no training images"):
         finetune_lora_adapter(base_folder, [], _config(), tmp_path / "lora")
+
+
+def test_the_adapter_bytes_do_not_depend_on_the_callers_thread_count(base_folder, images, tmp_path):
+    """Dask starts its workers with OMP_NUM_THREADS=1; a seeded run must not depend on what ran before."""
+    before = torch.get_num_threads()
+    adapters = []
+    for threads in (1, 2):
+        torch.set_num_threads(threads)
+        try:
+            finetune_lora_adapter(base_folder, images, _config(), tmp_path / f"t{threads}")
+        finally:
+            torch.set_num_threads(before)
+        adapters.append((tmp_path / f"t{threads}" / "pytorch_lora_weights.safetensors").read_bytes())
+    assert adapters[0] == adapters[1]
+    assert torch.get_num_threads() == before  # the caller's setting is restored

@@ -13,6 +13,7 @@ import logging
 import math
 import shutil
 from collections.abc import Iterable, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -45,6 +46,10 @@ class LoraTrainConfig(BaseModel):
     seed: int
     checkpoint_every: NonNegativeInt = 0
     device: str = "cpu"
+    # Float sums on the CPU depend on the number of threads, and other libraries (Dask starts its
+    # workers with OMP_NUM_THREADS=1) change torch's default: a fixed count makes a seeded run give the
+    # same adapter bytes whatever ran before it in the process.
+    cpu_threads: PositiveInt = 1
 
 
 @dataclass(frozen=True)
@@ -287,6 +292,19 @@ def train_lora(
     return losses
 
 
+@contextmanager
+def torch_threads(count: int) -> Iterator[None]:
+    """Run with torch using ``count`` CPU threads, then restore the caller's setting."""
+    import torch
+
+    before = torch.get_num_threads()
+    torch.set_num_threads(count)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)
+
+
 def finetune_lora_adapter(
     model_path: str | Path, images: list[TrainingImage], config: LoraTrainConfig, adapter_path: str | Path
 ) -> list[float]:
@@ -306,7 +324,7 @@ def finetune_lora_adapter(
     # Checkpoints of an earlier run would be mistaken for this run's.
     shutil.rmtree(adapter_path / CHECKPOINT_DIR, ignore_errors=True)
     checkpoint_dir = adapter_path / CHECKPOINT_DIR if config.checkpoint_every else None
-    with torch.random.fork_rng():
+    with torch.random.fork_rng(), torch_threads(config.cpu_threads):
         torch.manual_seed(config.seed)  # the LoRA's initial weights come from the global generator
         parts = load_diffusion_parts(model_path)
         add_lora_adapter(parts.unet, config.lora_rank)
