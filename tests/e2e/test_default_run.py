@@ -76,7 +76,8 @@ def test_programmatic_beats_its_faulty_variant_and_noise_scores_near_zero(first_
     board = _leaderboard(project)
     assert board.loc["programmatic", "text"] >= 0.8
     assert board.loc["programmatic", "text"] - board.loc["programmatic_faulty", "text"] >= 0.5
-    assert board.loc["tiny_diffusers_lora", "text"] <= 0.05
+    # Noise passes no text check; where the reader cannot trust itself on noise it abstains (n/a).
+    assert not board.loc["tiny_diffusers_lora", "text"] > 0.05
 
 
 def test_every_figure_is_kept_or_rejected_with_a_reason(first_run, project):
