@@ -49,7 +49,8 @@ def _text_share(reading: OcrReading, ink: np.ndarray) -> tuple[float, int]:
     inside = np.zeros_like(ink)
     words = [word for line in reading.lines for word in line.words if word.confidence >= 60]
     for word in words:
-        inside[word.top : word.top + word.height, word.left : word.left + word.width] = True
+        x0, y0, x1, y1 = (round(value) for value in reading.image_box(word))  # the read image is scaled
+        inside[max(0, y0) : max(0, y1), max(0, x0) : max(0, x1)] = True
     return float((ink & inside).sum() / max(1, ink.sum())), len(words)
 
 
