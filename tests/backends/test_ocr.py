@@ -1,4 +1,4 @@
-"""The OCR reader and judge on figures drawn here with a TrueType font."""
+"""The OCR reader and judge on figures drawn here with a TrueType font, and on readings built by hand."""
 
 from __future__ import annotations
 
@@ -6,12 +6,26 @@ import io
 from pathlib import Path
 
 import matplotlib
+import numpy as np
 import pytesseract
 import pytest
 from PIL import Image, ImageDraw, ImageFont
 
 from sciir.backends.base import VLMRequest
-from sciir.backends.ocr import OcrUnavailableError, OcrVLM, read_text
+from sciir.backends.ocr import (
+    READER_VERSION,
+    JudgeItem,
+    Legibility,
+    OcrLine,
+    OcrReading,
+    OcrUnavailableError,
+    OcrVLM,
+    OcrWord,
+    SolverItem,
+    answer_component,
+    judge_item,
+    read_text,
+)
 
 FONT = Path(matplotlib.get_data_path()) / "fonts" / "ttf" / "DejaVuSans.ttf"
 
@@ -116,3 +130,175 @@ def test_text_on_a_transparent_background_is_read() -> None:
     buffer = io.BytesIO()
     image.save(buffer, format="PNG")
     assert [line.text for line in read_text(buffer.getvalue()).lines] == ["Mitochondrion"]
+
+
+# --- Real-figure reading (issue 9): small, rotated and slanted labels; "no" only on a reliable reading ---
+
+
+def _png(image: Image.Image) -> bytes:
+    buffer = io.BytesIO()
+    image.save(buffer, format="PNG")
+    return buffer.getvalue()
+
+
+def _label(text: str, size: int, angle: int = 0) -> Image.Image:
+    """Black text on white, turned ``angle`` degrees counterclockwise, on a tight canvas."""
+    font = ImageFont.truetype(str(FONT), size)
+    width = round(ImageDraw.Draw(Image.new("L", (1, 1))).textlength(text, font=font))
+    image = Image.new("L", (width + 8, size + 10), 255)
+    ImageDraw.Draw(image).text((4, 2), text, fill=0, font=font)
+    return image.rotate(angle, expand=True, fillcolor=255)
+
+
+def _web_plot() -> tuple[bytes, tuple[int, int, int, int]]:
+    """A 600 px plot as web renditions of article figures have them: letters 5-7 px tall, an axis label
+    written upwards, a title and a legend. Returns the PNG and the box of the upward label."""
+    image = Image.new("L", (600, 300), 255)
+    draw = ImageDraw.Draw(image)
+    draw.rectangle((60, 30, 560, 250), outline=0, width=1)
+    for x in range(60, 561, 100):
+        draw.line((x, 250, x, 254), fill=0)
+    upward = _label("Transcripts per cell", 11, angle=90)
+    image.paste(upward, (30, 60))
+    image.paste(_label("Active genes", 11), (250, 10))
+    image.paste(_label("Time after release", 11), (240, 262))
+    image.paste(_label("silent genes", 10), (420, 50))
+    return _png(image), (30, 60, 30 + upward.width, 60 + upward.height)
+
+
+def _judge_text(reading, label: str) -> dict:
+    item = JudgeItem(id="q", question="q", layer=1, track="text", expected_text=label)
+    return judge_item(item, reading)
+
+
+def test_small_and_upward_labels_of_a_web_figure_are_read_where_they_are_drawn() -> None:
+    png, upward_box = _web_plot()
+    reading = read_text(png)
+    for label in ("Transcripts per cell", "Active genes", "Time after release", "silent genes"):
+        assert _judge_text(reading, label)["verdict"] == "yes", (label, reading.texts)
+    # The upward label's words are boxed where it is drawn, in pixels of the original image.
+    [line] = [line for line in reading.lines if line.text == "Transcripts per cell"]
+    x0, y0, x1, y1 = line.box
+    assert (
+        upward_box[0] - 3 <= x0
+        and x1 <= upward_box[2] + 3
+        and upward_box[1] - 3 <= y0
+        and y1 <= upward_box[3] + 3
+    )
+    assert x1 - x0 < y1 - y0  # a column, not a row
+
+
+def test_a_slanted_label_is_read() -> None:
+    image = Image.new("L", (500, 400), 255)
+    image.paste(_label("Gravimetric energy", 16, angle=45), (150, 100))
+    reading = read_text(_png(image))
+    assert reading.find("Gravimetric energy") is not None, reading.texts
+
+
+def test_not_found_is_no_only_where_all_the_text_was_read(figure: bytes) -> None:
+    clean = read_text(figure)
+    assert clean.legibility == Legibility(clean.legibility.marks, 0) and clean.reliable
+    answer = _judge_text(clean, "Aspirin")
+    assert answer["verdict"] == "no" and "read all the text" in answer["reasoning"]
+    # The same figure with a label too small to read: "Aspirin" might be it.
+    image = Image.open(io.BytesIO(figure)).convert("L")
+    image.paste(_label("Aspirin tablet", 5), (600, 700))
+    unsure = read_text(_png(image))
+    assert not unsure.reliable and unsure.legibility.unread >= 3
+    answer = _judge_text(unsure, "Aspirin")
+    assert answer["verdict"] is None and "text-like marks" in answer["reasoning"]
+    assert _judge_text(unsure, "Glucose")["verdict"] == "yes"  # found is still found
+
+
+def test_noise_is_too_busy_for_a_no() -> None:
+    pixels = np.random.default_rng(0).integers(0, 256, (256, 256, 3), dtype=np.uint8)
+    reading = read_text(_png(Image.fromarray(pixels, "RGB")))
+    assert reading.legibility.busy and not reading.reliable
+    answer = _judge_text(reading, "Glucose")
+    assert answer["verdict"] is None and "too busy" in answer["reasoning"]
+
+
+def _reading(*lines: str, confidence: float = 95.0, reliable: bool = True) -> OcrReading:
+    """A hand-built reading: one line per string, stacked 40 px apart, words 12 px wide per letter."""
+    built = []
+    for row, text in enumerate(lines):
+        words, left = [], 10
+        for word in text.split():
+            words.append(OcrWord(word, confidence, left, 40 * row, 12 * len(word), 20))
+            left += 12 * len(word) + 10
+        built.append(OcrLine(tuple(words)))
+    return OcrReading(tuple(built), legibility=Legibility(20, 0 if reliable else 5))
+
+
+@pytest.mark.parametrize(
+    ("read", "label"),
+    [
+        ("Lot1", "Lot 1"),  # a narrow space lost
+        ("Rl", "R1"),  # I, l, 1 and | drawn alike
+        ("Ohr", "0hr"),  # O and 0
+        ("Meta-Analysis", "Meta\u2212Analysis"),  # minus sign, hyphen and dashes
+        ("couple, dual eamer", "couple, dual earner"),  # rn read as m
+    ],
+)
+def test_matching_forgives_glyphs_ocr_cannot_tell_apart(read: str, label: str) -> None:
+    assert _reading(read).find(label) is not None
+
+
+@pytest.mark.parametrize(
+    ("read", "label"), [("Lot 1", "Lot 2"), ("Glucose", "glucose"), ("G6PDd", "G6PD"), ("cells", "cell")]
+)
+def test_matching_stays_exact_otherwise(read: str, label: str) -> None:
+    assert _reading(read).find(label) is None
+
+
+def test_a_label_over_two_stacked_lines_is_found() -> None:
+    assert _reading("Severe malarial", "anaemia (SMA)").find("Severe malarial anaemia (SMA)") is not None
+
+
+@pytest.mark.parametrize(
+    ("lines", "label", "why"),
+    [
+        (("Lot 1",), "Lot 3", None),  # clearly another label: "no"
+        (("Glucse",), "Glucose", None),  # a confident misspelling is a fault: "no"
+        (("thr",), "1hr", "misspelt or misread"),  # 1 read as t: a lookalike glyph
+        (("Glucose vs",), "glucose vs", None),  # g and G are not drawn alike
+        (("Vessel",), "vessel", "misspelt or misread"),  # v and V are
+        (("B-Actin",), "\u03b2-Actin", "glyphs OCR does not read"),  # Greek
+    ],
+)
+def test_a_label_not_found_is_no_unless_ocr_may_have_misread_it(lines, label, why) -> None:
+    answer = _judge_text(_reading(*lines), label)
+    if why is None:
+        assert answer["verdict"] == "no", answer
+    else:
+        assert answer["verdict"] is None and why in answer["reasoning"], answer
+
+
+def test_a_hesitant_near_miss_and_words_read_apart_are_abstained_on() -> None:
+    assert _judge_text(_reading("Glucse", confidence=60), "Glucose")["verdict"] is None
+    apart = OcrReading(
+        (
+            OcrLine((OcrWord("per", 95, 10, 10, 30, 20), OcrWord("1,000", 95, 50, 10, 50, 20))),
+            OcrLine((OcrWord("cells", 95, 400, 300, 50, 20),)),
+        ),
+        legibility=Legibility(20, 0),
+    )
+    answer = _judge_text(apart, "per 1,000 cells")
+    assert answer["verdict"] is None and "not in sequence" in answer["reasoning"]
+
+
+def test_aibench_absence_needs_a_reliable_reading_too() -> None:
+    item = SolverItem(id="q", level=1, question="q", label="Aspirin")
+    assert answer_component(item, _reading("Glucose"))["answer"] == "no"
+    unsure = answer_component(item, _reading("Glucose", reliable=False))
+    assert unsure["answer"] is None and "text-like marks" in unsure["evidence"]
+
+
+def test_the_reader_is_versioned_and_tesseract_single_threaded(
+    ocr: OcrVLM, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    assert ocr.identity()["reader"] == READER_VERSION
+    monkeypatch.delenv("OMP_THREAD_LIMIT", raising=False)
+    assert pytesseract.pytesseract.environ["OMP_THREAD_LIMIT"] == "1"
+    monkeypatch.setenv("OMP_THREAD_LIMIT", "4")  # a limit the user set is kept
+    assert pytesseract.pytesseract.environ["OMP_THREAD_LIMIT"] == "4"

@@ -80,6 +80,18 @@ EXEMPT = {
     ".venv/bin/python benchmarks/bench_report.py --models 1 --samples 800": (
         "the same measurement of the former single-file report at 800 images (71 MB)"
     ),
+    ".venv/bin/python benchmarks/bench_ocr_labels.py": (
+        "a measurement of about 3 minutes on the real figures of ../shared/external (absent from a fresh "
+        "clone); the same text checks run in tests/external/test_ocr_real_figures.py"
+    ),
+    ".venv/bin/python benchmarks/bench_ocr_labels.py --default-run": (
+        "a timing of two OCR readers on the default run's 157 images (about 2 minutes); the reader is "
+        "tested in tests/backends/test_ocr.py and runs in the default run itself"
+    ),
+    ".venv/bin/python benchmarks/bench_ocr_labels.py --judge-validation": (
+        "a measurement of about a minute judging the default run's images twice; evaluate computes the same "
+        "judge validation in every default run (tests/e2e/test_default_run.py)"
+    ),
     "mlflow artifacts download -r <run id> -a report -d out": (
         "needs a run id of the user's store; logging the report folder as the artifact `report/` is tested "
         "on a real MLflow store in tests/test_report_folder.py"
