@@ -117,7 +117,18 @@ def test_panels_rules_and_failures_become_rows(
         ["cropped", "resized", "padded"]
     ] * 2
     assert pd.isna(grid.loc[2, "changes"]) and pd.isna(blank["changes"])
-    assert summarise_curate(curated) == {"panels_total": 5.0, "panels_kept": 2.0, "panels_rejected": 3.0}
+    assert summarise_curate(curated) == {
+        "panels_total": 5.0, "panels_kept": 2.0, "panels_rejected": 3.0, "panels_awaiting_review": 0.0
+    }  # fmt: skip
+
+
+def test_summarise_curate_counts_panels_awaiting_review_apart_from_rejected() -> None:
+    curated = pd.DataFrame({"status": ["kept", "review", "rejected", "review", "kept"]})
+    assert summarise_curate(curated) == {
+        "panels_total": 5.0, "panels_kept": 2.0, "panels_rejected": 1.0, "panels_awaiting_review": 2.0
+    }  # fmt: skip
+    with pytest.raises(ValueError, match="'pending'"):
+        summarise_curate(pd.DataFrame({"status": ["kept", "pending"]}))
 
 
 def _iou(a: tuple[int, ...], b: tuple[int, ...]) -> float:
@@ -201,3 +212,4 @@ def test_ingest_then_curate_on_external_articles_accounts_for_every_figure(tmp_p
     curate_metrics = outputs["curate_metrics"].load()
     assert curate_metrics["panels_kept"] == len(kept) > 0
     assert curate_metrics["panels_total"] == len(curated)
+    assert curate_metrics["panels_awaiting_review"] == (curated["status"] == "review").sum()

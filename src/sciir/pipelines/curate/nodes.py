@@ -160,11 +160,17 @@ def curate_figures(
     return _stored_outputs(store, shards)
 
 
+PANEL_STATUSES = {"kept": "panels_kept", "rejected": "panels_rejected", "review": "panels_awaiting_review"}
+
+
 def summarise_curate(curated: pd.DataFrame) -> dict[str, float]:
-    """Counts of panel rows, for MLflow (``curate_metrics``)."""
-    kept = int((curated["status"] == "kept").sum())
+    """Counts of panel rows by status, for MLflow and DVC (``curate_metrics``): kept, rejected and awaiting
+    a person's review in the queue, which is neither kept nor rejected yet."""
+    counts = curated["status"].value_counts()
+    unknown = sorted(set(counts.index) - set(PANEL_STATUSES))
+    if unknown:
+        raise ValueError(f"curated: status {unknown} is none of {sorted(PANEL_STATUSES)}")
     return {
         "panels_total": float(len(curated)),
-        "panels_kept": float(kept),
-        "panels_rejected": float(len(curated) - kept),
+        **{metric: float(counts.get(status, 0)) for status, metric in PANEL_STATUSES.items()},
     }
