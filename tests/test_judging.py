@@ -10,6 +10,7 @@ import pytest
 from PIL import Image
 
 from sciir.backends.base import VLMResult
+from sciir.backends.strict_schema import strict_schema_problems
 from sciir.image_payload import encode
 from sciir.judging import (
     JUDGE_REPLY_SCHEMA,
@@ -294,10 +295,13 @@ def test_an_empty_question_id_is_named(tmp_path):
     assert "column 'question_id': expected a non-empty question_id; found line 2: nan" in message
 
 
-def test_a_judge_request_allows_only_its_own_question_ids():
+def test_a_judge_request_allows_only_its_own_question_ids_once_each():
     request = build_judge_request("Draw ATP synthase.", items(), b"png")
-    ids = request.json_schema["properties"]["answers"]["items"]["properties"]["id"]["enum"]
-    assert ids == [item["id"] for item in items()]
+    answers = request.json_schema["properties"]["answers"]
+    assert answers["items"]["properties"]["id"]["enum"] == [item["id"] for item in items()]
+    assert answers["maxItems"] == len(items()) and "minItems" not in answers
+    assert strict_schema_problems(request.json_schema) == []
     assert (
         "enum" not in JUDGE_REPLY_SCHEMA["properties"]["answers"]["items"]["properties"]["id"]
     )  # not shared
+    assert "maxItems" not in JUDGE_REPLY_SCHEMA["properties"]["answers"]

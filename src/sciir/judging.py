@@ -102,11 +102,14 @@ ChecklistItem = dict[str, Any]
 
 def judge_reply_schema(question_ids: Sequence[str]) -> dict[str, Any]:
     """The reply schema of one request: ``JUDGE_REPLY_SCHEMA`` with each answer's ``id`` one of the
-    request's question ids, so a constrained decoder (a local judge) cannot invent ids. Valid in
-    OpenAI's strict mode (``enum`` is; ``minItems``/``maxItems`` are not, so the count is left free
-    and a missing answer is an unjudged question)."""
+    request's question ids and at most one answer per question, so a constrained decoder (a local judge)
+    can neither invent ids nor answer forever. Valid in OpenAI's strict mode (``enum`` and ``maxItems``
+    are; see ``sciir.backends.strict_schema``). No ``minItems``: a reply that leaves a question out is
+    still read, the question being unjudged."""
     schema = copy.deepcopy(JUDGE_REPLY_SCHEMA)
-    schema["properties"]["answers"]["items"]["properties"]["id"]["enum"] = list(question_ids)
+    answers = schema["properties"]["answers"]
+    answers["items"]["properties"]["id"]["enum"] = list(question_ids)
+    answers["maxItems"] = len(question_ids)
     return schema
 
 

@@ -14,6 +14,7 @@ from sciir.backends.schema_grammar import (
     SchemaGrammars,
     UnsupportedGrammar,
     bounded_strings_as_patterns,
+    free_strings_bounded,
     grammar_tokenizer_info,
 )
 from sciir.tiny_vlm import END_OF_TURN, SPECIAL_TOKENS, build_tokenizer
@@ -106,6 +107,34 @@ def test_length_bounds_become_patterns_at_any_depth_and_a_pattern_is_kept():
     assert rewritten["properties"]["note"] == {"type": "string", "pattern": "^.{1,}$"}
     assert rewritten["properties"]["unit"] == {"type": ["string", "null"], "pattern": "^.{0,2}$"}
     assert schema["properties"]["note"] == {"type": "string", "minLength": 1}  # the request's copy is kept
+
+
+def test_free_text_strings_are_bounded_and_bounded_ones_kept():
+    schema = {
+        "type": "object",
+        "properties": {
+            "free": {"type": "string"},
+            "nullable": {"type": ["string", "null"]},
+            "verdict": {"type": ["string", "null"], "enum": ["yes", "no", None]},
+            "code": {"type": "string", "pattern": "^[A-Z]+$"},
+            "short": {"type": "string", "maxLength": 2},
+            "count": {"type": "integer"},
+            "notes": {"type": "array", "items": {"type": "string"}, "maxItems": 2},
+        },
+    }
+    bounded = free_strings_bounded(schema, 8)["properties"]
+    assert bounded["free"] == {"type": "string", "maxLength": 8}
+    assert bounded["nullable"] == {"type": ["string", "null"], "maxLength": 8}
+    assert bounded["notes"]["items"] == {"type": "string", "maxLength": 8}
+    for kept in ("verdict", "code", "short", "count"):
+        assert bounded[kept] == schema["properties"][kept]
+    assert schema["properties"]["free"] == {"type": "string"}  # the request's copy is kept
+
+
+def test_grammars_with_max_string_chars_end_free_text_there(tokenizer, stop_id):
+    grammar = SchemaGrammars(tokenizer, len(tokenizer), [stop_id], max_string_chars=3).grammar(OBJECT)
+    assert _accepts(grammar, '{"a": "abc"}')
+    assert not _accepts(grammar, '{"a": "abcd"}')
 
 
 def test_a_schema_that_cannot_be_compiled_says_why_without_xgrammars_log_prefix(grammars):

@@ -12,6 +12,11 @@ reply is decoded. xgrammar reads every token's text from the vocabulary and woul
 text for ordinary characters a JSON string may hold (xgrammar issue #832); here they are given empty
 text, which xgrammar treats as never part of a reply (the end tokens excepted).
 
+Free text can be bounded (``max_string_chars``): every string of the schema that no ``enum``, ``const``,
+``pattern``, ``format`` or ``maxLength`` already bounds gets at most that many characters. With the
+schema's arrays bounded too (``maxItems``), every reply then ends, whatever the weights: a random or
+rambling model writes a short string and goes on, instead of running to ``max_new_tokens``.
+
 A string with ``minLength`` or ``maxLength`` (and no ``pattern``) is compiled as the equivalent
 ``pattern``: xgrammar 0.2 lowers length bounds to a character class that admits raw control characters,
 which JSON forbids (xgrammar issue #800), while its pattern path does not. Only the grammar's copy of the
@@ -63,6 +68,28 @@ def grammar_tokenizer_info(tokenizer: Any, vocab_size: int, stop_ids: Iterable[i
     )
 
 
+# What already bounds a string; a string with none of them is free text.
+_STRING_BOUNDS = frozenset({"enum", "const", "pattern", "format", "maxLength"})
+
+
+def _is_string(schema: dict[str, Any]) -> bool:
+    types = schema.get("type")
+    return types == "string" or (isinstance(types, list) and "string" in types)
+
+
+def free_strings_bounded(schema: Any, max_chars: int) -> Any:
+    """``schema`` with every free-text string (see ``_STRING_BOUNDS``) given ``maxLength: max_chars``, at
+    any depth."""
+    if isinstance(schema, list):
+        return [free_strings_bounded(item, max_chars) for item in schema]
+    if not isinstance(schema, dict):
+        return schema
+    rewritten = {key: free_strings_bounded(value, max_chars) for key, value in schema.items()}
+    if _is_string(rewritten) and not _STRING_BOUNDS & rewritten.keys():
+        rewritten["maxLength"] = max_chars
+    return rewritten
+
+
 def bounded_strings_as_patterns(schema: Any) -> Any:
     """``schema`` with every length-bounded string (no ``pattern``) written as a ``pattern`` of the same
     bounds, at any depth (see the module docstring). A pattern constrains only strings, so a schema of
@@ -72,9 +99,7 @@ def bounded_strings_as_patterns(schema: Any) -> Any:
     if not isinstance(schema, dict):
         return schema
     rewritten = {key: bounded_strings_as_patterns(value) for key, value in schema.items()}
-    types = rewritten.get("type")
-    is_string = types == "string" or (isinstance(types, list) and "string" in types)
-    bounded = is_string and {"minLength", "maxLength"} & rewritten.keys()
+    bounded = _is_string(rewritten) and {"minLength", "maxLength"} & rewritten.keys()
     if bounded and "pattern" not in rewritten:
         low, high = rewritten.pop("minLength", 0), rewritten.pop("maxLength", "")
         rewritten["pattern"] = f"^.{{{low},{high}}}$"
@@ -82,10 +107,14 @@ def bounded_strings_as_patterns(schema: Any) -> Any:
 
 
 class SchemaGrammars:
-    """Compiled grammars for one tokenizer, each schema compiled once (kept by its JSON text)."""
+    """Compiled grammars for one tokenizer, each schema compiled once (kept by its JSON text); free-text
+    strings bounded to ``max_string_chars`` when it is set."""
 
-    def __init__(self, tokenizer: Any, vocab_size: int, stop_ids: Iterable[int]) -> None:
+    def __init__(
+        self, tokenizer: Any, vocab_size: int, stop_ids: Iterable[int], max_string_chars: int | None = None
+    ) -> None:
         self.vocab_size = vocab_size
+        self.max_string_chars = max_string_chars
         self._compiler = xgr.GrammarCompiler(grammar_tokenizer_info(tokenizer, vocab_size, stop_ids))
         self._compiled: OrderedDict[str, xgr.CompiledGrammar] = OrderedDict()
 
@@ -98,7 +127,7 @@ class SchemaGrammars:
             return self._compiled[key]
         try:
             compiled = self._compiler.compile_json_schema(
-                json.dumps(bounded_strings_as_patterns(json.loads(key))), any_whitespace=False
+                json.dumps(self._grammar_schema(json.loads(key))), any_whitespace=False
             )
         except RuntimeError as err:
             reason = _LOG_PREFIX.sub("", str(err).strip())
@@ -109,6 +138,12 @@ class SchemaGrammars:
         if len(self._compiled) > MAX_CACHED_GRAMMARS:
             self._compiled.popitem(last=False)
         return compiled
+
+    def _grammar_schema(self, schema: Any) -> Any:
+        """The grammar's copy of a request's schema (see the module docstring)."""
+        if self.max_string_chars is not None:
+            schema = free_strings_bounded(schema, self.max_string_chars)
+        return bounded_strings_as_patterns(schema)
 
     def constraint(self, grammars: Sequence[xgr.CompiledGrammar | None]) -> SchemaConstraint:
         """A logits processor for one ``generate`` call, row ``i`` under ``grammars[i]`` (None: free)."""

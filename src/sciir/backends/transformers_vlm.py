@@ -198,6 +198,9 @@ class TransformersVLM(VisionLanguageModel):
         max_new_tokens: the longest reply, in tokens.
         temperature: 0 decodes greedily; above 0 samples, seeded by each request's ``seed``.
         image_max_side: images are downscaled to at most this many pixels on their longer side first.
+        max_string_chars: free-text strings of a reply (those its schema leaves unbounded) get at most
+            this many characters, so a reply under a schema with bounded arrays always ends within
+            ``max_new_tokens`` (a small, random or rambling model); None leaves them to the model.
         extra: further ``model.generate`` arguments (``repetition_penalty``, ``top_p`` ...).
 
     The identity (the cache key) holds the path, a fingerprint of the folder's files, the dtype and the
@@ -214,15 +217,19 @@ class TransformersVLM(VisionLanguageModel):
         max_new_tokens: int = 1024,
         temperature: float = 0.0,
         image_max_side: int = 1024,
+        max_string_chars: int | None = None,
         **extra: Any,
     ) -> None:
         _check_settings(batch_size, max_new_tokens, temperature, image_max_side, extra)
+        if max_string_chars is not None and max_string_chars < 1:
+            raise ValueError(f"max_string_chars must be positive or null, got {max_string_chars}")
         super().__init__(
             model_path=model_path,
             dtype=dtype,
             max_new_tokens=max_new_tokens,
             temperature=temperature,
             image_max_side=image_max_side,
+            max_string_chars=max_string_chars,
             **extra,
         )
         self.model_path = Path(model_path)
@@ -232,6 +239,7 @@ class TransformersVLM(VisionLanguageModel):
         self.max_new_tokens = max_new_tokens
         self.temperature = temperature
         self.image_max_side = image_max_side
+        self.max_string_chars = max_string_chars
         self.generate_kwargs = extra
         self._loaded: LoadedModel | None = None
 
@@ -323,9 +331,8 @@ class TransformersVLM(VisionLanguageModel):
         ).eval()
         vocab_size = model.get_output_embeddings().weight.shape[0]  # the logits' width, padding included
         stop_ids = _eos_ids(model.generation_config.eos_token_id)
-        return LoadedModel(
-            model, processor, device, SchemaGrammars(processor.tokenizer, vocab_size, stop_ids)
-        )
+        grammars = SchemaGrammars(processor.tokenizer, vocab_size, stop_ids, self.max_string_chars)
+        return LoadedModel(model, processor, device, grammars)
 
     def _prepare(self, loaded: LoadedModel, index: int, request: VLMRequest) -> PreparedRequest:
         """Chat text, decoded images and the reply's grammar for one request."""
