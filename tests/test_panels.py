@@ -1,5 +1,6 @@
 """Panel detection: the classical splitter on drawn multi-panel figures of known boxes, small text merged
-into its panel, the geometric rules scaled to the source resolution, and the YOLO backend's interface."""
+into its panel, the geometric rules scaled to the source resolution, and the YOLO backend's interface
+(the ONNX export it runs: tests/test_yolo_onnx.py)."""
 
 from __future__ import annotations
 
@@ -99,4 +100,4 @@ def test_yolo_weights_without_ultralytics_name_the_package_and_the_way_back(tmp_
         RuntimeError, match="ultralytics package is not installed.*torchvision==0.28"
     ) as error:
         detector_for(SplitSettings(), DetectorParams(yolo_weights=str(weights)))
-    assert "yolo_weights to null" in str(error.value)
+    assert "yolo_weights to null" in str(error.value) and "format=onnx" in str(error.value)

@@ -2,8 +2,9 @@
 
 The classical splitter cuts a figure along whitespace gutters (sciir.imaging's recursive XY-cut over
 projection profiles) and then merges small regions left over (panel letters, axis titles, legend
-snippets) into the nearest panel. The YOLO backend runs a user-supplied Ultralytics model; it is used
-only when weights are configured, and ultralytics is imported only then.
+snippets) into the nearest panel. The YOLO backends (sciir.yolo) run a user-supplied Ultralytics model,
+exported to ONNX (OpenCV) or as .pt weights (ultralytics); they are used, and imported, only when
+weights are configured.
 
 The geometric rules (minimum side, aspect range, the 75-90% area rule) apply to either detector's
 boxes; the minimum side can be scaled to the resolution of the source.
@@ -11,8 +12,7 @@ boxes; the minimum side can be scaled to the resolution of the source.
 
 from __future__ import annotations
 
-from pathlib import Path
-from typing import Any, Protocol
+from typing import Protocol
 
 from PIL import Image
 from pydantic import BaseModel, ConfigDict, Field
@@ -27,12 +27,17 @@ class PanelDetector(Protocol):
 
 
 class DetectorParams(BaseModel):
-    """Which detector: the classical splitter, or YOLO when ``yolo_weights`` names a weights file."""
+    """Which detector: the classical splitter, or YOLO when ``yolo_weights`` names a model file (an ONNX
+    export, run by OpenCV, or ``.pt`` weights, run by ultralytics)."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     yolo_weights: str | None = None
     yolo_confidence: float = Field(default=0.25, gt=0, lt=1)
+    # Boxes overlapping a more confident one by more than this IoU are suppressed (Ultralytics' default).
+    yolo_iou: float = Field(default=0.7, gt=0, le=1)
+    # The square input size the model was trained and exported at (Ultralytics' default 640).
+    yolo_imgsz: int = Field(default=640, ge=32)
     # A region whose short side is below this (a panel letter, an axis title) is merged into the
     # nearest larger region within merge_gap_px; 0 disables the merge.
     merge_below_px: int = Field(default=48, ge=0)
@@ -109,43 +114,7 @@ class ClassicalSplitter:
         return merge_small_regions(boxes, self.detector.merge_below_px, self.detector.merge_gap_px)
 
 
-YOLO_INSTALL_HINT = (
-    'pip install ultralytics "torchvision==<the release matching your torch>" (for torch 2.13: '
-    "torchvision==0.28.*, so torch is not replaced)"
-)
-
-
-class YoloDetector:
-    """A user-supplied Ultralytics YOLO model (a panel detector such as the paper's fine-tuned YOLO11-Nano)."""
-
-    def __init__(self, weights: str, confidence: float) -> None:
-        path = Path(weights)
-        if not path.is_file():
-            raise ValueError(f"curate.detector.yolo_weights: {weights} is not a file")
-        try:
-            from ultralytics import YOLO
-        except ImportError as error:
-            raise RuntimeError(
-                f"curate.detector.yolo_weights is set ({weights}) but the ultralytics package is not "
-                f"installed ({error}); install it with: {YOLO_INSTALL_HINT}, or set yolo_weights to null "
-                "for the classical splitter"
-            ) from error
-        self._model: Any = YOLO(str(path))
-        self.confidence = confidence
-
-    def detect(self, image: Image.Image) -> list[Box]:
-        results = self._model.predict(image.convert("RGB"), conf=self.confidence, verbose=False)
-        width, height = image.size
-        boxes = []
-        for x0, y0, x1, y1 in results[0].boxes.xyxy.tolist():
-            box = Box(max(0, int(x0)), max(0, int(y0)), min(width, round(x1)), min(height, round(y1)))
-            if box.width > 0 and box.height > 0:
-                boxes.append(box)
-        # Reading order: rows of boxes top to bottom, left to right within a row.
-        return sorted(boxes, key=lambda box: (box.y0 // max(1, height // 20), box.x0))
-
-
-_DETECTORS: dict[tuple[str, float], YoloDetector] = {}
+_YOLO_DETECTORS: dict[DetectorParams, PanelDetector] = {}
 
 
 def detector_for(split: SplitSettings, detector: DetectorParams) -> PanelDetector:
@@ -153,7 +122,8 @@ def detector_for(split: SplitSettings, detector: DetectorParams) -> PanelDetecto
     process."""
     if detector.yolo_weights is None:
         return ClassicalSplitter(split, detector)
-    key = (detector.yolo_weights, detector.yolo_confidence)
-    if key not in _DETECTORS:
-        _DETECTORS[key] = YoloDetector(detector.yolo_weights, detector.yolo_confidence)
-    return _DETECTORS[key]
+    if detector not in _YOLO_DETECTORS:
+        from sciir.yolo import yolo_detector  # OpenCV's dnn or ultralytics, only when YOLO is configured
+
+        _YOLO_DETECTORS[detector] = yolo_detector(detector)
+    return _YOLO_DETECTORS[detector]
