@@ -16,6 +16,7 @@ from sciir.panels import DetectorParams, detector_for
 from sciir.pipelines.curate.figure_work import FigureTask, curate_figure_file
 from sciir.pipelines.curate.params import CurateParams, StandardiseParams
 from sciir.privacy import PrivacyParams
+from sciir.yolo import decode_detections
 
 IMGSZ = 128
 # A 400x200 figure letterboxes into 128x128 at scale 0.32, 32 px of grey above and below.
@@ -188,3 +189,9 @@ def test_an_input_size_other_than_the_exports_says_which_setting(model: Path) ->
     detector = detector_for(SplitSettings(), DetectorParams(yolo_weights=str(model), yolo_imgsz=160))
     with pytest.raises(RuntimeError, match=r"panels\.onnx failed on a 160x160 input.*yolo_imgsz"):
         detector.detect(_figure())
+
+
+def test_decoding_finds_nothing_below_the_threshold_and_refuses_an_end_to_end_layout() -> None:
+    assert decode_detections(np.full((1, 6, 8), 0.2, np.float32), 0.25, 0.7).shape == (0, 4)
+    with pytest.raises(ValueError, match=r"\[1, 300, 6\] is not a YOLOv8/YOLO11 detection output"):
+        decode_detections(np.zeros((1, 300, 6), np.float32), 0.25, 0.7)  # YOLO26's NMS-free export
