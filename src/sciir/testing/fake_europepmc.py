@@ -32,19 +32,18 @@ import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import Enum
-from http import HTTPStatus
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
 from sciir.jats import MalformedArticleError, parse_article
 from sciir.licence import licence_name
+from sciir.testing.loopback import QuietHandler, ThreadedLoopbackServer
 
 REST_PATH = "/europepmc/webservices/rest"
 FIRST_PMCID = 9_000_001
 _IMAGE_SUFFIXES = {".png", ".jpg", ".jpeg", ".tif", ".tiff", ".gif"}
-_POLL_INTERVAL_S = 0.02
 _CURSOR_PREFIX = "AoE"  # real cursors are opaque base64; these encode the next offset
 _TOKEN = re.compile(r'\s*(\(|\)|"[^"]*"|[A-Za-z_]+:"[^"]*"|[^\s()]+)')
 
@@ -272,7 +271,7 @@ def _offset(cursor: str) -> int | None:
         return None
 
 
-class FakeEuropePMC:
+class FakeEuropePMC(ThreadedLoopbackServer):
     """The Europe PMC routes above on loopback, in a background thread."""
 
     def __init__(
@@ -287,14 +286,12 @@ class FakeEuropePMC:
         self.articles = sorted(articles, key=lambda article: int(article.pmcid.removeprefix("PMC")))
         self._by_pmcid = {article.pmcid: article for article in self.articles}
         self.retry_after_s = retry_after_s
-        self.host, self.port = host, port
+        super().__init__(host, port)
         self._lock = threading.Lock()
         self._faults: dict[str, tuple[Fault | None, ...]] = {}
         self._seen: dict[str, int] = {}
         self._log: list[LoggedRequest] = []
         self._stopping = threading.Event()
-        self._http: ThreadingHTTPServer | None = None
-        self._thread: threading.Thread | None = None
         self.set_faults(faults or {})
 
     @property
@@ -319,33 +316,13 @@ class FakeEuropePMC:
             }
             self._seen = {}
 
-    def start(self) -> FakeEuropePMC:
-        self._http = ThreadingHTTPServer((self.host, self.port), _handler_for(self))
-        self._http.daemon_threads = True  # a hung reply must not hold stop() up
-        self.port = self._http.server_address[1]
-        self._thread = threading.Thread(
-            target=self._http.serve_forever,
-            kwargs={"poll_interval": _POLL_INTERVAL_S},
-            name="fake-europepmc",
-            daemon=True,
-        )
-        self._thread.start()
-        return self
+    thread_name = "fake-europepmc"
 
-    def stop(self) -> None:
-        if self._http is None or self._thread is None:
-            return
-        self._stopping.set()
-        self._http.shutdown()
-        self._http.server_close()
-        self._thread.join()
-        self._http = self._thread = None
+    def handler_class(self) -> type[BaseHTTPRequestHandler]:
+        return _handler_for(self)
 
-    def __enter__(self) -> FakeEuropePMC:
-        return self.start()
-
-    def __exit__(self, *exc_info: object) -> None:
-        self.stop()
+    def before_stop(self) -> None:
+        self._stopping.set()  # handlers told to hang return
 
     def _next_fault(self, path: str) -> Fault | None:
         """The fault scripted for this request to ``path`` (called under the lock)."""
@@ -444,9 +421,7 @@ class FakeEuropePMC:
 def _handler_for(server: FakeEuropePMC) -> type[BaseHTTPRequestHandler]:
     """A request handler class bound to ``server``."""
 
-    class Handler(BaseHTTPRequestHandler):
-        protocol_version = "HTTP/1.1"  # keep-alive, as HTTP clients expect
-
+    class Handler(QuietHandler):
         def do_GET(self) -> None:
             parts = urlsplit(self.path)
             params = {
@@ -459,15 +434,6 @@ def _handler_for(server: FakeEuropePMC) -> type[BaseHTTPRequestHandler]:
                 self.close_connection = True
                 return
             server._answered(index, reply.status)  # before sending: a client may ask again at once
-            self.send_response(reply.status, HTTPStatus(reply.status).phrase)
-            self.send_header("Content-Type", reply.content_type)
-            for name, value in reply.headers:
-                self.send_header(name, value)
-            self.send_header("Content-Length", str(len(reply.body)))
-            self.end_headers()
-            self.wfile.write(reply.body)
-
-        def log_message(self, format: str, *args: Any) -> None:
-            pass  # tests read server.requests; stderr stays quiet
+            self.send_whole(reply.status, (("Content-Type", reply.content_type), *reply.headers), reply.body)
 
     return Handler

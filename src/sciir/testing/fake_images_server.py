@@ -20,18 +20,18 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from enum import Enum
-from http import HTTPStatus
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
 
 from PIL import Image
+
+from sciir.testing.loopback import QuietHandler, ThreadedLoopbackServer
 
 ImageResponder = Callable[[dict[str, Any]], bytes]
 
 IMAGES_ROUTE = "/v1/images/generations"
 # What the fake server bills per image, as gpt-image models bill a low-quality square.
 IMAGE_TOKENS = 272
-_POLL_INTERVAL_S = 0.02
 
 
 class ImagesFault(str, Enum):
@@ -102,7 +102,7 @@ def _images_reply(body: dict[str, Any], image: bytes) -> _Reply:
     )
 
 
-class FakeImagesServer:
+class FakeImagesServer(ThreadedLoopbackServer):
     """``POST /v1/images/generations`` on loopback, in a background thread.
 
     ``script[i]`` is the fault for the i-th images request (None or past the end: answer normally with
@@ -121,12 +121,9 @@ class FakeImagesServer:
         self.responder = responder
         self.script = tuple(None if fault is None else ImagesFault(fault) for fault in script)
         self.retry_after_s = retry_after_s
-        self.host = host
-        self.port = port
+        super().__init__(host, port)
         self._lock = threading.Lock()
         self._received: list[ReceivedRequest] = []
-        self._http: ThreadingHTTPServer | None = None
-        self._thread: threading.Thread | None = None
 
     @property
     def base_url(self) -> str:
@@ -137,34 +134,10 @@ class FakeImagesServer:
         with self._lock:
             return list(self._received)
 
-    def start(self) -> FakeImagesServer:
-        """Listen and serve in a background thread; returns once the port is bound."""
-        self._http = ThreadingHTTPServer((self.host, self.port), _handler_for(self))
-        self._http.daemon_threads = True  # keep-alive connections must not hold stop() up
-        self.port = self._http.server_address[1]
-        self._thread = threading.Thread(
-            target=self._http.serve_forever,
-            # stop() waits up to one poll interval; the default half second adds up over a test suite
-            kwargs={"poll_interval": _POLL_INTERVAL_S},
-            name="fake-images-server",
-            daemon=True,
-        )
-        self._thread.start()
-        return self
+    thread_name = "fake-images-server"
 
-    def stop(self) -> None:
-        if self._http is None or self._thread is None:
-            return
-        self._http.shutdown()
-        self._http.server_close()
-        self._thread.join()
-        self._http = self._thread = None
-
-    def __enter__(self) -> FakeImagesServer:
-        return self.start()
-
-    def __exit__(self, *exc_info: object) -> None:
-        self.stop()
+    def handler_class(self) -> type[BaseHTTPRequestHandler]:
+        return _handler_for(self)
 
     def _answer(self, headers: dict[str, str], raw_body: bytes) -> _Reply:
         """Record one images request and reply as scripted."""
@@ -204,9 +177,7 @@ class FakeImagesServer:
 def _handler_for(server: FakeImagesServer) -> type[BaseHTTPRequestHandler]:
     """A request handler class bound to ``server``."""
 
-    class Handler(BaseHTTPRequestHandler):
-        protocol_version = "HTTP/1.1"  # keep-alive, as API clients expect
-
+    class Handler(QuietHandler):
         def do_POST(self) -> None:
             raw_body = self.rfile.read(int(self.headers.get("Content-Length", "0")))
             if self.path.split("?", 1)[0] != IMAGES_ROUTE:
@@ -216,14 +187,6 @@ def _handler_for(server: FakeImagesServer) -> type[BaseHTTPRequestHandler]:
             self._send(server._answer(headers, raw_body))
 
         def _send(self, reply: _Reply) -> None:
-            self.send_response(reply.status, HTTPStatus(reply.status).phrase)
-            for name, value in reply.headers:
-                self.send_header(name, value)
-            self.send_header("Content-Length", str(len(reply.body)))
-            self.end_headers()
-            self.wfile.write(reply.body)
-
-        def log_message(self, format: str, *args: Any) -> None:
-            pass  # tests read server.requests; stderr stays quiet
+            self.send_whole(reply.status, reply.headers, reply.body)
 
     return Handler
