@@ -2,12 +2,20 @@
 
 from __future__ import annotations
 
+import copy
 import os
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
 
 import mlflow
 import pytest
+import yaml
 
 os.environ.setdefault("KEDRO_DISABLE_TELEMETRY", "1")
+
+REPO = Path(__file__).resolve().parents[1]
+CurateParamsBuilder = Callable[..., dict[str, Any]]
 
 
 @pytest.fixture
@@ -19,3 +27,19 @@ def mlflow_store(tmp_path):
     if mlflow.active_run():
         mlflow.end_run()
     mlflow.set_tracking_uri(previous)
+
+
+@pytest.fixture(scope="session")
+def curate_params() -> CurateParamsBuilder:
+    """``params:curate`` as conf/base/parameters_curate.yml sets it, with the sections a test names
+    updated: ``curate_params(standardise={"size_px": 64}, workers={"count": 1})``; a fresh copy each call."""
+    text = (REPO / "conf" / "base" / "parameters_curate.yml").read_text(encoding="utf-8")
+    base = yaml.safe_load(text)["curate"]
+
+    def build(**sections: dict[str, Any]) -> dict[str, Any]:
+        params = copy.deepcopy(base)
+        for name, settings in sections.items():
+            params[name] = {**params.get(name, {}), **settings}
+        return params
+
+    return build

@@ -19,7 +19,6 @@ import cv2
 import numpy as np
 import pandas as pd
 import pytest
-import yaml
 from PIL import Image, ImageCms
 
 from sciir.ids import figure_uid
@@ -456,17 +455,9 @@ def _figure_row(name: str, path: Path) -> dict[str, Any]:
     }
 
 
-def _params() -> dict[str, Any]:
-    params = yaml.safe_load((REPO / "conf" / "base" / "parameters_curate.yml").read_text(encoding="utf-8"))[
-        "curate"
-    ]
-    params["standardise"]["size_px"] = OUT
-    params["decode"] = {"max_pixels": MAX_PIXELS, "max_file_mb": 8}
-    params["workers"] = {"count": 2, "timeout_s": 60, "memory_mb": 2048}
-    return params
-
-
-def _curate(tmp_path: Path, cases: list[Case]) -> tuple[pd.DataFrame, dict[str, Any]]:
+def _curate(
+    tmp_path: Path, cases: list[Case], curate_params: Callable[..., dict[str, Any]]
+) -> tuple[pd.DataFrame, dict[str, Any]]:
     rows = []
     for case in cases:
         path = tmp_path / case.name
@@ -474,14 +465,20 @@ def _curate(tmp_path: Path, cases: list[Case]) -> tuple[pd.DataFrame, dict[str, 
             path.write_bytes(case.data())
         rows.append(_figure_row(case.name, path))
     articles = pd.DataFrame([{"article_id": "odd", "methods_text": None}])
-    params = _params()
-    params["shards"]["folder"] = str(tmp_path / "curate_shards")
+    params = curate_params(
+        standardise={"size_px": OUT},
+        decode={"max_pixels": MAX_PIXELS, "max_file_mb": 8},
+        workers={"count": 2, "timeout_s": 60, "memory_mb": 2048},
+        shards={"folder": str(tmp_path / "curate_shards")},
+    )
     return curate_figures(pd.DataFrame(rows), articles, params)
 
 
 @pytest.fixture(scope="module")
-def corpus_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[pd.DataFrame, dict[str, Any]]:
-    return _curate(tmp_path_factory.mktemp("corpus"), CASES)
+def corpus_run(
+    tmp_path_factory: pytest.TempPathFactory, curate_params: Callable[..., dict[str, Any]]
+) -> tuple[pd.DataFrame, dict[str, Any]]:
+    return _curate(tmp_path_factory.mktemp("corpus"), CASES, curate_params)
 
 
 def test_the_corpus_is_large_and_covers_both_outcomes() -> None:
@@ -529,12 +526,14 @@ def test_a_decoder_failure_keeps_the_decoders_own_message(
 
 
 def test_a_files_outcome_does_not_depend_on_the_others(
-    tmp_path: Path, corpus_run: tuple[pd.DataFrame, dict[str, Any]]
+    tmp_path: Path,
+    corpus_run: tuple[pd.DataFrame, dict[str, Any]],
+    curate_params: Callable[..., dict[str, Any]],
 ) -> None:
     """The same files curated alone give the same bytes and reasons as within the corpus."""
     curated, images = corpus_run
     alone_cases = [case for case in CASES if case.name in ("png-named.jpg", "cmyk.jpg", "half.tif")]
-    alone, alone_images = _curate(tmp_path, alone_cases)
+    alone, alone_images = _curate(tmp_path, alone_cases, curate_params)
     for case in alone_cases:
         ours = alone[alone["figure_id"] == case.name].iloc[0]
         theirs = curated[curated["figure_id"] == case.name].iloc[0]

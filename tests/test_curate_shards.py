@@ -10,13 +10,13 @@ import subprocess
 import sys
 import textwrap
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pandas as pd
 import pytest
-import yaml
 from PIL import Image, ImageDraw
 
 from sciir.ids import figure_uid
@@ -25,19 +25,23 @@ from sciir.linked_image_dataset import LinkedImageFileDataset
 from sciir.pipelines.curate.nodes import curate_figures
 from sciir.pipelines.curate.shard_store import MANIFEST, RECORD, ROWS, ShardStore, ShardSummary
 
-REPO = Path(__file__).resolve().parents[1]
 DOI = "10.1234/shards"
 
 
-def _params(shards: Path, *, processes: bool, figures_per_shard: int = 1) -> dict[str, Any]:
-    text = (REPO / "conf" / "base" / "parameters_curate.yml").read_text(encoding="utf-8")
-    params = yaml.safe_load(text)["curate"]
-    params["standardise"]["size_px"] = 128
-    params["privacy"]["ocr_ids"] = False  # a tesseract call per panel; these panels hold no text
-    params["workers"] = {"count": 1, "timeout_s": 60, "memory_mb": 4096}
-    params["shards"] = {"folder": str(shards), "figures": figures_per_shard}
-    params["cluster"] = {"scheduler": None, "processes": processes}
-    return params
+@pytest.fixture
+def shard_params(curate_params: Callable[..., dict[str, Any]]) -> Callable[..., dict[str, Any]]:
+    """``params:curate`` for small figures in shards of ``figures_per_shard`` under ``shards``."""
+
+    def build(shards: Path, *, processes: bool, figures_per_shard: int = 1) -> dict[str, Any]:
+        return curate_params(
+            standardise={"size_px": 128},
+            privacy={"ocr_ids": False},  # a tesseract call per panel; these panels hold no text
+            workers={"count": 1, "timeout_s": 60, "memory_mb": 4096},
+            shards={"folder": str(shards), "figures": figures_per_shard},
+            cluster={"scheduler": None, "processes": processes},
+        )
+
+    return build
 
 
 def _figure_row(name: str, path: Path) -> dict[str, Any]:
@@ -122,26 +126,28 @@ def _kill_after_shards(tmp_path: Path, params: dict[str, Any], shards: Path, cou
         process.wait()
 
 
-def test_a_killed_run_resumes_at_the_shard_level(tmp_path: Path) -> None:
+def test_a_killed_run_resumes_at_the_shard_level(
+    tmp_path: Path, shard_params: Callable[..., dict[str, Any]]
+) -> None:
     figures, articles = _tables(tmp_path / "figures", 8)
     figures.to_parquet(tmp_path / "figures.parquet")
     articles.to_parquet(tmp_path / "articles.parquet")
     shards = tmp_path / "shards"
 
-    _kill_after_shards(tmp_path, _params(shards, processes=True), shards, 2)
+    _kill_after_shards(tmp_path, shard_params(shards, processes=True), shards, 2)
     before = _finished(shards)
     assert 2 <= len(before) < 8
     assert len(set(before.values())) == 1
 
     # The rerun (worker threads this time: how the shards run does not change their keys).
-    curated, images = curate_figures(figures, articles, _params(shards, processes=False))
+    curated, images = curate_figures(figures, articles, shard_params(shards, processes=False))
     after = _finished(shards)
     assert len(after) == 8
     assert {key: after[key] for key in before} == before  # finished shards were not computed again
     assert set(after.values()) - set(before.values()) and len(set(after.values())) == 2
 
     fresh, fresh_images = curate_figures(
-        figures, articles, _params(tmp_path / "fresh", processes=False, figures_per_shard=3)
+        figures, articles, shard_params(tmp_path / "fresh", processes=False, figures_per_shard=3)
     )
     pd.testing.assert_frame_equal(curated, fresh)
     assert (curated["status"] == "kept").sum() == 16
@@ -149,17 +155,19 @@ def test_a_killed_run_resumes_at_the_shard_level(tmp_path: Path) -> None:
     assert all(images[name].read() == fresh_images[name].read() for name in images)
 
     # A run that finished leaves nothing to resume: the next one computes every shard again.
-    curate_figures(figures, articles, _params(shards, processes=False))
+    curate_figures(figures, articles, shard_params(shards, processes=False))
     assert not set(_finished(shards).values()) & set(after.values())
 
 
 @pytest.mark.skipif(os.name != "posix", reason="a named pipe stands in for a file whose read never ends")
-def test_the_per_figure_time_limit_holds_inside_dask_worker_processes(tmp_path: Path) -> None:
+def test_the_per_figure_time_limit_holds_inside_dask_worker_processes(
+    tmp_path: Path, shard_params: Callable[..., dict[str, Any]]
+) -> None:
     figures, articles = _tables(tmp_path / "figures", 1)
     never_written = tmp_path / "figures" / "hangs.png"
     os.mkfifo(never_written)  # reading it blocks until a writer comes, and none does
     figures = pd.concat([figures, pd.DataFrame([_figure_row("hangs", never_written)])], ignore_index=True)
-    params = _params(tmp_path / "shards", processes=True, figures_per_shard=2)
+    params = shard_params(tmp_path / "shards", processes=True, figures_per_shard=2)
     # Long enough for the worker's child process to start on a loaded machine (its first figure's time
     # includes the start), far below the hanging figure's forever.
     params["workers"]["timeout_s"] = 6
