@@ -126,12 +126,21 @@ def test_a_table_whose_rows_of_one_sample_disagree_is_refused(tmp_path):
         read_benchmark_file(tmp_path / "b.csv")
 
 
-def test_results_of_another_benchmark_or_other_images_go_to_their_own_folder():
-    assert results_folder("", "", "data/08_reporting") == "data/08_reporting"
+def test_results_of_another_benchmark_other_images_or_a_verdicts_file_go_to_their_own_folder():
+    assert results_folder("", "", "", "data/08_reporting") == "data/08_reporting"
     assert (
-        results_folder("/x/physics.jsonl", "", "data/08_reporting") == "data/08_reporting/benchmarks/physics"
+        results_folder("/x/physics.jsonl", "", "", "data/08_reporting")
+        == "data/08_reporting/benchmarks/physics"
     )
     assert (
-        results_folder("", "/home/me/my_images", "data/07_model_output")
+        results_folder("", "/home/me/my_images", "", "data/07_model_output")
         == "data/08_reporting/benchmarks/sciir_bench/my_images"
+    )
+    assert (
+        results_folder("", "", "answers.csv", "data/08_reporting")
+        == "data/08_reporting/benchmarks/sciir_bench/verdicts_answers"
+    )
+    assert (
+        results_folder("physics.jsonl", "", "/tmp/theirs.parquet", "data/08_reporting/metrics")
+        == "data/08_reporting/benchmarks/physics/verdicts_theirs"
     )

@@ -37,7 +37,8 @@ class ProjectHooks:
 
     @hook_impl
     def before_pipeline_run(self, run_params: dict[str, Any], pipeline: Any, catalog: Any) -> None:
-        """Refuse a benchmark or image folder set in a conf file: results would land on the default run's."""
+        """Refuse a benchmark, image folder or verdicts file set in a conf file: results would land on the
+        default run's."""
         if "params:evaluate" not in pipeline.inputs():
             return
         misplaced = settings_outside_command_line(

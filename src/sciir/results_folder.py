@@ -17,19 +17,25 @@ def benchmark_name(path: str | Path) -> str:
     return Path(path).name.split(".")[0] or Path(path).name
 
 
-def results_folder(benchmark: str | None, images_dir: str | None, default: str) -> str:
-    """Where a run's results go: ``default`` for the catalog's benchmark on the generated images (the
-    tracked default run), else ``data/08_reporting/benchmarks/<benchmark>[/<images folder>]``, so runs on
-    other benchmarks or other images never write over it. A catalog resolver (``sciir.results``)."""
-    if not benchmark and not images_dir:
+def results_folder(
+    benchmark: str | None, images_dir: str | None, verdicts_file: str | None, default: str
+) -> str:
+    """Where a run's results go: ``default`` for the catalog's benchmark judged on the generated images
+    (the tracked default run), else ``data/08_reporting/benchmarks/<benchmark>/<what was scored>``, the
+    last part being the images folder's name or ``verdicts_<file name>`` (nothing for the generated
+    images), so runs on other benchmarks, other images or another system's verdicts never write over it.
+    A catalog resolver (``sciir.results``)."""
+    if not benchmark and not images_dir and not verdicts_file:
         return default
     folder = f"{BENCHMARKS_FOLDER}/{benchmark_name(benchmark) if benchmark else SAMPLE_BENCHMARK}"
+    if verdicts_file:
+        return f"{folder}/verdicts_{benchmark_name(verdicts_file)}"
     return f"{folder}/{Path(str(images_dir)).name}" if images_dir else folder
 
 
 # Settings that move a run's results to their own folder; the catalog sees only those given on the command
 # line (``--params``), so a value set in a conf file would leave the results on top of the default run's.
-SCOPING_SETTINGS = ("benchmark", "images_dir")
+SCOPING_SETTINGS = ("benchmark", "images_dir", "verdicts_file")
 
 
 def settings_outside_command_line(evaluate: dict[str, Any], runtime: dict[str, Any]) -> list[str]:

@@ -72,11 +72,12 @@ def leaderboard_text(board: pd.DataFrame) -> str:
 
 
 def print_run_summary(catalog: Any, project_path: Path, runtime_params: dict[str, Any] | None = None) -> None:
-    """The leaderboard in words, and where the report and the MLflow UI are; a run on another benchmark
-    or folder of images (``runtime_params``) has its report in its own results folder."""
+    """The leaderboard in words, and where the report and the MLflow UI are; a run on another benchmark,
+    folder of images or verdicts file (``runtime_params``) has its report in its own results folder."""
     board = catalog.load("leaderboard")
     evaluate = (runtime_params or {}).get("evaluate") or {}
-    folder = results_folder(evaluate.get("benchmark"), evaluate.get("images_dir"), "data/08_reporting")
+    scope = (evaluate.get(name) for name in ("benchmark", "images_dir", "verdicts_file"))
+    folder = results_folder(*scope, "data/08_reporting")
     report = project_path / folder / "report" / "index.html"
     print(f"\n{leaderboard_text(board)}")
     print(f"\nReport: {report}")

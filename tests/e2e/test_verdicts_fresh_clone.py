@@ -35,7 +35,10 @@ def test_a_verdicts_file_is_scored_without_any_other_stage(fresh, kedro):
         "evaluate.verdicts_file=answers.csv,evaluate.aggregation=dsg",
     )
     assert result.returncode == 0, result.stderr[-6000:]
-    board = pd.read_csv(fresh / "data" / "08_reporting" / "leaderboard.csv").set_index("model")
+    results = fresh / "data" / "08_reporting" / "benchmarks" / "sciir_bench" / "verdicts_answers"
+    assert not (fresh / "data" / "08_reporting" / "leaderboard.csv").exists()  # the default run's
+    assert (results / "report" / "index.html").is_file() and (results / "evaluate.json").is_file()
+    board = pd.read_csv(results / "leaderboard.csv").set_index("model")
     # mine: p1 1, p2 (yes, no) 1/2 -> 0.75; theirs: p1 q1 "no" fails q2 by DSG -> 0, p2 q1 yes -> 1 -> 0.5
     assert board.loc["mine", "final"] == pytest.approx(0.75) and board.loc["mine", "final_n"] == 2
     assert board.loc["theirs", "final"] == pytest.approx(0.5)

@@ -58,16 +58,20 @@ def evaluation_inputs(
         known = [table for table in (benchmark, checklists) if not is_missing(table)]
         source = {"name": SAMPLE_BENCHMARK, "sha256": table_sha256(*known), "source": "catalog"}
         outputs = (benchmark, checklists, aibench_qa, source)
-    _tag_run(source, params.get("images_dir"))
+    _tag_run(source, params.get("images_dir"), params.get("verdicts_file"))
     return outputs
 
 
-def _tag_run(source: dict[str, str], images_dir: str | None) -> None:
-    """Tag the active MLflow run (none outside ``kedro run``) with what was evaluated."""
+def _tag_run(source: dict[str, str], images_dir: str | None, verdicts_file: str | None) -> None:
+    """Tag the active MLflow run (none outside ``kedro run``) with what was evaluated: the benchmark, and
+    the images judged or, when no image was judged, the verdicts file scored."""
     import mlflow
 
     if mlflow.active_run() is None:
         return
     tags = {f"sciir.benchmark.{key}": value for key, value in source.items()}
-    tags["sciir.images"] = str(images_dir) if images_dir else "generations"
+    if verdicts_file:
+        tags["sciir.verdicts_file"] = str(verdicts_file)
+    else:
+        tags["sciir.images"] = str(images_dir) if images_dir else "generations"
     mlflow.set_tags(tags)
