@@ -214,8 +214,8 @@ def test_a_reply_missing_required_keys_fails_with_the_raw_text() -> None:
     with FakeOpenAIServer(responder=_fixed('{"verdicts": []}')) as srv:
         [result] = _vlm(srv, invalid_reply_retries=0).generate([_judge_request()])
     assert result.failure == (
-        "invalid reply for task judge: does not match its JSON schema: answers: Field required; "
-        "verdicts: Extra inputs are not permitted"
+        "invalid reply for task judge: does not match its JSON schema: answers: a required property is "
+        "missing; verdicts: not a property of this object"
     )
     assert result.raw == '{"verdicts": []}'
 
@@ -317,7 +317,7 @@ def test_a_reply_of_the_wrong_shape_deep_inside_is_retried_then_fails_naming_the
     assert attempts == 2
     assert result.output is None
     assert result.failure.startswith("invalid reply for task judge: does not match its JSON schema: ")
-    assert "answers.1.verdict: Value error, 'maybe' is not one of ['yes', 'no', None]" in result.failure
+    assert "answers.1.verdict: 'maybe' is not one of ['yes', 'no', None]" in result.failure
     assert json.loads(result.raw)["answers"][1]["verdict"] == "maybe"
 
 
@@ -334,16 +334,16 @@ def test_a_null_verdict_fits_the_judge_schema_and_stays_an_abstention() -> None:
     "value, problems",
     [
         ({"answers": [{"id": "q1", "evidence": "e", "reasoning": "r", "verdict": "yes"}]}, []),
-        ({"answers": "yes"}, ["answers: Input should be a valid list"]),
+        ({"answers": "yes"}, ["answers: 'yes' is not of type 'array'"]),
         (
             {"answers": [{"id": 1, "evidence": "e", "reasoning": "r", "verdict": "no"}]},
-            ["answers.0.id: Input should be a valid string"],
+            ["answers.0.id: 1 is not of type 'string'"],
         ),
         (
             {"answers": [{"id": "q1", "evidence": "e", "verdict": "no"}]},
-            ["answers.0.reasoning: Field required"],
+            ["answers.0.reasoning: a required property is missing"],
         ),
-        ({"answers": [], "note": "x"}, ["note: Extra inputs are not permitted"]),
+        ({"answers": [], "note": "x"}, ["note: not a property of this object"]),
     ],
 )
 def test_judge_replies_are_checked_for_nested_types_required_fields_and_extras(value, problems) -> None:
@@ -366,30 +366,45 @@ def test_pydantic_generated_schemas_with_refs_unions_and_bounds_are_checked() ->
     assert schema_problems({"questions": [question]}, checklist_schema) == []
     bad = {**question, "layer": True, "expected_text": 5}
     assert schema_problems({"questions": [bad]}, checklist_schema) == [
-        "questions.0.expected_text: Input should be a valid string",
-        "questions.0.layer: Value error, True is not one of [1, 2]",
+        "questions.0.expected_text: 5 is not valid under any of the given schemas",
+        "questions.0.layer: True is not of type 'integer'",
+        "questions.0.layer: True is not one of [1, 2]",
     ]
     assert schema_problems({"questions": []}, checklist_schema) == [
-        "questions: List should have at least 1 item after validation, not 0"
+        "questions: [] should be non-empty"
     ]
     scores = {"entity": 11, "process": "3", "law": 2, "rationale": "r"}
     assert schema_problems(scores, TASKS["track_scores"].schema) == [
-        "entity: Input should be less than or equal to 10",
-        "process: Input should be a valid integer",
+        "entity: 11 is greater than the maximum of 10",
+        "process: '3' is not of type 'integer'",
     ]
 
 
 def test_a_schema_that_cannot_be_checked_fails_the_request_before_it_is_sent() -> None:
-    schema = {"type": "object", "allOf": [{"required": ["a"]}, {"required": ["b"]}]}
+    schema = {"type": "object", "properties": {"a": {"$ref": "#/$defs/missing"}}}
     with FakeOpenAIServer() as srv:
         [result] = _vlm(srv).generate([VLMRequest(task="t", prompt="p", json_schema=schema)])
         sent = srv.stats.chat_requests
     assert sent == 0
-    assert result.failure == (
-        "task t: replies cannot be checked against its JSON schema: allOf with more than one schema"
+    assert result.failure.startswith(
+        "task t: replies cannot be checked against its JSON schema: $ref '#/$defs/missing' cannot be "
+        "resolved within the schema"
     )
     with pytest.raises(UnsupportedSchema, match="refers to itself"):
         reply_validator({"$defs": {"n": {"$ref": "#/$defs/n"}}, "$ref": "#/$defs/n"})
+    with pytest.raises(UnsupportedSchema, match="not a valid JSON schema at type"):
+        reply_validator({"type": "text"})
+    with pytest.raises(UnsupportedSchema, match="cannot be resolved"):
+        reply_validator({"$ref": "https://example.org/schema.json"})  # never fetched
+
+
+def test_one_of_means_exactly_one_and_all_of_means_every_one() -> None:
+    one_of = {"oneOf": [{"type": "integer"}, {"type": "number"}]}
+    assert schema_problems(2.5, one_of) == []
+    assert schema_problems(2, one_of)  # an integer is a number too: two alternatives match
+    all_of = {"type": "object", "allOf": [{"required": ["a"]}, {"required": ["b"]}]}
+    assert schema_problems({"a": 1, "b": 2}, all_of) == []
+    assert schema_problems({"a": 1}, all_of) == ["b: a required property is missing"]
 
 
 def test_sampled_decoding_needs_a_seed_and_sends_it() -> None:

@@ -308,8 +308,8 @@ def test_a_reply_holding_the_required_keys_is_parsed(text, output):
 @pytest.mark.parametrize(
     ("text", "cut_at", "reason"),
     [
-        ('{"answer": "yes"}', None, "verdict: Field required"),
-        ('{"verdict": 1}', None, "verdict: Input should be a valid string"),
+        ('{"answer": "yes"}', None, "verdict: a required property is missing"),
+        ('{"verdict": 1}', None, "verdict: 1 is not of type 'string'"),
         ('["yes"]', None, "expected a JSON object"),
         ('{"verdict": "ye', 8, "(the reply was cut at max_new_tokens=8)"),
     ],

@@ -1,6 +1,8 @@
 """Parsing and validating a model's reply: JSON objects, checked against the request's JSON schema.
 
-Shared by every vision-language backend, so a reply is judged the same way whoever served it.
+Shared by every vision-language backend, so a reply is judged the same way whoever served it. Replies are
+checked by ``jsonschema`` (draft 2020-12, every keyword with its meaning: ``oneOf`` is exactly one,
+``true`` is not ``1``); formats are annotations only, as in most structured-output servers.
 """
 
 from __future__ import annotations
@@ -8,10 +10,14 @@ from __future__ import annotations
 import functools
 import json
 import re
-from collections.abc import Callable, Iterable, Mapping
-from typing import Annotated, Any, Union
+from collections.abc import Iterable, Iterator, Mapping
+from typing import Any
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, create_model
+from jsonschema import Draft202012Validator
+from jsonschema.exceptions import SchemaError, ValidationError
+from referencing import Registry
+from referencing.exceptions import Unresolvable
+from referencing.jsonschema import DRAFT202012
 
 _FENCED = re.compile(r"^```[\w-]*[ \t]*\n?(.*?)\n?```$", re.DOTALL)
 # Reasoning models served without a reasoning parser put their thinking before the answer.
@@ -48,152 +54,86 @@ def parse_json_object(text: str, required: Iterable[str] = ()) -> dict[str, Any]
     return value
 
 
-_STRICT = ConfigDict(strict=True)
-# JSON schema keyword -> pydantic Field argument, per JSON type.
-_NUMBER_BOUNDS = {"minimum": "ge", "maximum": "le", "exclusiveMinimum": "gt", "exclusiveMaximum": "lt"}
-_STRING_BOUNDS = {"minLength": "min_length", "maxLength": "max_length", "pattern": "pattern"}
-_ARRAY_BOUNDS = {"minItems": "min_length", "maxItems": "max_length"}
-
-
 class UnsupportedSchema(ValueError):
-    """A request's JSON schema uses a construct the reply validator cannot express."""
+    """A request's JSON schema that replies cannot be checked against (not a valid JSON schema, or a
+    reference that cannot be resolved locally)."""
 
 
-def _json_equal(left: Any, right: Any) -> bool:
-    """Equality as JSON means it: ``true`` is not ``1``, while ``1`` is ``1.0``."""
-    numbers = [isinstance(value, int | float) and not isinstance(value, bool) for value in (left, right)]
-    if all(numbers):
-        return left == right
-    return type(left) is type(right) and left == right
-
-
-def _one_of(options: list[Any]) -> Callable[[Any], Any]:
-    """A validator accepting exactly the JSON values in ``options`` (a schema's ``enum``)."""
-
-    def check(value: Any) -> Any:
-        if not any(_json_equal(value, option) for option in options):
-            raise ValueError(f"{value!r} is not one of {options}")
-        return value
-
-    return check
-
-
-def _constraints(schema: Mapping[str, Any], names: Mapping[str, str]) -> Any:
-    """A pydantic ``Field`` carrying the schema keywords in ``names`` (JSON keyword -> Field argument)."""
-    return Field(**{argument: schema[keyword] for keyword, argument in names.items() if keyword in schema})
-
-
-class _SchemaTranslator:
-    """Turns a JSON schema into a strict pydantic type: an object becomes a model, an enum a validator.
-
-    Covers what structured-output schemas use (OpenAI strict mode, vLLM guided decoding, pydantic's
-    ``model_json_schema``): ``type`` (one or a list), ``enum``, ``const``, ``properties``, ``required``,
-    ``additionalProperties: false``, ``items``, ``minItems``/``maxItems``, ``minLength``/``maxLength``/
-    ``pattern``, ``minimum``/``maximum`` (and exclusive), ``anyOf``/``oneOf`` (both as "any of"), a
-    single-schema ``allOf`` and local ``$ref``. Annotations (``title``, ``description``, ``default``) and
-    formats are ignored; an ``additionalProperties`` schema lets extra properties through unchecked.
-    """
-
-    def __init__(self, root: Mapping[str, Any]) -> None:
-        self.root = root
-        self._refs: dict[str, Any] = {}
-        self._resolving: set[str] = set()
-        self._types: dict[str, Callable[[Mapping[str, Any]], Any]] = {
-            "object": self._object,
-            "array": self._array,
-            "string": lambda s: Annotated[str, _constraints(s, _STRING_BOUNDS)],
-            "integer": lambda s: Annotated[int, _constraints(s, _NUMBER_BOUNDS)],
-            "number": lambda s: Annotated[float, _constraints(s, _NUMBER_BOUNDS)],
-            "boolean": lambda s: bool,
-            "null": lambda s: None,
-        }
-
-    def annotation(self, schema: Any) -> Any:
-        """The pydantic type that accepts what ``schema`` accepts."""
-        if schema is True or schema == {}:
-            return Any
-        if schema is False:
-            raise UnsupportedSchema("a 'false' schema accepts no value")
-        if "$ref" in schema:
-            return self._resolve(schema["$ref"])
-        if "enum" in schema or "const" in schema:
-            options = schema["enum"] if "enum" in schema else [schema["const"]]
-            return Annotated[Any, AfterValidator(_one_of(options))]
-        alternatives = schema.get("anyOf", schema.get("oneOf"))
-        if alternatives is not None:
-            return Union[tuple(self.annotation(option) for option in alternatives)]  # noqa: UP007
-        if "allOf" in schema:
-            if len(schema["allOf"]) != 1:
-                raise UnsupportedSchema("allOf with more than one schema")
-            return self.annotation(schema["allOf"][0])
-        names = schema.get("type")
-        if names is None:
-            return Any
-        if isinstance(names, str):
-            return self._typed(names, schema)
-        return Union[tuple(self._typed(name, schema) for name in names)]  # noqa: UP007
-
-    def _typed(self, name: str, schema: Mapping[str, Any]) -> Any:
-        if name not in self._types:
-            raise UnsupportedSchema(f"unknown JSON type {name!r}")
-        return self._types[name](schema)
-
-    def _resolve(self, ref: str) -> Any:
-        """The type of the schema a local ``$ref`` such as ``#/$defs/Question`` points to, built once."""
-        if ref in self._refs:
-            return self._refs[ref]
-        if not ref.startswith("#") or ref in self._resolving:
-            raise UnsupportedSchema(f"$ref {ref!r} is not local (#/...) or refers to itself")
-        target: Any = self.root
-        for part in filter(None, ref[1:].split("/")):
-            target = target[part.replace("~1", "/").replace("~0", "~")]
-        self._resolving.add(ref)
-        self._refs[ref] = self.annotation(target)
-        self._resolving.discard(ref)
-        return self._refs[ref]
-
-    def _array(self, schema: Mapping[str, Any]) -> Any:
-        items = self.annotation(schema.get("items", True))
-        return Annotated[list[items], _constraints(schema, _ARRAY_BOUNDS)]  # type: ignore[valid-type]
-
-    def _object(self, schema: Mapping[str, Any]) -> Any:
-        """A model for an object schema; fields are named by position and aliased, so any key works."""
-        properties = dict(schema.get("properties", {}))
-        required = schema.get("required", [])
-        properties.update({key: True for key in required if key not in properties})
-        fields = {
-            f"field_{number}": (self.annotation(sub), Field(... if key in required else None, alias=key))
-            for number, (key, sub) in enumerate(properties.items())
-        }
-        extra = "forbid" if schema.get("additionalProperties", True) is False else "allow"
-        config = ConfigDict(strict=True, extra=extra)
-        return create_model(str(schema.get("title", "Reply")), __config__=config, **fields)
-
-
-@functools.lru_cache(maxsize=64)
-def _validator_for(schema_json: str) -> TypeAdapter[Any]:
+# Validators kept: a judge request's schema names its sample's question ids, so a run has one per sample;
+# checking a schema against the meta-schema (about 3 ms) then happens once per sample, not per image.
+@functools.lru_cache(maxsize=4096)
+def _validator_for(schema_json: str) -> Draft202012Validator:
     schema = json.loads(schema_json)
-    annotation = _SchemaTranslator(schema).annotation(schema)
-    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
-        return TypeAdapter(annotation)  # a model carries its own strict config
-    return TypeAdapter(annotation, config=_STRICT)
+    try:
+        Draft202012Validator.check_schema(schema)
+    except SchemaError as err:
+        where = "/".join(map(str, err.path)) or "(top level)"
+        raise UnsupportedSchema(f"not a valid JSON schema at {where}: {err.message}") from None
+    _check_references(schema)
+    return Draft202012Validator(schema)
 
 
-def reply_validator(schema: Mapping[str, Any]) -> TypeAdapter[Any]:
-    """A strict pydantic validator for values that must fit ``schema``, built once per distinct schema.
+def _references(schema: Any) -> Iterator[str]:
+    """Every ``$ref`` in ``schema``, at any depth."""
+    if isinstance(schema, dict):
+        if isinstance(schema.get("$ref"), str):
+            yield schema["$ref"]
+        for value in schema.values():
+            yield from _references(value)
+    elif isinstance(schema, list):
+        for value in schema:
+            yield from _references(value)
 
-    Raises :class:`UnsupportedSchema` for a schema it cannot express.
-    """
+
+def _check_references(schema: Mapping[str, Any]) -> None:
+    """Refuse, before any request is sent, a ``$ref`` that leads outside the schema (jsonschema would not
+    fetch it: no registry is given) or round a loop of references with nothing between."""
+    resolver = Registry().with_resource("", DRAFT202012.create_resource(schema)).resolver()
+    for ref in set(_references(schema)):
+        seen: set[str] = set()
+        while ref not in seen:
+            seen.add(ref)
+            try:
+                target = resolver.lookup(ref).contents
+            except Unresolvable as err:
+                raise UnsupportedSchema(f"$ref {ref!r} cannot be resolved within the schema ({err})") from None
+            if not (isinstance(target, dict) and isinstance(target.get("$ref"), str)):
+                break
+            ref = target["$ref"]
+        else:
+            raise UnsupportedSchema(f"$ref {ref!r} refers to itself")
+
+
+def reply_validator(schema: Mapping[str, Any]) -> Draft202012Validator:
+    """A JSON Schema (draft 2020-12) validator for values that must fit ``schema``, built once per distinct
+    schema (``jsonschema``). Raises :class:`UnsupportedSchema` for a schema that is not valid."""
     return _validator_for(json.dumps(schema, sort_keys=True))
 
 
+def _joined(path: Iterable[Any]) -> str:
+    return ".".join(map(str, path)) or "(top level)"
+
+
+def _problems(error: ValidationError) -> list[tuple[list[str], str]]:
+    """(path, what is wrong) for one error; a missing or an unexpected property is named in the path."""
+    path = [str(part) for part in error.absolute_path]
+    if error.validator == "required" and isinstance(error.instance, dict):
+        missing = [key for key in error.validator_value if error.message.startswith(f"{key!r} ")]
+        return [([*path, key], "a required property is missing") for key in missing[:1]] or [
+            (path, error.message)
+        ]
+    if error.validator == "additionalProperties" and isinstance(error.instance, dict):
+        allowed = set((error.schema or {}).get("properties", {}))
+        extras = sorted(key for key in error.instance if key not in allowed)
+        return [([*path, key], "not a property of this object") for key in extras] or [(path, error.message)]
+    return [(path, error.message)]
+
+
 def schema_problems(value: Any, schema: Mapping[str, Any]) -> list[str]:
-    """Every place where ``value`` does not fit ``schema``, as ``"<path>: <what is wrong>"``."""
-    try:
-        reply_validator(schema).validate_python(value)
-    except ValidationError as err:
-        return [f"{'.'.join(map(str, e['loc'])) or '(top level)'}: {e['msg']}" for e in err.errors()]
-    return []
+    """Every place where ``value`` does not fit ``schema``, as ``"<path>: <what is wrong>"``, in path order
+    (:class:`UnsupportedSchema` for a schema replies cannot be checked against)."""
+    found = [problem for error in reply_validator(schema).iter_errors(value) for problem in _problems(error)]
+    return [f"{_joined(path)}: {message}" for path, message in sorted(found)]
 
 
 def parse_reply(text: str, schema: Mapping[str, Any] | None) -> dict[str, Any]:
