@@ -13,9 +13,9 @@ from scipy import stats
 from sciir.agreement import (
     AGREEMENT_COLUMNS,
     agreement_table,
-    coincidence_matrix,
     krippendorff_alpha,
     mean_pairwise_spearman,
+    pairable_values,
     reliability_matrix,
 )
 
@@ -43,14 +43,10 @@ def test_alpha_reproduces_krippendorff_2011(level, published):
     assert result.n_used == 40 and result.n_units == 12 and result.n_raters == 4 and result.reason is None
 
 
-def test_coincidence_matrix_of_the_worked_example():
-    values, coincidences = coincidence_matrix(KRIPPENDORFF_2011)
-    assert list(values) == [1, 2, 3, 4, 5]
-    # Counted by hand from the units with 2+ values: n_c = 9, 13, 10, 5, 3 (n = 40);
-    # o_11 = 3*2/2 (unit 1) + 3*2/3 (unit 8) + 2*1/1 (unit 11) = 7; o_12 = 1/3 (unit 6) + 3/3 (unit 8).
-    assert coincidences.sum(axis=1) == pytest.approx([9, 13, 10, 5, 3])
-    assert coincidences[0, 0] == pytest.approx(7) and coincidences[0, 1] == pytest.approx(4 / 3)
-    assert np.allclose(coincidences, coincidences.T)
+def test_pairable_values_of_the_worked_example():
+    # Counted by hand: 12 units, unit 12 has one rating (not pairable); the others give 40 values.
+    assert pairable_values(KRIPPENDORFF_2011) == 40
+    assert pairable_values(KRIPPENDORFF_2011[:, :1]) == 0
 
 
 @pytest.mark.parametrize("level", ["nominal", "ordinal", "interval", "ratio"])

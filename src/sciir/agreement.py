@@ -1,15 +1,9 @@
 """Agreement between raters: Krippendorff's alpha and the mean pairwise Spearman correlation.
 
-Krippendorff's alpha follows its definition (Krippendorff 2011, "Computing Krippendorff's
-Alpha-Reliability"): from the reliability data (images x raters, missing ratings allowed) build the
-coincidence matrix o_ck of pairable values (each image with m >= 2 ratings adds 1 / (m - 1) for every
-ordered pair of its values), its marginals n_c and total n, then
-
-    alpha = 1 - (n - 1) * sum_ck o_ck delta2_ck / sum_ck n_c n_k delta2_ck
-
-with the difference function delta2 of the level of measurement: nominal (c != k), ordinal
-(sum of the marginals from c to k minus half of n_c and n_k, squared), interval ((c - k)^2) or ratio
-(((c - k) / (c + k))^2). Images with a single rating are not pairable and do not count.
+Krippendorff's alpha (Krippendorff 2011, "Computing Krippendorff's Alpha-Reliability") comes from the
+``krippendorff`` package, at the level of measurement asked for (nominal, ordinal, interval, ratio), on
+the reliability data (images x raters, missing ratings allowed). Images with a single rating are not
+pairable and do not count.
 
 With fewer than two raters, no pairable image or no variation at all, a value is NaN with a
 logged reason (e.g. the embedded sample has one oracle rater: agreement is not applicable).
@@ -20,10 +14,10 @@ from __future__ import annotations
 import itertools
 import logging
 import math
-from collections.abc import Callable
 from dataclasses import asdict, dataclass, replace
 from typing import Literal
 
+import krippendorff
 import numpy as np
 import pandas as pd
 
@@ -61,47 +55,10 @@ def reliability_matrix(ratings: pd.DataFrame) -> pd.DataFrame:
     return ratings.pivot(index="image_id", columns="rater_id", values="score").astype(float)
 
 
-def coincidence_matrix(units: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """The sorted distinct values and the coincidence matrix of an images x raters array (NaN = missing)."""
-    values = np.unique(units[~np.isnan(units)])
-    # counts[u, c]: how many raters gave value c to image u
-    counts = np.stack([(units == value).sum(axis=1) for value in values], axis=1).astype(float)
-    pairable = counts.sum(axis=1)
-    counts = counts[pairable >= 2]
-    weights = counts / (counts.sum(axis=1, keepdims=True) - 1)
-    # sum over images of n_uc * n_uk / (m_u - 1), minus the pairings of a value with itself
-    return values, counts.T @ weights - np.diag(weights.sum(axis=0))
-
-
-def _nominal(values: np.ndarray, _marginals: np.ndarray) -> np.ndarray:
-    return (values[:, None] != values[None, :]).astype(float)
-
-
-def _ordinal(_values: np.ndarray, marginals: np.ndarray) -> np.ndarray:
-    index = np.arange(marginals.size)
-    low, high = np.minimum.outer(index, index), np.maximum.outer(index, index)
-    cumulative = np.cumsum(marginals)
-    between = cumulative[high] - cumulative[low] + marginals[low]  # sum of n_g for g from low to high
-    return (between - (marginals[low] + marginals[high]) / 2) ** 2
-
-
-def _interval(values: np.ndarray, _marginals: np.ndarray) -> np.ndarray:
-    return (values[:, None] - values[None, :]) ** 2
-
-
-def _ratio(values: np.ndarray, _marginals: np.ndarray) -> np.ndarray:
-    total = values[:, None] + values[None, :]
-    with np.errstate(invalid="ignore", divide="ignore"):
-        delta = ((values[:, None] - values[None, :]) / total) ** 2
-    return np.where(total == 0, 0.0, delta)
-
-
-DIFFERENCES: dict[Level, Callable[[np.ndarray, np.ndarray], np.ndarray]] = {
-    "nominal": _nominal,
-    "ordinal": _ordinal,
-    "interval": _interval,
-    "ratio": _ratio,
-}
+def pairable_values(units: np.ndarray) -> int:
+    """How many ratings alpha is computed from: those of images rated by two raters or more."""
+    per_image = (~np.isnan(units)).sum(axis=1)
+    return int(per_image[per_image >= 2].sum())
 
 
 def _not_applicable(n_raters: int) -> str:
@@ -111,23 +68,18 @@ def _not_applicable(n_raters: int) -> str:
 def krippendorff_alpha(units: np.ndarray, level: Level = "interval") -> Agreement:
     """Krippendorff's alpha of an images x raters array (NaN = missing) at the given level of measurement."""
     n_units, n_raters = units.shape
-    values, coincidences = coincidence_matrix(units)
-    marginals = coincidences.sum(axis=1)
-    total = float(marginals.sum())
-    result = Agreement(
-        "krippendorff_alpha", level, math.nan, n_units, n_raters, round(total), "pairable values"
-    )
-    reason = None
+    total = pairable_values(units)
+    result = Agreement("krippendorff_alpha", level, math.nan, n_units, n_raters, total, "pairable values")
+    paired = units[(~np.isnan(units)).sum(axis=1) >= 2]
     if n_raters < 2:
         reason = _not_applicable(n_raters)
     elif total < 2:
         reason = "no image was rated by two or more raters"
+    elif np.unique(paired[~np.isnan(paired)]).size < 2:
+        reason = f"all {total} pairable values are equal: no variation to agree on"
     else:
-        delta = DIFFERENCES[level](values, marginals)
-        expected = float(marginals @ delta @ marginals)
-        if expected > 0:
-            return replace(result, value=1 - (total - 1) * float((coincidences * delta).sum()) / expected)
-        reason = f"all {round(total)} pairable values are equal: no variation to agree on"
+        value = krippendorff.alpha(reliability_data=units.T, level_of_measurement=level)
+        return replace(result, value=float(value))
     logger.warning("Krippendorff's alpha undefined: %s", reason)
     return replace(result, reason=reason)
 
