@@ -8,13 +8,12 @@ import pandas as pd
 import pytest
 
 from sciir.selection import (
-    LeakageError,
-    assert_no_leakage,
     benchmark_table,
     candidates,
     group_of,
     iqr_filter,
     pick_per_group,
+    train_candidates,
     train_table,
 )
 
@@ -139,17 +138,14 @@ def test_iqr_filter_skips_small_pools_and_trims_outliers() -> None:
     assert "kept 6 of 8" in note
 
 
-def test_train_split_excludes_the_benchmark(annotations: pd.DataFrame) -> None:
-    train = train_table(annotations, ["all-a", "el-a"], "data/03_primary/images/")
-    assert sorted(train["sample_id"]) == ["all-b", "all-c", "all-d", "ent-a", "ep-a", "lp-a"]
+def test_train_candidates_exclude_the_benchmark_and_the_table_prompts_them(annotations: pd.DataFrame) -> None:
+    candidates_ids = train_candidates(annotations, ["all-a", "el-a"])
+    assert candidates_ids == ["all-b", "all-c", "all-d", "ent-a", "ep-a", "lp-a"]
+    train = train_table(annotations, candidates_ids[1:], "data/03_primary/images/")
+    assert list(train["sample_id"]) == candidates_ids[1:]
     row = train.set_index("sample_id").loc["ent-a"]
     assert row["prompt"] == "rcot of ent-a"
     assert row["image_path"] == "data/03_primary/images/ent-a.png"
-
-
-def test_leakage_is_an_error() -> None:
-    with pytest.raises(LeakageError, match="'s1'"):
-        assert_no_leakage(["s1", "s2"], ["s1", "s3"])
 
 
 def test_no_candidates_give_an_empty_benchmark_with_the_contract_columns(annotations: pd.DataFrame) -> None:

@@ -41,35 +41,57 @@ def _bands(value: int, count: int) -> list[tuple[int, int]]:
     ]
 
 
+class BandIndex:
+    """Hashes indexed by band (see the module docstring): those within ``max_distance`` bits of a query
+    are found without comparing all pairs."""
+
+    def __init__(self, max_distance: int) -> None:
+        if max_distance < 0 or max_distance > 31:
+            raise ValueError(f"near-duplicate distance must be 0-31 bits, got {max_distance}")
+        self.max_distance = max_distance
+        self._buckets: dict[tuple[int, int], list[int]] = {}
+        self._hashes: dict[int, int] = {}
+
+    def add(self, index: int, value: int) -> None:
+        self._hashes[index] = value
+        for key in _bands(value, self.max_distance + 1):
+            self._buckets.setdefault(key, []).append(index)
+
+    def nearest(self, value: int) -> tuple[int, int] | None:
+        """(index, distance) of the lowest-indexed hash within ``max_distance`` bits, or None."""
+        keys = _bands(value, self.max_distance + 1)
+        for other in sorted({other for key in keys for other in self._buckets.get(key, [])}):
+            distance = hamming(value, self._hashes[other])
+            if distance <= self.max_distance:
+                return other, distance
+        return None
+
+
 def first_copies(hashes: Sequence[int | None], max_distance: int) -> list[tuple[int, int] | None]:
     """Per hash, (index of the earlier hash it nearly duplicates, distance), or None for a first copy.
 
     None hashes (panels not hashed) are never duplicates. The earliest kept original wins, so the
     outcome follows the input order.
     """
-    if max_distance < 0 or max_distance > 31:
-        raise ValueError(f"near-duplicate distance must be 0-31 bits, got {max_distance}")
-    buckets: dict[tuple[int, int], list[int]] = {}
+    index = BandIndex(max_distance)
     result: list[tuple[int, int] | None] = []
-    for index, value in enumerate(hashes):
-        if value is None:
-            result.append(None)
-            continue
-        keys = _bands(value, max_distance + 1)
-        candidates = sorted({other for key in keys for other in buckets.get(key, [])})
-        match = next(
-            (
-                (other, hamming(value, hashes[other]))
-                for other in candidates  # type: ignore[arg-type]
-                if hamming(value, hashes[other]) <= max_distance
-            ),  # type: ignore[arg-type]
-            None,
-        )
+    for position, value in enumerate(hashes):
+        match = None if value is None else index.nearest(value)
         result.append(match)
-        if match is None:
-            for key in keys:
-                buckets.setdefault(key, []).append(index)
+        if value is not None and match is None:
+            index.add(position, value)
     return result
+
+
+def copies_of(
+    originals: Sequence[int | None], hashes: Sequence[int | None], max_distance: int
+) -> list[tuple[int, int] | None]:
+    """Per hash, (index of an original it nearly duplicates, distance), or None; None hashes match nothing."""
+    index = BandIndex(max_distance)
+    for position, value in enumerate(originals):
+        if value is not None:
+            index.add(position, value)
+    return [None if value is None else index.nearest(value) for value in hashes]
 
 
 def hex_hash(value: int) -> str:

@@ -1,4 +1,4 @@
-"""Benchmark selection of SciIR appendix C, and the leakage-free train split.
+"""Benchmark selection of SciIR appendix C, and the train split (its leakage control: ``sciir.leakage``).
 
 Candidates are annotated samples with labels on at least two tracks. An optional IQR filter
 keeps term counts inside [Q1, Q3] (C.1); each candidate joins the group named by its exact label
@@ -29,10 +29,6 @@ INTRINSIC_REASONING = "intrinsic_reasoning"
 SETTINGS = (INSTRUCTION_FOLLOWING, INTRINSIC_REASONING)
 BENCHMARK_COLUMNS = ("sample_id", "group", "setting", "tracks", "term_count", "prompt", "plan")
 TRAIN_COLUMNS = ("sample_id", "prompt", "image_path")
-
-
-class LeakageError(ValueError):
-    """A benchmark sample would also be trained on."""
 
 
 def _is_on(label: object) -> bool:
@@ -133,19 +129,18 @@ def benchmark_table(selected: pd.DataFrame) -> pd.DataFrame:
     return ordered[list(BENCHMARK_COLUMNS)].reset_index(drop=True)
 
 
-def assert_no_leakage(benchmark_ids: Iterable[str], train_ids: Iterable[str]) -> None:
-    """Raise LeakageError naming the samples that are in both the benchmark and the train split."""
-    shared = sorted(set(benchmark_ids) & set(train_ids))
-    if shared:
-        raise LeakageError(f"{len(shared)} benchmark samples are also in the train split: {shared[:10]}")
-
-
-def train_table(annotations: pd.DataFrame, benchmark_ids: Iterable[str], image_dir: str) -> pd.DataFrame:
-    """Every labelled ``ok`` sample outside the benchmark, prompted by its Sci-RCoT."""
+def train_candidates(annotations: pd.DataFrame, benchmark_ids: Iterable[str]) -> list[str]:
+    """Every labelled ``ok`` sample outside the benchmark (before leakage control, ``sciir.leakage``)."""
     held_out = set(benchmark_ids)
+    return sorted(sid for sid in labelled(annotations)["sample_id"] if sid not in held_out)
+
+
+def train_table(annotations: pd.DataFrame, sample_ids: Iterable[str], image_dir: str) -> pd.DataFrame:
+    """The train split of ``sample_ids``, each prompted by its Sci-RCoT, in sample order."""
+    wanted = set(sample_ids)
     pool = labelled(annotations)
-    train = pool[~pool["sample_id"].isin(held_out)].sort_values("sample_id")
-    table = pd.DataFrame(
+    train = pool[pool["sample_id"].isin(wanted)].sort_values("sample_id")
+    return pd.DataFrame(
         {
             "sample_id": train["sample_id"],
             "prompt": train["sci_rcot"],
@@ -153,5 +148,3 @@ def train_table(annotations: pd.DataFrame, benchmark_ids: Iterable[str], image_d
         },
         columns=list(TRAIN_COLUMNS),
     ).reset_index(drop=True)
-    assert_no_leakage(held_out, table["sample_id"])
-    return table

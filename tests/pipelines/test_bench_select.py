@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+import io
 import json
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pytest
 from kedro.io import DataCatalog, MemoryDataset
 from kedro.runner import SequentialRunner
-from kedro_datasets.pandas import ParquetDataset
+from kedro_datasets.pandas import CSVDataset, ParquetDataset
+from PIL import Image
 
 from sciir.pipelines.bench_select import create_pipeline
 
@@ -34,7 +37,12 @@ SAMPLES = {
     "ep2": (True, True, False, 6),
     "e1": (True, False, False, 4),
     "none1": (False, False, False, 4),
+    # Planted leaks, single-track so never drawn into the benchmark themselves:
+    "e2": (True, False, False, 4),  # another panel of el1's source figure
+    "e3": (True, False, False, 4),  # lp1's image, smaller and as JPEG, from another article
 }
+SAME_FIGURE_AS = {"e2": "el1"}
+COPY_OF = {"e3": "lp1"}
 
 
 def _annotation(sample_id: str, entity: bool, process: bool, law: bool, n_terms: int) -> dict:
@@ -58,15 +66,27 @@ def _annotation(sample_id: str, entity: bool, process: bool, law: bool, n_terms:
 
 
 def _curated(sample_id: str) -> dict:
+    source = SAME_FIGURE_AS.get(sample_id, sample_id)
     return {
         "sample_id": sample_id,
-        "doi": f"10.1234/{sample_id}",
+        "doi": f"https://doi.org/10.1234/{source.upper()}" if sample_id in SAME_FIGURE_AS else f"10.1234/{source}",
         "url": f"https://example.org/{sample_id}",
         "figure_id": "F1",
         "licence_name": "CC BY 4.0",
         "licence_url": "https://creativecommons.org/licenses/by/4.0/",
         "status": "kept",
     }
+
+
+def _image(sample_id: str) -> Image.Image:
+    """A distinct image per sample (random blocks); a planted copy is its original, shrunk and as JPEG."""
+    if sample_id in COPY_OF:
+        buffer = io.BytesIO()
+        _image(COPY_OF[sample_id]).resize((96, 96), Image.Resampling.LANCZOS).save(buffer, "JPEG", quality=80)
+        return Image.open(io.BytesIO(buffer.getvalue())).convert("RGB")
+    seed = sum(sample_id.encode())
+    blocks = np.random.default_rng(seed).integers(0, 256, (8, 8, 3), dtype=np.uint8)
+    return Image.fromarray(blocks).resize((128, 128), Image.Resampling.NEAREST)
 
 
 @pytest.fixture(scope="module")
@@ -83,15 +103,18 @@ def outputs(tmp_path_factory) -> dict:
             "annotations": ParquetDataset(filepath=str(folder / "annotations.parquet")),
             "checklists": MemoryDataset(checklists),
             "curated": MemoryDataset(pd.DataFrame([_curated(sid) for sid in SAMPLES])),
+            "curated_images": MemoryDataset({sid: (lambda sid=sid: _image(sid)) for sid in SAMPLES}),
             "params:bench_select": MemoryDataset(PARAMS),
             "benchmark": ParquetDataset(filepath=str(folder / "benchmark.parquet")),
             "train_split": ParquetDataset(filepath=str(folder / "train_split.parquet")),
+            "leakage_report": CSVDataset(filepath=str(folder / "leakage_report.csv")),
         }
     )
     free = SequentialRunner().run(create_pipeline(), catalog)
     return {
         "benchmark": catalog.load("benchmark"),
         "train_split": catalog.load("train_split"),
+        "leakage_report": catalog.load("leakage_report"),
         **{name: dataset.load() for name, dataset in free.items()},
     }
 
@@ -119,12 +142,12 @@ def test_benchmark_groups_settings_and_cap(outputs: dict) -> None:
     assert json.loads(bench.loc["ep2", "plan"]) == {"labels": ["Term 0"], "edges": []}
 
 
-def test_train_split_holds_every_other_labelled_sample(outputs: dict) -> None:
+def test_train_split_holds_every_other_labelled_sample_but_the_leaks(outputs: dict) -> None:
     train = outputs["train_split"]
     bench_ids = set(outputs["benchmark"]["sample_id"])
     assert not bench_ids & set(train["sample_id"])
     labelled = {sid for sid, spec in SAMPLES.items() if any(spec[:3])}
-    assert set(train["sample_id"]) == labelled - bench_ids
+    assert set(train["sample_id"]) == labelled - bench_ids - {"e2", "e3"}
     assert "e1" in set(train["sample_id"])
     assert set(train["image_path"]) == {f"data/03_primary/images/{sid}.png" for sid in train["sample_id"]}
 
@@ -141,9 +164,20 @@ def test_release_card_counts_attributes_and_discloses_changes(outputs: dict) -> 
     assert "none1" not in card
 
 
+def test_the_leakage_report_says_what_was_removed_and_why(outputs: dict) -> None:
+    report = outputs["leakage_report"].set_index("sample_id")
+    assert sorted(report.index) == ["e2", "e3"]
+    assert report.loc["e2", "reason"] == "same source figure"
+    assert report.loc["e2", "benchmark_sample_id"] == "el1" and report.loc["e2", "detail"] == "10.1234/el1#F1"
+    assert report.loc["e3", "reason"] == "near-duplicate image"
+    assert report.loc["e3", "benchmark_sample_id"] == "lp1"
+
+
 def test_metrics(outputs: dict) -> None:
     metrics = outputs["bench_select_metrics"]
     assert metrics["group_All_Three"] == 3 and metrics["group_Entity_Process"] == 2
     assert metrics["benchmark_size"] == 7
     assert metrics["train_size"] == 2  # the All_Three sample left out by the cap, and e1
     assert metrics["setting_instruction_following"] + metrics["setting_intrinsic_reasoning"] == 7
+    assert metrics["train_leaks_removed"] == 2
+    assert metrics["train_leaks_same_source_figure"] == metrics["train_leaks_near_duplicate_image"] == 1

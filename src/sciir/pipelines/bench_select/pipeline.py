@@ -13,7 +13,8 @@ from sciir.pipelines.bench_select.nodes import (
 
 
 def create_pipeline(**kwargs) -> Pipeline:
-    """The ``bench_select`` pipeline (inputs: annotations, checklists, curated, params:bench_select)."""
+    """The ``bench_select`` pipeline (inputs: annotations, checklists, curated, curated_images,
+    params:bench_select)."""
     return Pipeline(
         [
             node(
@@ -24,8 +25,8 @@ def create_pipeline(**kwargs) -> Pipeline:
             ),
             node(
                 split_train,
-                ["annotations", "benchmark", "params:bench_select"],
-                "train_split",
+                ["annotations", "benchmark", "curated", "curated_images", "params:bench_select"],
+                ["train_split", "leakage_report"],
                 name="split_train",
             ),
             node(
@@ -36,7 +37,7 @@ def create_pipeline(**kwargs) -> Pipeline:
             ),
             node(
                 bench_select_metrics,
-                ["benchmark", "train_split"],
+                ["benchmark", "train_split", "leakage_report"],
                 "bench_select_metrics",
                 name="bench_select_metrics",
             ),
