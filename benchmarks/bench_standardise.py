@@ -9,11 +9,12 @@ transparent page), LZW TIFF with an sRGB ICC profile (as the IJM figures), 16-bi
 - **plain Pillow**: ``Image.open``, ``ImageOps.exif_transpose``, ``ImageCms.profileToProfile`` when a
   profile is embedded, ``convert("RGB")`` (alpha onto white; 16-bit grey /257), the B.2 edge colour on
   the whole array, ``resize(LANCZOS)``, paste on the padded canvas, ``save(format="PNG")``;
-- **SciIR**: ``sciir.image_decode.decode_file``, ``sciir.colour.normalise``, ``sciir.imaging.standardise``
-  (libvips' Lanczos-3 shrink and padding, sciir.vips_resize) and ``png_bytes``: the functions a curate
-  worker runs on a one-panel figure; its CPU time is also split by stage;
-- **floor**: SciIR's decode of the file plus its PNG encode of that file's standardised image (made
-  beforehand), with nothing between.
+- **SciIR**: ``sciir.image_decode.decode_file``, ``sciir.colour.normalise`` and
+  ``sciir.imaging.standardised_png`` (libvips' Lanczos-3 shrink and padding, sciir.vips_resize, then
+  ``encoded_png``; a grey image stays one band): the functions a curate worker runs on a one-panel
+  figure; its CPU time is also split by stage;
+- **floor**: SciIR's decode of the file plus its PNG encode of that file's standardised pixels (made
+  beforehand, in the bands SciIR writes), with nothing between.
 
 Each path runs in this one process over all files (after a warm-up read and one untimed image), timed
 in CPU seconds, so the images per second are per core. With ``--workers N`` SciIR's path is also run
@@ -37,7 +38,7 @@ from PIL import Image, ImageCms, ImageDraw, ImageFilter, ImageOps
 
 from sciir.colour import normalise
 from sciir.image_decode import decode_file
-from sciir.imaging import edge_colour, png_bytes, standardise
+from sciir.imaging import edge_colour, encoded_png, standardised_pixels, standardised_png
 from sciir.isolated import Failed, WorkerLimits, run_isolated
 
 SIZE = 1024
@@ -191,16 +192,16 @@ def plain_pillow(path: Path) -> bytes:
 def sciir_standardise(path: Path) -> bytes:
     """SciIR's decode, normalisation, standardisation and encoder (a curate worker's one-panel figure)."""
     image = normalise(decode_file(path)).image
-    return png_bytes(standardise(image, SIZE, TOLERANCE, DOMINANT_SHARE))
+    return standardised_png(image, SIZE, TOLERANCE, DOMINANT_SHARE)
 
 
-def floor_of(outputs: dict[Path, Image.Image]) -> Callable[[Path], bytes]:
+def floor_of(outputs: dict[Path, np.ndarray]) -> Callable[[Path], bytes]:
     """Decoding the file and encoding its standardised image (made beforehand), with nothing between:
     the part of SciIR's path that no resizing or conversion can remove."""
 
     def floor(path: Path) -> bytes:
         decode_file(path)
-        return png_bytes(outputs[path])
+        return encoded_png(outputs[path])
 
     return floor
 
@@ -214,9 +215,9 @@ def stage_milliseconds(paths: list[Path]) -> dict[str, float]:
         decoded_at = time.process_time()
         image = normalise(decoded).image
         normalised_at = time.process_time()
-        standardised = standardise(image, SIZE, TOLERANCE, DOMINANT_SHARE)
+        standardised = standardised_pixels(image, SIZE, TOLERANCE, DOMINANT_SHARE)
         standardised_at = time.process_time()
-        png_bytes(standardised)
+        encoded_png(standardised)
         ends = (decoded_at, normalised_at, standardised_at, time.process_time())
         for stage, start, end in zip(totals, (started, *ends[:-1]), ends, strict=True):
             totals[stage] += end - start
@@ -228,6 +229,11 @@ def cpu_seconds(function: Callable[[Path], bytes], paths: list[Path]) -> tuple[f
     started = time.process_time()
     outputs = [function(path) for path in paths]
     return time.process_time() - started, outputs
+
+
+def _as_rgb_png(data: bytes) -> bytes:
+    """A PNG output encoded again as RGB, as SciIR wrote grey images before they stayed one band."""
+    return encoded_png(np.asarray(Image.open(io.BytesIO(data)).convert("RGB")))
 
 
 def _pixels(data: bytes) -> np.ndarray:
@@ -254,7 +260,7 @@ def main() -> None:
         if function is None:
             function = floor_of(
                 {
-                    path: Image.open(io.BytesIO(data)).convert("RGB")
+                    path: np.asarray(Image.open(io.BytesIO(data)))
                     for path, data in zip(paths, results["SciIR"][1], strict=True)
                 }
             )
@@ -286,6 +292,12 @@ def main() -> None:
     print(
         f"outputs: mean |SciIR - plain| {np.mean(differences):.3f} levels on the {len(eight_bit)} 8-bit opaque "
         f"images; their PNG size SciIR / plain {ours_bytes / plain_bytes:.3f}"
+    )
+    ours_total, plain_total = (sum(map(len, results[name][1])) for name in ("SciIR", "plain Pillow"))
+    rgb_total = sum(len(_as_rgb_png(data)) for data in results["SciIR"][1])
+    print(
+        f"all {len(paths)} outputs: SciIR {ours_total / 1e6:.2f} MB ({rgb_total / 1e6:.2f} MB were every "
+        f"output RGB), plain Pillow {plain_total / 1e6:.2f} MB (its 12-bit outputs black)"
     )
     if args.workers:
         started = time.monotonic()

@@ -18,9 +18,12 @@ from sciir.imaging import (
     GeometryRules,
     SplitSettings,
     UnreadableImageError,
+    encoded_png,
     panel_rejections,
+    png_bytes,
     split_panels,
     standardise,
+    standardised_png,
     to_srgb,
 )
 
@@ -196,6 +199,31 @@ def test_padding_uses_mean_edge_colour_without_a_dominant_one() -> None:
     ImageDraw.Draw(image).rectangle((0, 10, 39, 19), fill=(0, 0, 255))  # edges: half red, half blue
     out = standardise(image, size=32, tolerance=24, dominant_share=0.55)
     assert out.getpixel((16, 0)) == (128, 0, 128)
+
+
+@pytest.mark.parametrize("size", [(300, 200), (40, 60)], ids=["shrunk by libvips", "enlarged by Pillow"])
+@pytest.mark.parametrize("mode", ["L", "RGB"])
+def test_standardised_png_is_standardise_in_the_images_own_bands(mode: str, size: tuple[int, int]) -> None:
+    image = _composite(size, [Box(5, 5, size[0] - 5, size[1] - 5)], background=(240, 240, 240)).convert(mode)
+    png = standardised_png(image, 128, 24, 0.55)
+    with Image.open(io.BytesIO(png)) as written:
+        assert written.format == "PNG" and written.mode == mode and written.size == (128, 128)
+        np.testing.assert_array_equal(
+            np.asarray(written.convert("RGB")), np.asarray(standardise(image, 128, 24, 0.55))
+        )
+
+
+def test_png_encoders_take_only_eight_bit_grey_or_rgb() -> None:
+    rgb = np.zeros((8, 8, 3), np.uint8)
+    rgb[2:5, 3:6] = (250, 10, 30)
+    with Image.open(io.BytesIO(encoded_png(rgb))) as written:
+        np.testing.assert_array_equal(np.asarray(written), rgb)  # channels in RGB order, not OpenCV's BGR
+    with pytest.raises(ValueError, match="uint8"):
+        encoded_png(np.zeros((8, 8, 4), np.uint8))
+    with pytest.raises(ValueError, match="uint8"):
+        encoded_png(np.zeros((8, 8), np.float32))
+    with pytest.raises(ValueError, match="L or RGB"):
+        png_bytes(Image.new("RGBA", (8, 8)))
 
 
 @pytest.fixture

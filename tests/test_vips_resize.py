@@ -120,6 +120,16 @@ def test_enlarging_stays_with_pillow_lanczos() -> None:
     )
 
 
+@pytest.mark.parametrize("mode", ["L", "RGB"])
+def test_shrink_and_pad_gives_the_images_bands_on_the_fill(mode: str) -> None:
+    image = _micrograph((300, 150), 12, mode)
+    fill = (7,) if mode == "L" else (7, 8, 9)
+    padded = shrink_and_pad(image, (100, 50), 128, fill, 3.0)
+    assert padded.dtype == np.uint8 and padded.shape == ((128, 128) if mode == "L" else (128, 128, 3))
+    assert (padded[:39] == fill).all() and (padded[89:] == fill).all()  # 50 rows centred: 39 above
+    assert not (padded[39:89] == fill).all()
+
+
 def test_shrink_and_pad_refuses_what_it_cannot_do() -> None:
     image = Image.new("RGB", (100, 80), "white")
     with pytest.raises(ValueError, match="cannot be shrunk"):

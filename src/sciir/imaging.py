@@ -262,13 +262,13 @@ def fitted_size(size: tuple[int, int], target: int) -> tuple[int, int]:
     return max(1, round(size[0] * scale)), max(1, round(size[1] * scale))
 
 
-def standardise(image: Image.Image, size: int, tolerance: int, dominant_share: float) -> Image.Image:
+def standardised_pixels(image: Image.Image, size: int, tolerance: int, dominant_share: float) -> np.ndarray:
     """An 8-bit sRGB ``L`` or ``RGB`` image resized (Lanczos, aspect kept) to fit ``size`` and centred on
-    a ``size`` x ``size`` ``RGB`` canvas padded with the edge colour (paper B.2).
+    a ``size`` x ``size`` canvas padded with the edge colour (paper B.2), as an array with the image's
+    bands: ``size`` x ``size`` for ``L``, ``size`` x ``size`` x 3 for ``RGB``.
 
-    A grey image is resized as one channel and made RGB at the end. Shrinking is libvips' (three to five
-    times faster than Pillow on one core, the same pixels within a fraction of a level); enlarging is
-    Pillow's.
+    Shrinking is libvips' (three to five times faster than Pillow on one core, the same pixels within a
+    fraction of a level); enlarging is Pillow's.
     """
     fill = padding_colour(border_pixels(image), tolerance, dominant_share)
     band_fill = fill[:1] if image.mode == "L" else fill
@@ -276,13 +276,25 @@ def standardise(image: Image.Image, size: int, tolerance: int, dominant_share: f
     if new_size[0] <= image.width and new_size[1] <= image.height:
         from sciir.vips_resize import shrink_and_pad  # pyvips only where images are standardised
 
-        padded = shrink_and_pad(image, new_size, size, band_fill, _REDUCING_GAP)
-        return padded if padded.mode == "RGB" else padded.convert("RGB")
+        return shrink_and_pad(image, new_size, size, band_fill, _REDUCING_GAP)
     # Enlarging: libvips has no Lanczos interpolator for it (sciir.vips_resize), Pillow has.
     resized = image.resize(new_size, Image.Resampling.LANCZOS, reducing_gap=_REDUCING_GAP)
     canvas = Image.new(image.mode, (size, size), band_fill[0] if image.mode == "L" else band_fill)
     canvas.paste(resized, ((size - new_size[0]) // 2, (size - new_size[1]) // 2))
-    return canvas.convert("RGB")
+    return np.asarray(canvas)
+
+
+def standardise(image: Image.Image, size: int, tolerance: int, dominant_share: float) -> Image.Image:
+    """``standardised_pixels`` as an ``RGB`` image (a grey image made RGB)."""
+    standardised = Image.fromarray(standardised_pixels(image, size, tolerance, dominant_share))
+    return standardised if standardised.mode == "RGB" else standardised.convert("RGB")
+
+
+def standardised_png(image: Image.Image, size: int, tolerance: int, dominant_share: float) -> bytes:
+    """The PNG curate writes for a panel: ``standardised_pixels`` encoded in the image's own bands, so a
+    grey panel is a grey PNG (a third of the bytes to filter and compress; read as RGB, the same pixels
+    as ``standardise``), with no Pillow image between the resizer and the encoder."""
+    return encoded_png(standardised_pixels(image, size, tolerance, dominant_share))
 
 
 def standardise_changes(source_size: tuple[int, int], size: int) -> list[str]:
@@ -291,19 +303,29 @@ def standardise_changes(source_size: tuple[int, int], size: int) -> list[str]:
     return changes + (["padded"] if source_size[0] != source_size[1] else [])
 
 
-def png_bytes(image: Image.Image) -> bytes:
-    """A PNG of an ``RGB`` image, encoded by OpenCV's libpng with Paeth filtering and run-length deflate:
-    about three times faster than Pillow's default encoder at about the same size (docs/benchmarks.md)."""
+def encoded_png(pixels: np.ndarray) -> bytes:
+    """A PNG of an H x W (grey) or H x W x 3 (RGB) uint8 array, encoded by OpenCV's libpng with Paeth
+    filtering and run-length deflate: about three times faster than Pillow's default encoder at about the
+    same size; libvips' encoder is faster only at larger sizes (docs/benchmarks.md)."""
     import cv2
 
-    bgr = cv2.cvtColor(np.asarray(image), cv2.COLOR_RGB2BGR)
+    if pixels.dtype != np.uint8 or not (pixels.ndim == 2 or (pixels.ndim == 3 and pixels.shape[2] == 3)):
+        raise ValueError(f"an H x W or H x W x 3 uint8 array is expected, not {pixels.shape} {pixels.dtype}")
+    bands = pixels if pixels.ndim == 2 else cv2.cvtColor(pixels, cv2.COLOR_RGB2BGR)
     options = [
         cv2.IMWRITE_PNG_FILTER,
         cv2.IMWRITE_PNG_FILTER_PAETH,
         cv2.IMWRITE_PNG_STRATEGY,
         cv2.IMWRITE_PNG_STRATEGY_RLE,
     ]
-    ok, encoded = cv2.imencode(".png", bgr, options)
+    ok, encoded = cv2.imencode(".png", bands, options)
     if not ok:
-        raise ValueError(f"OpenCV could not encode a {image.size[0]}x{image.size[1]} image as PNG")
+        raise ValueError(f"OpenCV could not encode a {pixels.shape[1]}x{pixels.shape[0]} image as PNG")
     return encoded.tobytes()
+
+
+def png_bytes(image: Image.Image) -> bytes:
+    """A PNG of an ``L`` or ``RGB`` image (``encoded_png``), in the image's mode."""
+    if image.mode not in ("L", "RGB"):
+        raise ValueError(f"an L or RGB image is expected, not {image.mode}")
+    return encoded_png(np.asarray(image))

@@ -40,10 +40,6 @@ def _vips() -> ModuleType:
     return pyvips
 
 
-# Band count of a libvips image -> the Pillow raw mode of its pixels.
-_RAW_MODES = {1: "L", 3: "RGB", 4: "RGBX"}
-
-
 def _vips_image(image: Image.Image) -> pyvips.Image:
     """An 8-bit ``L`` or ``RGB`` Pillow image as a libvips image, sharing its pixels where Pillow can.
 
@@ -97,11 +93,14 @@ def _box_preshrunk(image: pyvips.Image, new_size: tuple[int, int], gap: float) -
 
 
 def _lanczos(image: pyvips.Image, new_size: tuple[int, int]) -> np.ndarray:
-    """``image`` resampled to ``new_size`` (width, height; no larger) by Lanczos-3, as an array."""
+    """``image`` resampled to ``new_size`` (width, height; no larger) by Lanczos-3, as an array of one
+    band (H x W) or three (H x W x 3: an ``RGBX`` image's fourth band is dropped as libvips writes the
+    pixels, not in a pass of its own)."""
     if image.bands == 1:  # two vertical passes (module docstring)
         shorter = _lanczos_down_columns(image, new_size[1])
         return cv2.transpose(_lanczos_down_columns(_transposed(shorter), new_size[0]))
-    resized = _pixels(image.reduce(image.width / new_size[0], image.height / new_size[1], kernel="lanczos3"))
+    reduced = image.reduce(image.width / new_size[0], image.height / new_size[1], kernel="lanczos3")
+    resized = _pixels(reduced.extract_band(0, n=3) if reduced.bands == 4 else reduced)
     if resized.shape[1::-1] != new_size:  # libvips rounds size / shrink; never off here
         raise RuntimeError(f"libvips made {resized.shape[1]}x{resized.shape[0]}, not {new_size}")
     return resized
@@ -109,10 +108,10 @@ def _lanczos(image: pyvips.Image, new_size: tuple[int, int]) -> np.ndarray:
 
 def shrink_and_pad(
     image: Image.Image, new_size: tuple[int, int], size: int, fill: tuple[int, ...], gap: float
-) -> Image.Image:
+) -> np.ndarray:
     """An 8-bit ``L`` or ``RGB`` image shrunk to ``new_size`` (width, height; no larger than the image)
-    with Lanczos-3 and centred on a ``size`` x ``size`` canvas of ``fill`` (one value per band), in the
-    image's mode.
+    with Lanczos-3 and centred on a ``size`` x ``size`` canvas of ``fill`` (one value per band), as an
+    array: ``size`` x ``size`` for ``L``, ``size`` x ``size`` x 3 for ``RGB``.
 
     ``gap`` is Pillow's ``reducing_gap``: an integer box shrink goes first while the Lanczos step would
     still reduce by at least that much.
@@ -124,15 +123,15 @@ def shrink_and_pad(
         raise ValueError(f"{width}x{height} cannot be shrunk to {new_size[0]}x{new_size[1]}")
     if len(fill) != len(image.getbands()):
         raise ValueError(f"a fill of {len(fill)} values for an {image.mode} image")
-    source = _box_preshrunk(_vips_image(image), new_size, gap)
+    resized = _lanczos(_box_preshrunk(_vips_image(image), new_size, gap), new_size)
     left, top = (size - new_size[0]) // 2, (size - new_size[1]) // 2
     padded = cv2.copyMakeBorder(
-        _lanczos(source, new_size),
+        resized,
         top,
         size - new_size[1] - top,
         left,
         size - new_size[0] - left,
         cv2.BORDER_CONSTANT,
-        value=[*fill, *[255] * (source.bands - len(fill))],
+        value=list(fill),
     )
-    return Image.frombuffer(image.mode, (size, size), padded, "raw", _RAW_MODES[source.bands], 0, 1)
+    return padded.reshape(size, size) if image.mode == "L" else padded

@@ -13,7 +13,7 @@ from PIL import Image
 
 from sciir.colour import normalise
 from sciir.image_decode import UnreadableImageError, decode_file
-from sciir.imaging import Box, panel_rejections, png_bytes, standardise, standardise_changes
+from sciir.imaging import Box, panel_rejections, standardise_changes, standardised_png
 from sciir.panels import detector_for
 from sciir.pipelines.curate.params import CurateParams
 from sciir.privacy import image_problem
@@ -55,11 +55,11 @@ def _standardised_panel(
     if private:
         return PanelOutcome(box, private)
     size = settings.standardise.size_px
-    image = standardise(
+    png = standardised_png(
         crop, size, settings.split.background_tolerance, settings.standardise.dominant_edge_share
     )
     made = [*changes, *([] if full else ["cropped"]), *standardise_changes(crop.size, size)]
-    return PanelOutcome(box, None, png_bytes(image), tuple(made))
+    return PanelOutcome(box, None, png, tuple(made))
 
 
 def curate_figure_file(task: FigureTask) -> FigureOutcome:
