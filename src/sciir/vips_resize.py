@@ -94,16 +94,15 @@ def _box_preshrunk(image: pyvips.Image, new_size: tuple[int, int], gap: float) -
 
 def _lanczos(image: pyvips.Image, new_size: tuple[int, int]) -> np.ndarray:
     """``image`` resampled to ``new_size`` (width, height; no larger) by Lanczos-3, as an array of one
-    band (H x W) or three (H x W x 3: an ``RGBX`` image's fourth band is dropped as libvips writes the
-    pixels, not in a pass of its own)."""
+    band (H x W) or three (H x W x 3: an ``RGBX`` image's fourth band is dropped after resizing, by
+    OpenCV, which takes a third of the time libvips' ``extract_band`` adds)."""
     if image.bands == 1:  # two vertical passes (module docstring)
         shorter = _lanczos_down_columns(image, new_size[1])
         return cv2.transpose(_lanczos_down_columns(_transposed(shorter), new_size[0]))
-    reduced = image.reduce(image.width / new_size[0], image.height / new_size[1], kernel="lanczos3")
-    resized = _pixels(reduced.extract_band(0, n=3) if reduced.bands == 4 else reduced)
+    resized = _pixels(image.reduce(image.width / new_size[0], image.height / new_size[1], kernel="lanczos3"))
     if resized.shape[1::-1] != new_size:  # libvips rounds size / shrink; never off here
         raise RuntimeError(f"libvips made {resized.shape[1]}x{resized.shape[0]}, not {new_size}")
-    return resized
+    return cv2.cvtColor(resized, cv2.COLOR_RGBA2RGB) if image.bands == 4 else resized
 
 
 def shrink_and_pad(
