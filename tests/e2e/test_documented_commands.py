@@ -102,7 +102,10 @@ EXEMPT = {
     ),
 }
 # Servers: started in the background, polled at their URL until they answer, then stopped.
-SERVERS = {".venv/bin/mlflow ui --backend-store-uri sqlite:///mlruns/mlflow.db": "http://127.0.0.1:5000"}
+SERVERS = {
+    ".venv/bin/mlflow ui --backend-store-uri sqlite:///mlruns/mlflow.db": "http://127.0.0.1:5000",
+    "kedro viz run --no-browser": "http://127.0.0.1:4141",
+}
 COMMAND_WORDS = re.compile(
     r"^(kedro|dvc|make|mlflow|vllm|source|pip|python3?|brew|dnf|apt-get|\.venv/bin/\S+)\s|^--params\s"
 )
