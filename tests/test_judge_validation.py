@@ -182,6 +182,11 @@ def test_validation_rates_per_question_kind_and_polarity():
     )
     assert overall.detection_rate == 0.75 and overall.false_alarm_rate == 0.2
     assert overall.abstention_rate == pytest.approx(3 / 17)
+    # 14 judged: 3 faults said "no", 1 missed, 2 false alarms, 8 correct said "yes". Precision of "no"
+    # 3/5; Cohen's kappa (11/14 observed against (4*5 + 10*9)/14^2 by chance) = 44/86.
+    assert overall.no_precision == pytest.approx(3 / 5)
+    assert overall.cohen_kappa == pytest.approx(44 / 86)
+    assert math.isnan(entity.no_precision) and math.isnan(entity.cohen_kappa)  # nothing said "no"
 
 
 def test_validation_metrics_names():
@@ -189,6 +194,7 @@ def test_validation_metrics_names():
     metrics = validation_metrics(table)
     assert metrics["judge_validation.all.detection_rate"] == 0.75
     assert metrics["judge_validation.text.false_alarm_rate"] == 0.25
+    assert metrics["judge_validation.all.cohen_kappa"] == pytest.approx(44 / 86)
     assert metrics["judge_validation.relation.n_faulty"] == 3.0
     assert metrics["judge_validation.relation.negative.n_faulty"] == 1.0
 

@@ -37,7 +37,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
 import pandas as pd
+from sklearn.metrics import cohen_kappa_score, precision_score
 
 from sciir.laws import contradicting
 
@@ -61,6 +63,8 @@ VALIDATION_COLUMNS = (
     "n_unjudged",
     "abstention_rate",
     "n_without_truth",
+    "no_precision",
+    "cohen_kappa",
 )
 
 
@@ -198,6 +202,17 @@ def _rate(numerator: int, denominator: int) -> float:
     return numerator / denominator if denominator else float("nan")
 
 
+def _agreement(faulty: pd.Series, said_no: pd.Series) -> dict[str, float]:
+    """On judged questions: the share of "no" answers whose claim is violated (precision of "no"), and
+    Cohen's kappa between the verdicts and the truth (agreement beyond chance; NaN with one class only)."""
+    if faulty.empty:
+        return {"no_precision": float("nan"), "cohen_kappa": float("nan")}
+    precision = precision_score(faulty, said_no, zero_division=np.nan)
+    both_classes = faulty.nunique() > 1 or said_no.nunique() > 1
+    kappa = cohen_kappa_score(faulty, said_no) if both_classes else float("nan")
+    return {"no_precision": float(precision), "cohen_kappa": float(kappa)}
+
+
 def _validation_row(judge: str, kind: str, polarity: str, rows: pd.DataFrame) -> dict[str, Any]:
     """Counts and rates of one judge on one kind and polarity of question."""
     known = rows[rows["violated"].notna()]
@@ -223,6 +238,7 @@ def _validation_row(judge: str, kind: str, polarity: str, rows: pd.DataFrame) ->
             "false_alarm_rate": _rate(counts["n_false_alarms"], counts["n_correct_judged"]),
             "abstention_rate": _rate(counts["n_unjudged"], counts["n_questions"]),
         }
+        | _agreement(faulty[judged], said_no[judged])
     )
 
 
@@ -250,6 +266,14 @@ def validation_metrics(table: pd.DataFrame) -> dict[str, float]:
         prefix = f"judge_validation.{row['question_kind']}{polarity}"
         metrics |= {
             f"{prefix}.{name}": float(row[name])
-            for name in ("detection_rate", "false_alarm_rate", "abstention_rate", "n_faulty", "n_correct")
+            for name in (
+                "detection_rate",
+                "false_alarm_rate",
+                "abstention_rate",
+                "no_precision",
+                "cohen_kappa",
+                "n_faulty",
+                "n_correct",
+            )
         }
     return metrics
