@@ -213,6 +213,19 @@ def test_standardised_png_is_standardise_in_the_images_own_bands(mode: str, size
         )
 
 
+def test_an_rgb_image_with_equal_bands_is_written_grey_and_one_colour_pixel_keeps_it_rgb() -> None:
+    grey = _composite((300, 200), [Box(5, 5, 295, 195)]).convert("L").convert("RGB")
+    with Image.open(io.BytesIO(standardised_png(grey, 128, 24, 0.55))) as written:
+        assert written.mode == "L"
+        np.testing.assert_array_equal(
+            np.asarray(written.convert("RGB")), np.asarray(standardise(grey, 128, 24, 0.55))
+        )
+    tinted = grey.copy()
+    tinted.putpixel((150, 110), (90, 90, 200))  # standardised rows 67-68: the sampled rows miss it
+    with Image.open(io.BytesIO(standardised_png(tinted, 128, 24, 0.55))) as written:
+        assert written.mode == "RGB"
+
+
 def test_png_encoders_take_only_eight_bit_grey_or_rgb() -> None:
     rgb = np.zeros((8, 8, 3), np.uint8)
     rgb[2:5, 3:6] = (250, 10, 30)
