@@ -15,6 +15,7 @@ from kedro_datasets.pandas import CSVDataset, ParquetDataset
 from PIL import Image
 
 from sciir.pipelines.bench_select import create_pipeline
+from sciir.release_folder import ReleaseFolderDataset
 
 PARAMS = {
     "n_per_group": 3,
@@ -75,7 +76,13 @@ def _curated(sample_id: str) -> dict:
         "licence_name": "CC BY 4.0",
         "licence_url": "https://creativecommons.org/licenses/by/4.0/",
         "status": "kept",
+        "changes": json.dumps(["cropped", "resized"]),
     }
+
+
+def _article(sample_id: str) -> dict:
+    journal = "J. Test Biol." if sample_id.startswith(("a", "e")) else "Phys. Lett. Test"
+    return {"doi": f"10.1234/{sample_id}", "journal": journal, "authors": json.dumps([f"Ada {sample_id}"])}
 
 
 def _image(sample_id: str) -> Image.Image:
@@ -104,6 +111,8 @@ def outputs(tmp_path_factory) -> dict:
             "checklists": MemoryDataset(checklists),
             "curated": MemoryDataset(pd.DataFrame([_curated(sid) for sid in SAMPLES])),
             "curated_images": MemoryDataset({sid: (lambda sid=sid: _image(sid)) for sid in SAMPLES}),
+            "articles": MemoryDataset(pd.DataFrame([_article(sid) for sid in SAMPLES])),
+            "release": ReleaseFolderDataset(path=str(folder / "release"), rows_per_shard=3),
             "params:bench_select": MemoryDataset(PARAMS),
             "benchmark": ParquetDataset(filepath=str(folder / "benchmark.parquet")),
             "train_split": ParquetDataset(filepath=str(folder / "train_split.parquet")),
@@ -115,6 +124,7 @@ def outputs(tmp_path_factory) -> dict:
         "benchmark": catalog.load("benchmark"),
         "train_split": catalog.load("train_split"),
         "leakage_report": catalog.load("leakage_report"),
+        "release_folder": folder / "release",
         **{name: dataset.load() for name, dataset in free.items()},
     }
 
@@ -153,15 +163,36 @@ def test_train_split_holds_every_other_labelled_sample_but_the_leaks(outputs: di
 
 
 def test_release_card_counts_attributes_and_discloses_changes(outputs: dict) -> None:
-    card = outputs["release_card"]
-    assert card.startswith("# SciIR dataset release")
+    card = (outputs["release_folder"] / "README.md").read_text()
+    assert card.startswith("---\nlicense: cc-by-4.0\nconfigs:")
+    assert "# SciIR dataset release" in card and "![Samples per track, group and journal]" in card
     assert "| Entity_Process | 1 | 1 | 2 |" in card
     assert "| **total** |" in card
+    assert "| J. Test Biol. |" in card and "| Phys. Lett. Test |" in card
     assert "cropped" in card and "resized" in card and "standardised" in card
     for sample_id in set(outputs["benchmark"]["sample_id"]) | set(outputs["train_split"]["sample_id"]):
         assert f"[10.1234/{sample_id}](https://doi.org/10.1234/{sample_id})" in card
+        assert f"| Ada {sample_id} | cropped, resized |" in card
     assert "[CC BY 4.0](https://creativecommons.org/licenses/by/4.0/)" in card
-    assert "none1" not in card
+    assert "none1" not in card and "| e2 |" not in card  # never released; removed as a leak
+
+
+def test_the_release_loads_with_datasets_images_and_attribution_included(outputs: dict, monkeypatch) -> None:
+    monkeypatch.setenv("HF_DATASETS_OFFLINE", "1")
+    datasets = pytest.importorskip("datasets")
+    folder = outputs["release_folder"]
+    release = datasets.load_dataset(str(folder), cache_dir=str(folder.parent / "hf_cache"))
+    assert set(release) == {"train", "benchmark"}
+    assert sorted(release["benchmark"]["sample_id"]) == sorted(outputs["benchmark"]["sample_id"])
+    assert sorted(release["train"]["sample_id"]) == sorted(outputs["train_split"]["sample_id"])
+    assert len(list((folder / "data").glob("benchmark-*.parquet"))) == 3  # 7 rows, 3 a shard
+    row = next(r for r in release["benchmark"] if r["sample_id"] == "ep2")
+    assert row["image"].size == (128, 128)
+    assert np.array_equal(np.asarray(row["image"].convert("RGB")), np.asarray(_image("ep2")))
+    assert (row["doi"], row["journal"], row["group"]) == ("10.1234/ep2", "J. Test Biol.", "Entity_Process")
+    assert json.loads(row["authors"]) == ["Ada ep2"] and json.loads(row["changes"]) == ["cropped", "resized"]
+    assert row["label_entity"] is True and row["prompt"].startswith("Style: diagram.")
+    assert (folder / "plots" / "statistics.png").read_bytes().startswith(b"\x89PNG")
 
 
 def test_the_leakage_report_says_what_was_removed_and_why(outputs: dict) -> None:

@@ -1,4 +1,4 @@
-"""Bench-select pipeline wiring: annotations -> benchmark, train split, release card, metrics."""
+"""Bench-select pipeline wiring: annotations -> benchmark, train split, dataset release, metrics."""
 
 from __future__ import annotations
 
@@ -8,13 +8,13 @@ from sciir.pipelines.bench_select.nodes import (
     bench_select_metrics,
     select_benchmark,
     split_train,
-    write_release_card,
 )
+from sciir.release import build_release
 
 
 def create_pipeline(**kwargs) -> Pipeline:
     """The ``bench_select`` pipeline (inputs: annotations, checklists, curated, curated_images,
-    params:bench_select)."""
+    articles, params:bench_select)."""
     return Pipeline(
         [
             node(
@@ -30,10 +30,10 @@ def create_pipeline(**kwargs) -> Pipeline:
                 name="split_train",
             ),
             node(
-                write_release_card,
-                ["benchmark", "train_split", "curated"],
-                "release_card",
-                name="write_release_card",
+                build_release,
+                ["benchmark", "train_split", "annotations", "curated", "articles", "curated_images"],
+                "release",
+                name="build_release",
             ),
             node(
                 bench_select_metrics,

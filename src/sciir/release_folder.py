@@ -1,0 +1,113 @@
+"""A Kedro dataset of a dataset release written as a folder that ``datasets.load_dataset`` reads.
+
+The folder holds the dataset card (``README.md``, whose YAML header names the splits' files), one or more
+parquet shards per split under ``data/`` (``<split>-00000-of-00002.parquet``) with each image's PNG bytes
+in an ``image`` column, and the card's plots under ``plots/``. The shards carry the column types in the
+schema metadata Hugging Face ``datasets`` reads (``huggingface`` -> ``info.features``), so ``image``
+loads as an image and every other column as text or a number. Each save replaces the folder's contents:
+the MLflow artifact kedro-mlflow logs from it is this release and no earlier one.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
+from kedro.io import AbstractDataset
+
+CARD = "README.md"
+IMAGE_COLUMN = "image"
+ARROW_TYPES = {"bool": pa.bool_(), "int64": pa.int64(), "float64": pa.float64(), "string": pa.string()}
+
+
+@dataclass(frozen=True)
+class Release:
+    """A release: the card, a table per split (``image`` holds a maker of each row's PNG bytes), plots."""
+
+    card: str
+    splits: Mapping[str, pd.DataFrame]
+    plots: Mapping[str, bytes]
+
+
+def _features(table: pd.DataFrame) -> dict[str, Any]:
+    """Hugging Face feature types of a split's columns: the image, numbers, flags, text."""
+    features: dict[str, Any] = {}
+    for name, dtype in table.dtypes.items():
+        if name == IMAGE_COLUMN:
+            features[name] = {"_type": "Image"}
+        elif pd.api.types.is_bool_dtype(dtype) or str(dtype) == "boolean":
+            features[name] = {"dtype": "bool", "_type": "Value"}
+        elif pd.api.types.is_integer_dtype(dtype):
+            features[name] = {"dtype": "int64", "_type": "Value"}
+        elif pd.api.types.is_float_dtype(dtype):
+            features[name] = {"dtype": "float64", "_type": "Value"}
+        else:
+            features[name] = {"dtype": "string", "_type": "Value"}
+    return features
+
+
+def _arrow_shard(rows: pd.DataFrame, features: dict[str, Any]) -> pa.Table:
+    """One shard: images made now (PNG bytes with their file name), the other columns as they are."""
+    columns: dict[str, pa.Array] = {}
+    for name, feature in features.items():
+        if name == IMAGE_COLUMN:
+            makers: list[Callable[[], bytes]] = list(rows[name])
+            names = [f"{sample}.png" for sample in rows["sample_id"]]
+            images = [{"bytes": make(), "path": path} for make, path in zip(makers, names, strict=True)]
+            columns[name] = pa.array(images, type=pa.struct([("bytes", pa.binary()), ("path", pa.string())]))
+        else:
+            values = [None if pd.isna(value) else value for value in rows[name]]
+            if feature["dtype"] == "string":
+                values = [None if value is None else str(value) for value in values]
+            columns[name] = pa.array(values, type=ARROW_TYPES[feature["dtype"]])
+    metadata = {b"huggingface": json.dumps({"info": {"features": features}}).encode()}
+    return pa.table(columns).replace_schema_metadata(metadata)
+
+
+def shard_names(split: str, count: int) -> list[str]:
+    return [f"data/{split}-{index:05d}-of-{count:05d}.parquet" for index in range(count)]
+
+
+class ReleaseFolderDataset(AbstractDataset[Release, Release]):
+    """A release folder at ``path`` (local), at most ``rows_per_shard`` rows a parquet shard."""
+
+    def __init__(self, *, path: str, rows_per_shard: int = 500, metadata: dict[str, Any] | None = None) -> None:
+        # ``_path``: the attribute kedro-mlflow's MlflowArtifactDataset logs as a folder artifact.
+        self._path = str(path)
+        self._rows_per_shard = rows_per_shard
+        self.metadata = metadata
+
+    def save(self, data: Release) -> None:
+        root = Path(self._path)
+        if root.exists():
+            shutil.rmtree(root)
+        (root / "data").mkdir(parents=True)
+        for split, table in data.splits.items():
+            features = _features(table)
+            count = max(1, -(-len(table) // self._rows_per_shard))
+            for index, name in enumerate(shard_names(split, count)):
+                rows = table.iloc[index * self._rows_per_shard : (index + 1) * self._rows_per_shard]
+                pq.write_table(_arrow_shard(rows, features), root / name)
+        for name, content in data.plots.items():
+            (root / "plots").mkdir(exist_ok=True)
+            (root / "plots" / name).write_bytes(content)
+        (root / CARD).write_text(data.card)
+
+    def load(self) -> Release:
+        root = Path(self._path)
+        splits: dict[str, list[pd.DataFrame]] = {}
+        for shard in sorted((root / "data").glob("*.parquet")):
+            splits.setdefault(shard.name.split("-")[0], []).append(pd.read_parquet(shard))
+        plots = {path.name: path.read_bytes() for path in sorted((root / "plots").glob("*"))}
+        tables = {split: pd.concat(parts, ignore_index=True) for split, parts in splits.items()}
+        return Release(card=(root / CARD).read_text(), splits=tables, plots=plots)
+
+    def _describe(self) -> dict[str, Any]:
+        return {"path": self._path, "rows_per_shard": self._rows_per_shard}

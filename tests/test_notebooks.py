@@ -1,0 +1,74 @@
+"""The notebooks in notebooks/ run top to bottom on a project folder holding a release and a leaderboard,
+so they cannot rot: each cell executes in a real kernel and the plots come out."""
+
+from __future__ import annotations
+
+import io
+import shutil
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from PIL import Image
+
+from sciir.release_folder import Release, ReleaseFolderDataset
+
+REPO = Path(__file__).resolve().parents[1]
+nbclient = pytest.importorskip("nbclient")
+nbformat = pytest.importorskip("nbformat")
+
+
+def _png(colour: str) -> bytes:
+    buffer = io.BytesIO()
+    Image.new("RGB", (64, 64), colour).save(buffer, "PNG")
+    return buffer.getvalue()
+
+
+def _split(samples: list[str], groups: list[str | None], settings: list[str | None]) -> pd.DataFrame:
+    return pd.DataFrame(
+        {
+            "sample_id": samples,
+            "image": [lambda colour=colour: _png(colour) for colour in ("red", "green", "blue")[: len(samples)]],
+            "group": groups,
+            "setting": settings,
+            "doi": [f"10.1/{sample}" for sample in samples],
+        }
+    )
+
+
+@pytest.fixture
+def project(tmp_path) -> Path:
+    release = Release(
+        card="---\nconfigs:\n- config_name: default\n  data_files:\n  - split: train\n    path: "
+        "data/train-*.parquet\n  - split: benchmark\n    path: data/benchmark-*.parquet\n---\n# Release\n",
+        splits={
+            "train": _split(["t1"], [None], [None]),
+            "benchmark": _split(
+                ["b1", "b2"], ["All_Three", "Entity_Law"], ["instruction_following", "intrinsic_reasoning"]
+            ),
+        },
+        plots={},
+    )
+    ReleaseFolderDataset(path=str(tmp_path / "data/05_model_input/release")).save(release)
+    (tmp_path / "data/08_reporting").mkdir(parents=True)
+    # The leaderboard the default run tracks in git: a real one.
+    shutil.copy(REPO / "data/08_reporting/leaderboard.csv", tmp_path / "data/08_reporting/leaderboard.csv")
+    (tmp_path / "conf").mkdir()
+    return tmp_path
+
+
+def test_the_release_notebook_runs_and_plots(project, monkeypatch):
+    monkeypatch.setenv("SCIIR_PROJECT", str(project))
+    monkeypatch.setenv("HF_DATASETS_OFFLINE", "1")
+    monkeypatch.setenv("HF_DATASETS_CACHE", str(project / "hf_cache"))
+    notebook = nbformat.read(REPO / "notebooks/explore_release.ipynb", as_version=4)
+    nbclient.NotebookClient(notebook, timeout=300, kernel_name="python3", resources={"metadata": {"path": str(project)}}).execute()
+
+    outputs = [output for cell in notebook.cells if cell.cell_type == "code" for output in cell.outputs]
+    assert not [output for output in outputs if output.output_type == "error"]
+    pictures = [output for output in outputs if "image/png" in output.get("data", {})]
+    assert len(pictures) == 2  # the sample with the group counts, and the leaderboard
+    texts = "\n".join(output.get("data", {}).get("text/plain", "") for output in outputs)
+    assert "All_Three" in texts and "Entity_Law" in texts
+    board = pd.read_csv(project / "data/08_reporting/leaderboard.csv")
+    assert all(model in texts for model in board["model"].unique())
