@@ -17,7 +17,7 @@ transparent page), LZW TIFF with an sRGB ICC profile (as the IJM figures), 16-bi
   beforehand, in the bands SciIR writes), with nothing between.
 
 Each path runs in this one process over all files (after a warm-up read and one untimed image), timed
-in CPU seconds, so the images per second are per core. With ``--workers N`` SciIR's path is also run
+in CPU seconds, so the images per second are per core; OpenCV runs on one thread, as in a curate worker. With ``--workers N`` SciIR's path is also run
 through the worker pool curate uses (``sciir.isolated``), reported as images per second of wall time per
 worker.
 
@@ -40,6 +40,7 @@ from sciir.colour import normalise
 from sciir.image_decode import decode_file
 from sciir.imaging import edge_colour, encoded_png, standardised_pixels, standardised_png
 from sciir.isolated import Failed, WorkerLimits, run_isolated
+from sciir.pipelines.curate.figure_work import single_threaded_opencv
 
 SIZE = 1024
 TOLERANCE = 24
@@ -191,6 +192,7 @@ def plain_pillow(path: Path) -> bytes:
 
 def sciir_standardise(path: Path) -> bytes:
     """SciIR's decode, normalisation, standardisation and encoder (a curate worker's one-panel figure)."""
+    single_threaded_opencv()  # once per process, as a curate worker does (also in the worker pool)
     image = normalise(decode_file(path)).image
     return standardised_png(image, SIZE, TOLERANCE, DOMINANT_SHARE)
 
@@ -250,6 +252,7 @@ def main() -> None:
     args = parser.parse_args()
 
     paths = write_images(args.cache, args.images)
+    single_threaded_opencv()  # as in a curate worker (sciir.pipelines.curate.figure_work)
     megapixels = np.mean([np.prod(Image.open(path).size) for path in paths]) / 1e6
     for path in paths:  # warm the page cache, so every path reads from memory
         path.read_bytes()

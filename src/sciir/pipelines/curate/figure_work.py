@@ -7,6 +7,7 @@ back encoded PNG bytes (not pixels), so only small results cross to the parent p
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cache
 from pathlib import Path
 
 from PIL import Image
@@ -62,8 +63,19 @@ def _standardised_panel(
     return PanelOutcome(box, None, png, tuple(made))
 
 
+@cache
+def single_threaded_opencv() -> None:
+    """OpenCV on one thread: a curate worker has a core to itself (one worker per core), where OpenCV's
+    thread pool only adds CPU time (about 2 ms a panel in benchmarks/bench_standardise.py), and panel
+    detection then runs the same way on every figure."""
+    import cv2
+
+    cv2.setNumThreads(1)
+
+
 def curate_figure_file(task: FigureTask) -> FigureOutcome:
     """Every panel region of one figure file with its outcome, or the reason the file yields none."""
+    single_threaded_opencv()
     settings = task.settings
     try:
         normalised = normalise(decode_file(Path(task.image_path), settings.decode.limits()))
