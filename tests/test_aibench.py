@@ -8,22 +8,21 @@ import math
 import pandas as pd
 import pytest
 
-from sciir.aibench import (
+from sciir.aibench.aesthetics import (
     AESTHETICS_RUBRIC,
-    AIBenchParams,
-    QuestionSettings,
-    aibench_questions,
+    build_aesthetics_request,
+    parse_aesthetics_reply,
+    score_aesthetics,
+)
+from sciir.aibench.graph import build_logic_graph
+from sciir.aibench.params import AIBenchParams, QuestionSettings
+from sciir.aibench.questions import aibench_questions, choose_distractors, qa_rows
+from sciir.aibench.scoring import score_answers
+from sciir.aibench.solver import (
     answer_rows,
     answers_frame,
-    build_aesthetics_request,
-    build_logic_graph,
     build_solver_request,
-    choose_distractors,
-    parse_aesthetics_reply,
     parse_solver_reply,
-    qa_rows,
-    score_aesthetics,
-    score_answers,
     solver_items,
 )
 from sciir.backends.base import VLMResult
@@ -226,7 +225,7 @@ def test_aesthetics_replies_are_parsed_strictly() -> None:
 
 
 def test_aesthetics_scores_average_the_ratings_given() -> None:
-    from sciir.aibench import aesthetics_frame, aesthetics_row
+    from sciir.aibench.aesthetics import aesthetics_frame, aesthetics_row
 
     rows = [
         aesthetics_row("m", "s1", parse_aesthetics_reply(_rated(overall=2), "m/s1")),

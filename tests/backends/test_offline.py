@@ -300,7 +300,7 @@ def test_aibench_abstains_when_no_text_is_read_and_fails_bad_requests(offline: O
 
 
 def test_aesthetics_are_abstained_on_for_every_criterion(offline: OfflineVLM, figure: bytes) -> None:
-    from sciir.aibench import AESTHETICS_RUBRIC, build_aesthetics_request, parse_aesthetics_reply
+    from sciir.aibench.aesthetics import AESTHETICS_RUBRIC, build_aesthetics_request, parse_aesthetics_reply
 
     [result] = offline.generate([build_aesthetics_request(figure)])
     assert {name: result.output[name] for name in AESTHETICS_RUBRIC} == dict.fromkeys(AESTHETICS_RUBRIC)

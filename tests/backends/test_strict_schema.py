@@ -8,7 +8,8 @@ from typing import Any, Literal
 import pytest
 from pydantic import BaseModel, Field
 
-from sciir.aibench import AESTHETICS_REPLY_SCHEMA, SOLVER_REPLY_SCHEMA
+from sciir.aibench.aesthetics import AESTHETICS_REPLY_SCHEMA
+from sciir.aibench.solver import SOLVER_REPLY_SCHEMA
 from sciir.annotation import TASKS, Checklist, parse_output
 from sciir.backends.base import VLMResult
 from sciir.backends.replies import schema_problems

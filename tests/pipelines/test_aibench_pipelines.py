@@ -22,7 +22,7 @@ from kedro.runner import SequentialRunner
 from kedro_datasets.pandas import CSVDataset, ParquetDataset
 from PIL import Image, ImageDraw, ImageFont
 
-from sciir.aibench import AESTHETICS_RUBRIC
+from sciir.aibench.aesthetics import AESTHETICS_RUBRIC
 from sciir.backends.base import VisionLanguageModel, VLMRequest, VLMResult
 from sciir.backends.cache import CachedVLM, ResponseCache
 from sciir.backends.offline import OfflineVLM

@@ -15,15 +15,11 @@ import pandas as pd
 import pytest
 from PIL import Image, ImageDraw, ImageFont
 
-from sciir.aibench import (
-    QuestionSettings,
-    aibench_questions,
-    build_aesthetics_request,
-    build_logic_graph,
-    build_solver_request,
-    qa_rows,
-    solver_items,
-)
+from sciir.aibench.aesthetics import build_aesthetics_request
+from sciir.aibench.graph import build_logic_graph
+from sciir.aibench.params import QuestionSettings
+from sciir.aibench.questions import aibench_questions, qa_rows
+from sciir.aibench.solver import build_solver_request, solver_items
 from sciir.annotation import TASKS, build_request, parse_output
 from sciir.backends.base import VLMRequest, VLMResult
 from sciir.backends.offline import OfflineVLM

@@ -15,17 +15,9 @@ from typing import Any
 import pandas as pd
 from kedro.pipeline import Pipeline, node
 
-from sciir.aibench import (
-    GRAPH_COLUMNS,
-    LEVELS,
-    QA_COLUMNS,
-    AIBenchParams,
-    LogicGraph,
-    aibench_questions,
-    build_logic_graph,
-    choose_distractors,
-    qa_rows,
-)
+from sciir.aibench.graph import GRAPH_COLUMNS, LogicGraph, build_logic_graph
+from sciir.aibench.params import AIBenchParams
+from sciir.aibench.questions import LEVELS, QA_COLUMNS, aibench_questions, choose_distractors, qa_rows
 
 logger = logging.getLogger(__name__)
 

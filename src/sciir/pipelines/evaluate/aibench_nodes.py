@@ -21,8 +21,27 @@ import pandas as pd
 from kedro.pipeline import Pipeline, node
 from PIL import Image
 
-from sciir import aibench
-from sciir.aibench import AIBenchParams
+from sciir.aibench import aesthetics
+from sciir.aibench.aesthetics import (
+    AESTHETICS_TASK,
+    AestheticsRating,
+    aesthetics_frame,
+    aesthetics_row,
+    build_aesthetics_request,
+    parse_aesthetics_reply,
+)
+from sciir.aibench.params import AIBenchParams
+from sciir.aibench.questions import LEVEL_NAMES
+from sciir.aibench.scoring import metrics_from_table, score_answers
+from sciir.aibench.solver import (
+    SOLVER_TASK,
+    AnswerOutcome,
+    answer_rows,
+    answers_frame,
+    build_solver_request,
+    parse_solver_reply,
+    solver_items,
+)
 from sciir.backends.base import Deferred, VisionLanguageModel, VLMRequest, VLMResult
 from sciir.backends.cache import ResponseCache, stats_metrics
 from sciir.baseline_metrics import (
@@ -161,9 +180,9 @@ def questions_by_sample(benchmark: pd.DataFrame, aibench_qa: pd.DataFrame) -> di
 def image_requests(job: ExpectedImage, items: Mapping[str, list[dict[str, Any]]]) -> dict[str, VLMRequest]:
     """The aesthetics request of an image, and its solver request when its sample has questions (made
     without the image, which :func:`ask_per_image` adds)."""
-    requests = {aibench.AESTHETICS_TASK: aibench.build_aesthetics_request()}
+    requests = {AESTHETICS_TASK: build_aesthetics_request()}
     if job.sample_id in items:
-        requests[aibench.SOLVER_TASK] = aibench.build_solver_request(items[job.sample_id])
+        requests[SOLVER_TASK] = build_solver_request(items[job.sample_id])
     return requests
 
 
@@ -171,16 +190,16 @@ def solver_answer_rows(asked: Asked, questions: pd.DataFrame) -> tuple[list[dict
     """The ``aibench_answers`` rows of one image, and the answers its reply gave to unknown ids."""
     job, ids = asked.job, [str(qid) for qid in questions["question_id"]]
     if asked.unavailable is not None:
-        outcomes = dict.fromkeys(ids, aibench.AnswerOutcome(None, "failed", reason=asked.unavailable))
-        return aibench.answer_rows(job.model, job.sample_id, questions, outcomes), []
-    outcomes, ignored = aibench.parse_solver_reply(asked.results[aibench.SOLVER_TASK], ids, job.image_id)
-    return aibench.answer_rows(job.model, job.sample_id, questions, outcomes), ignored
+        outcomes = dict.fromkeys(ids, AnswerOutcome(None, "failed", reason=asked.unavailable))
+        return answer_rows(job.model, job.sample_id, questions, outcomes), []
+    outcomes, ignored = parse_solver_reply(asked.results[SOLVER_TASK], ids, job.image_id)
+    return answer_rows(job.model, job.sample_id, questions, outcomes), ignored
 
 
-def aesthetics_rating(asked: Asked) -> aibench.AestheticsRating:
+def aesthetics_rating(asked: Asked) -> AestheticsRating:
     if asked.unavailable is not None:
-        return aibench.AestheticsRating(reason=asked.unavailable)
-    return aibench.parse_aesthetics_reply(asked.results[aibench.AESTHETICS_TASK], asked.job.image_id)
+        return AestheticsRating(reason=asked.unavailable)
+    return parse_aesthetics_reply(asked.results[AESTHETICS_TASK], asked.job.image_id)
 
 
 def image_branch_skip(verdicts_file: str | None, **inputs: Any) -> str | None:
@@ -195,7 +214,7 @@ def image_branch_skip(verdicts_file: str | None, **inputs: Any) -> str | None:
 def _no_examination(reason: str) -> tuple[pd.DataFrame, pd.DataFrame, dict[str, Any]]:
     logger.info("AIBench examination skipped: %s", reason)
     summary = {"missing_images": {}, "failed_requests": {}, "ignored_answers": [], "cache": {}}
-    return aibench.answers_frame([]), aibench.aesthetics_frame([]), summary
+    return answers_frame([]), aesthetics_frame([]), summary
 
 
 def examine_images(
@@ -224,7 +243,7 @@ def examine_images(
         return _no_examination(skip)
     settings = AIBenchParams.model_validate(params)
     questions = questions_by_sample(benchmark, aibench_qa)
-    items = {sample: aibench.solver_items(frame) for sample, frame in questions.items()}
+    items = {sample: solver_items(frame) for sample, frame in questions.items()}
     jobs = image_jobs(generations, list(benchmark["sample_id"]))
     asked = ask_per_image(
         jobs,
@@ -242,29 +261,29 @@ def examine_images(
             answers += rows
             ignored += extra
     ratings = [
-        aibench.aesthetics_row(item.job.model, item.job.sample_id, aesthetics_rating(item)) for item in asked
+        aesthetics_row(item.job.model, item.job.sample_id, aesthetics_rating(item)) for item in asked
     ]
     for message in ignored:
         logger.warning(message)
     summary = {
         "missing_images": missing_images(asked),
         "failed_requests": {
-            task: failed_requests(asked, task) for task in (aibench.SOLVER_TASK, aibench.AESTHETICS_TASK)
+            task: failed_requests(asked, task) for task in (SOLVER_TASK, AESTHETICS_TASK)
         },
         "ignored_answers": ignored,
         "cache": dict(getattr(judge, "stats", {}) or {}),
     }
-    return aibench.answers_frame(answers), aibench.aesthetics_frame(ratings), summary
+    return answers_frame(answers), aesthetics_frame(ratings), summary
 
 
 def score_aibench(aibench_answers: pd.DataFrame) -> pd.DataFrame:
     """``aibench_scores``: accuracy per level, question-level global average and coverage per model."""
-    return aibench.score_answers(aibench_answers)
+    return score_answers(aibench_answers)
 
 
 def score_aesthetics(aesthetics_ratings: pd.DataFrame) -> pd.DataFrame:
     """``aesthetics_scores``: mean rating per criterion, coverage and image count per model."""
-    return aibench.score_aesthetics(aesthetics_ratings)
+    return aesthetics.score_aesthetics(aesthetics_ratings)
 
 
 # ---- baseline metrics
@@ -401,8 +420,8 @@ def summarise_aibench(
 ) -> dict[str, float]:
     """``aibench_metrics``: per model the AIBench scores, aesthetics and baseline means with coverage,
     missing images; for the judge its failed requests per task, ignored answers and cache counts."""
-    metrics = aibench.metrics_from_table(aibench_scores, lambda model, column: f"{model}.{column}")
-    metrics |= aibench.metrics_from_table(
+    metrics = metrics_from_table(aibench_scores, lambda model, column: f"{model}.{column}")
+    metrics |= metrics_from_table(
         aesthetics_scores, lambda model, column: f"{model}.aesthetics.{column}"
     )
     for row in baseline_summary(baseline_scores).itertuples(index=False):
@@ -412,7 +431,7 @@ def summarise_aibench(
     metrics |= {f"{task}_failed_requests": float(n) for task, n in run_summary["failed_requests"].items()}
     metrics["aibench_qa_ignored_answers"] = float(len(run_summary["ignored_answers"]))
     metrics |= stats_metrics(run_summary["cache"], prefix="judge_")
-    levels = ", ".join(f"level{level}: {name}" for level, name in aibench.LEVEL_NAMES.items())
+    levels = ", ".join(f"level{level}: {name}" for level, name in LEVEL_NAMES.items())
     table = aibench_scores.to_string(index=False, float_format=lambda x: f"{x:.3f}")
     logger.info("AIBench scores (%s):\n%s", levels, table)
     return metrics

@@ -1,0 +1,36 @@
+"""``params:aibench`` (conf/base/parameters_aibench.yml): question drawing, solver window, baseline metrics."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from sciir.backends.base import window_setting
+from sciir.baseline_metrics import BaselineMetricsSettings
+
+
+class QuestionSettings(BaseModel):
+    """How many negatives each level draws, and the seed that orders the candidates."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    seed: int = 0
+    distractors: int = Field(default=3, ge=0)
+    non_adjacent: int = Field(default=2, ge=0)
+    max_pairs: int = Field(default=4, ge=0)
+
+
+class AIBenchParams(BaseModel):
+    """``params:aibench``: question drawing (annotate), solver batches and baseline metrics (evaluate)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    questions: QuestionSettings = Field(default_factory=QuestionSettings)
+    # Solver and aesthetics requests taken ahead of the replies; null: the judge's own window.
+    window: int | None = Field(default=None, ge=1)
+    batch_size: int | None = Field(default=None, ge=1)  # the former name of ``window``, still read
+    baseline_metrics: BaselineMetricsSettings = Field(default_factory=BaselineMetricsSettings)
+
+    @model_validator(mode="after")
+    def _batch_size_is_the_window(self) -> AIBenchParams:
+        self.window = window_setting("aibench", self.window, self.batch_size)
+        return self
