@@ -8,6 +8,7 @@ from typing import Any
 
 from kedro.framework.hooks import hook_impl
 
+from sciir.prompt_versions import prompt_version_params
 from sciir.results_folder import settings_outside_command_line
 from sciir.system import SYSTEM_PROGRAMS, missing_programs
 from sciir.tracking import provenance_tags
@@ -16,7 +17,8 @@ logger = logging.getLogger(__name__)
 
 
 class ProjectHooks:
-    """Checks system programs at start-up, tags the MLflow run, and prints the leaderboard at the end."""
+    """Checks system programs at start-up, tags the MLflow run (provenance) and logs the prompt versions
+    as its params, and prints the leaderboard at the end."""
 
     def __init__(self) -> None:
         self._tagged = False
@@ -60,6 +62,7 @@ class ProjectHooks:
 
         if mlflow.active_run():
             mlflow.set_tags(provenance_tags(self._project_path))
+            mlflow.log_params(prompt_version_params())
             self._tagged = True
 
     @hook_impl

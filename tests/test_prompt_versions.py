@@ -1,0 +1,56 @@
+"""Every model task's prompt version is what its requests carry (and so their cache key), and each run logs
+the versions as MLflow params."""
+
+from __future__ import annotations
+
+import mlflow
+
+from sciir.aibench.aesthetics import build_aesthetics_request
+from sciir.aibench.solver import build_solver_request
+from sciir.annotation import TASKS, build_request
+from sciir.baseline_metrics import build_vqascore_request
+from sciir.hooks import ProjectHooks
+from sciir.judging import build_judge_request
+from sciir.prompt_versions import prompt_versions
+from sciir.screening import ScreenParams, screen_request
+
+CONTEXT = {
+    "caption": "ATP synthase.",
+    "methods_text": "ADP is turned into ATP.",
+    "terms": ["ATP"],
+    "required_text": ["ATP"],
+    "relations": [],
+    "laws": [],
+    "sci_rcot": "A diagram.",
+    "track_labels": {"entity": True, "process": False, "law": False},
+}
+CHECKLIST = [{"id": "q1", "question": "Is ATP written?", "layer": 1, "track": "text"}]
+SOLVER_ITEMS = [{"id": "AIB-L1-01", "question": "Is there ATP?", "level": 1}]
+
+
+def _every_request():
+    for task, spec in TASKS.items():
+        context = {key: CONTEXT.get(key, "x") for key in spec.context_keys}
+        yield build_request(task, context, b"png" if spec.sees_image else None)
+    yield build_judge_request("Draw ATP.", CHECKLIST, b"png")
+    yield build_solver_request(SOLVER_ITEMS, b"png")
+    yield build_aesthetics_request(b"png")
+    yield build_vqascore_request("Draw ATP.", b"png")
+    yield screen_request(b"png", "ATP synthase.", ScreenParams())
+
+
+def test_every_task_sends_the_version_listed_for_it():
+    sent = {request.task: request.template_version for request in _every_request()}
+    assert sent == prompt_versions()
+
+
+def test_a_run_logs_the_prompt_versions_as_params(mlflow_store, tmp_path):
+    hooks = ProjectHooks()
+    hooks._project_path = tmp_path  # outside git: no provenance tags, only the params
+    with mlflow.start_run() as run:
+        hooks.before_node_run()
+    params = mlflow_store.get_run(run.info.run_id).data.params
+    assert params["prompt_version.judge"] == prompt_versions()["judge"]
+    assert {key for key in params if key.startswith("prompt_version.")} == {
+        f"prompt_version.{task}" for task in prompt_versions()
+    }
