@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import logging
 import os
 import subprocess
 import sys
@@ -14,8 +15,9 @@ from PIL import Image
 
 from sciir.backends.base import GenerationRequest
 from sciir.backends.diffusers_gen import DiffusersGenerator
+from sciir.backends.prompt_fit import FittedPrompt, fit_prompt
 from sciir.backends.registry import build_backend
-from sciir.tiny_models import ensure_tiny_pipeline, save_tiny_pipeline
+from sciir.tiny_models import build_tokenizer, ensure_tiny_pipeline, save_tiny_pipeline
 from sciir.training import LoraTrainConfig, TrainingImage, finetune_lora_adapter
 
 SRC = Path(__file__).resolve().parents[2] / "src"
@@ -114,3 +116,34 @@ def test_identity_follows_the_base_weights(tmp_path):
     before = backend.identity_hash()
     save_tiny_pipeline(folder, seed=1)
     assert backend.identity_hash() != before
+
+
+LONG_PROMPT = " ".join(f"label{i} leads to node{i}." for i in range(60))  # far over 77 tokens
+
+
+def test_a_prompt_is_cut_at_the_last_whole_word_the_text_encoder_reads():
+    tokenizer = build_tokenizer()
+    fitted = fit_prompt(LONG_PROMPT, [tokenizer])
+    assert fitted.cut and 0 < fitted.words_kept < fitted.words == len(LONG_PROMPT.split())
+    assert LONG_PROMPT.startswith(fitted.text)
+    count = len(tokenizer(fitted.text)["input_ids"])
+    one_more = " ".join(LONG_PROMPT.split()[: fitted.words_kept + 1])
+    assert count <= tokenizer.model_max_length < len(tokenizer(one_more, verbose=False)["input_ids"])
+    assert fit_prompt("a cell", [tokenizer]) == FittedPrompt("a cell", 2, 2)
+
+
+def test_long_prompts_are_said_once_and_recorded_per_image_not_warned_per_prompt(base_folder, caplog, capfd):
+    generator = DiffusersGenerator(pipeline_path=str(base_folder), steps=1, resolution=32)
+    long_requests = [
+        GenerationRequest(sample_id=f"s{i}", prompt=LONG_PROMPT, seed=i, width=32, height=32) for i in range(2)
+    ]
+    with caplog.at_level(logging.WARNING):
+        first, second, short = generator.generate([*long_requests, _request("short", size=32)])
+    assert first.ok and second.ok and short.ok
+    assert first.meta["prompt_words"] == 240 and first.meta["prompt_words_kept"] < 240
+    assert "prompt_words_kept" not in short.meta
+    said = [record for record in caplog.records if "are cut at the last whole word" in record.getMessage()]
+    assert len(said) == 1
+    printed = capfd.readouterr()
+    assert "truncated" not in printed.err + printed.out
+    assert "Token indices sequence length" not in printed.err + printed.out

@@ -3,20 +3,25 @@
 The pipeline is loaded on the first ``generate`` call (importing this module imports no torch).
 Each request gets its own generator seeded with ``request.seed``, so an image depends only on
 the request and the configuration; it is generated at ``resolution`` and resized to the
-requested size.
+requested size. A prompt longer than the text encoder reads is cut at a word boundary
+(:mod:`sciir.backends.prompt_fit`): one warning per generator, and the image's meta says how many
+words were kept.
 """
 
 from __future__ import annotations
 
 import io
+import logging
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from sciir.backends.base import GenerationRequest, GenerationResult, ImageGenerator
 from sciir.backends.fingerprint import folder_fingerprint
+from sciir.backends.prompt_fit import FittedPrompt, fit_prompt, pipeline_tokenizers
 
 BACKEND_NAME = "diffusers"
+logger = logging.getLogger(__name__)
 
 
 class DiffusersGenerator(ImageGenerator):
@@ -64,6 +69,7 @@ class DiffusersGenerator(ImageGenerator):
         self.resolution = resolution
         self.call_kwargs = extra
         self._pipeline: Any = None
+        self._said_prompts_are_cut = False
 
     def identity(self) -> dict[str, Any]:
         """The configuration plus fingerprints of the weight folders (retrained weights are a new model)."""
@@ -109,8 +115,9 @@ class DiffusersGenerator(ImageGenerator):
         return pipeline.to(self.device)
 
     def _generate_one(self, pipeline: Any, request: GenerationRequest) -> GenerationResult:
+        prompt = self._fitted(pipeline, request.prompt)
         try:
-            image = self._render(pipeline, request)
+            image = self._render(pipeline, request, prompt.text)
         except Exception as error:  # one bad request must not stop the batch
             reason = (
                 f"diffusers generation failed for sample {request.sample_id}: {type(error).__name__}: {error}"
@@ -119,16 +126,33 @@ class DiffusersGenerator(ImageGenerator):
         buffer = io.BytesIO()
         image.save(buffer, format="PNG")
         meta = {"backend": BACKEND_NAME, "lora": self.lora_path is not None, "steps": self.steps}
+        if prompt.cut:
+            meta |= {"prompt_words_kept": prompt.words_kept, "prompt_words": prompt.words}
         return GenerationResult(sample_id=request.sample_id, image=buffer.getvalue(), meta=meta)
 
-    def _render(self, pipeline: Any, request: GenerationRequest) -> Any:
+    def _fitted(self, pipeline: Any, prompt: str) -> FittedPrompt:
+        """The prompt within the text encoder's limit; the first cut is said once for this generator."""
+        tokenizers = pipeline_tokenizers(pipeline)
+        fitted = fit_prompt(prompt, tokenizers)
+        if fitted.cut and not self._said_prompts_are_cut:
+            self._said_prompts_are_cut = True
+            limit = min(tokenizer.model_max_length for tokenizer in tokenizers)
+            logger.warning(
+                "%s: prompts longer than its text encoder's %d tokens are cut at the last whole word that "
+                "fits; each image's meta (prompt_words_kept of prompt_words) says how much of its prompt the model read",
+                self.pipeline_path,
+                limit,
+            )
+        return fitted
+
+    def _render(self, pipeline: Any, request: GenerationRequest, prompt: str) -> Any:
         """One PIL image for the request, at the requested size."""
         import torch
         from PIL import Image
 
         size = {"height": self.resolution, "width": self.resolution} if self.resolution else {}
         output = pipeline(
-            request.prompt,
+            prompt,
             num_inference_steps=self.steps,
             guidance_scale=self.guidance_scale,
             generator=torch.Generator(device=self.device).manual_seed(request.seed),
