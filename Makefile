@@ -32,6 +32,8 @@ $(VENV)/.installed: pyproject.toml
 	# torch first, pinned: an unpinned resolve pulls a multi-GB CUDA build.
 	$(PY) -m pip install -q "torch==2.13.0"
 	$(PY) -m pip install -q -e ".[test]"
+	# The OCR judge's second recogniser, without its opencv-python (pyproject.toml lists its other needs).
+	$(PY) -m pip install -q --no-deps "rapidocr_onnxruntime==1.4.4"
 	touch $@
 
 setup: system-packages $(VENV)/.installed

@@ -10,7 +10,10 @@ drawn with exactly this spelling?", answered yes / no / abstained by each reader
 - ``baseline``: the reader and judge of sciir.backends.ocr at commit bdd2674 (before issue 9): one
   sparse-text pass on the image with drawing ink erased, "not found" always "no" (read from git), with
   Tesseract started as it was then (OpenMP's default threads);
-- ``current``: sciir.backends.ocr as it is (several passes, answers "no" only on a reliable reading).
+- ``tesseract``: sciir.backends.ocr as it is, Tesseract alone (several passes, answers "no" only on a
+  reliable reading);
+- ``current``: the same with the second recogniser (PP-OCRv4 through rapidocr_onnxruntime) reading the
+  image again where a label not found would be abstained on, as the offline judge runs it.
 
 Only entries of at least ``--min-chars`` characters (default 3) count. Definitions:
 - recall: drawn labels answered "yes" / all drawn labels (an abstention is a miss);
@@ -18,8 +21,9 @@ Only entries of at least ``--min-chars`` characters (default 3) count. Definitio
 - false "no": drawn labels answered "no" / all drawn labels;
 - abstained (drawn / absent): abstentions / entries of that kind;
 - "no" precision: absent among all "no" answers;
-- seconds per image: wall time of one reading (memoised readings excluded), mean over the figures;
-  CPU per image: the Tesseract processes' CPU time plus this process's.
+- seconds per image: wall time of reading and judging one figure's entries (the second recogniser
+  reads on the first label not found), mean over the figures; CPU per image: the Tesseract processes'
+  CPU time plus this process's (ONNX Runtime runs in it).
 
 ``--default-run`` times instead the baseline (as it ran, and with Tesseract single-threaded as the
 current reader runs it) and current readers on the images a default ``kedro run`` reads
@@ -27,11 +31,13 @@ current reader runs it) and current readers on the images a default ``kedro run`
 folder, wall and CPU.
 
 ``--judge-validation`` judges the default run's generated images against their checklists (after a run)
-with the baseline judge (text questions only) and the current offline judge, and prints evaluate's judge
-validation for text questions: planted faults detected, false alarms on correct drawings, abstentions.
+with the baseline judge (text questions only), the current offline judge with Tesseract alone and with
+the second recogniser, and prints evaluate's judge
+validation for text questions: planted faults detected, false alarms on correct drawings, abstentions,
+and the seconds (wall, CPU) each judge took to read and judge all the images.
 
 Usage, from the repository root:
-    .venv/bin/python benchmarks/bench_ocr_labels.py [--reader all|plain|baseline|current] [--min-chars 3]
+    .venv/bin/python benchmarks/bench_ocr_labels.py [--reader all|plain|baseline|tesseract|current] [--min-chars 3]
         [--external ../shared/external] [--verbose]
     .venv/bin/python benchmarks/bench_ocr_labels.py --default-run
     .venv/bin/python benchmarks/bench_ocr_labels.py --judge-validation
@@ -102,11 +108,15 @@ def as_committed(read: Callable[[bytes], object]) -> Callable[[bytes], object]:
     return reader
 
 
-def _judge_with(module, read: Callable[[bytes], object] | None = None) -> Callable[[bytes], Judge]:
+def _judge_with(
+    module, read: Callable[[bytes], object] | None = None, second: bool = False
+) -> Callable[[bytes], Judge]:
     read = read or module.read_text
 
     def reader(png: bytes) -> Judge:
         reading = read(png)
+        if second:  # as the judge reads (judge_checklist): the second recogniser where text is left unread
+            reading = module.with_second_reading(reading, png)
 
         def judge(label: str) -> str | None:
             item = module.JudgeItem(id="q", question="q", layer=1, track="text", expected_text=label)
@@ -141,7 +151,8 @@ READERS: dict[str, Callable[[], Callable[[bytes], Judge]]] = {
     "baseline": lambda: (lambda module: _judge_with(module, as_committed(module.read_text)))(
         baseline_module()
     ),
-    "current": lambda: _judge_with(ocr),
+    "tesseract": lambda: _judge_with(ocr),
+    "current": lambda: _judge_with(ocr, second=True),
 }
 
 
@@ -163,20 +174,21 @@ def evaluate(
     wall, cpu = [], []
     for figure in figures:
         png = png_bytes(root / figure["file"])
+        # Timed with the judging: the second recogniser reads an image on the first label not found.
         cpu0, wall0 = cpu_seconds(), time.perf_counter()
         judge = reader(png)
+        verdicts = [
+            (kind, entry["text"], judge(entry["text"]))
+            for kind in ("labels", "absent")
+            for entry in figure[kind]
+            if len(entry["text"]) >= min_chars
+        ]
         wall.append(time.perf_counter() - wall0)
         cpu.append(cpu_seconds() - cpu0)
-        for kind in ("labels", "absent"):
-            for entry in figure[kind]:
-                if len(entry["text"]) < min_chars:
-                    continue
-                verdict = judge(entry["text"])
-                counts[f"{kind}.{verdict}"] += 1
-                if verbose and (kind == "labels") != (verdict == "yes"):
-                    print(
-                        f"  {figure['file']}: {kind[:-1] if kind == 'labels' else kind} {entry['text']!r} -> {verdict}"
-                    )
+        for kind, text, verdict in verdicts:
+            counts[f"{kind}.{verdict}"] += 1
+            if verbose and (kind == "labels") != (verdict == "yes"):
+                print(f"  {figure['file']}: {kind[:-1] if kind == 'labels' else kind} {text!r} -> {verdict}")
     drawn = counts["labels.yes"] + counts["labels.no"] + counts["labels.None"]
     absent = counts["absent.yes"] + counts["absent.no"] + counts["absent.None"]
     said_yes = counts["labels.yes"] + counts["absent.yes"]
@@ -277,9 +289,14 @@ def judge_validation() -> None:
 
     judges = {
         "baseline": baseline_answers,
-        "current": lambda items, png: answer_items(items, ocr.read_text(png), png),
+        "tesseract": lambda items, png: answer_items(items, ocr.read_text(png), png),
+        # As the offline judge reads (judge_checklist): the second recogniser where Tesseract leaves doubt.
+        "current": lambda items, png: answer_items(
+            items, ocr.with_second_reading(ocr.read_text(png), png), png
+        ),
     }
     rows: dict[str, list[dict]] = {name: [] for name in judges}
+    seconds = {name: [0.0, 0.0] for name in judges}  # wall, CPU: reading and judging
     for path in sorted((data / "07_model_output" / "generations").glob("*/*.png")):
         questions = checklists[checklists.sample_id == path.stem]
         if questions.empty:
@@ -299,7 +316,11 @@ def judge_validation() -> None:
         ]
         png = path.read_bytes()
         for name, judge in judges.items():
-            for answer in judge(items, png):
+            cpu0, wall0 = cpu_seconds(), time.perf_counter()
+            answers = judge(items, png)
+            seconds[name][0] += time.perf_counter() - wall0
+            seconds[name][1] += cpu_seconds() - cpu0
+            for answer in answers:
                 verdict = answer["verdict"]
                 status = "judged" if verdict is not None else "abstained"
                 rows[name].append(
@@ -312,13 +333,15 @@ def judge_validation() -> None:
                     }
                 )
     columns = ["n_faulty", "n_faulty_judged", "n_detected", "n_correct", "n_false_alarms", "n_unjudged"]
-    print("| judge | " + " | ".join(columns) + " |")
-    print("|---|" + "---|" * len(columns))
+    print("| judge | " + " | ".join(columns) + " | wall s | CPU s |")
+    print("|---|" + "---|" * (len(columns) + 2))
     for name, verdicts in rows.items():
         truth = question_truth(pd.DataFrame(verdicts), checklists, benchmark, manifest)
         table = validation_table(truth, name)
         text = table[(table.question_kind == "text") & (table.polarity == "all")].iloc[0]
-        print(f"| {name} | " + " | ".join(str(int(text[column])) for column in columns) + " |")
+        cells = [str(int(text[column])) for column in columns] + [f"{value:.1f}" for value in seconds[name]]
+        print(f"| {name} | " + " | ".join(cells) + " |")
+    print(f"{len({(r['model'], r['sample_id']) for r in rows['current']})} images")
 
 
 def main() -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+from dataclasses import replace
 from pathlib import Path
 
 import matplotlib
@@ -302,3 +303,99 @@ def test_the_reader_is_versioned_and_tesseract_single_threaded(
     assert pytesseract.pytesseract.environ["OMP_THREAD_LIMIT"] == "1"
     monkeypatch.setenv("OMP_THREAD_LIMIT", "4")  # a limit the user set is kept
     assert pytesseract.pytesseract.environ["OMP_THREAD_LIMIT"] == "4"
+
+
+# --- The second recogniser (PP-OCR through rapidocr_onnxruntime) where Tesseract leaves doubt ---------
+
+
+def _rereading(reading: OcrReading, *texts: str) -> tuple[OcrReading, list[int]]:
+    """``reading`` with a stand-in second recogniser that reads ``texts``; the list counts its runs."""
+    runs: list[int] = []
+
+    def reread() -> tuple[str, ...]:
+        runs.append(1)
+        return texts
+
+    return replace(reading, reread=reread), runs
+
+
+def test_the_second_recogniser_answers_only_where_tesseract_leaves_doubt() -> None:
+    unsure, runs = _rereading(_reading("Glucose", reliable=False), "Aspirin tablet")
+    assert _judge_text(unsure, "Glucose")["verdict"] == "yes" and not runs  # found: not read again
+    answer = _judge_text(unsure, "Aspirin")
+    assert answer["verdict"] == "yes" and "Aspirin tablet" in answer["evidence"] and runs == [1]
+    # What it does not read stays abstained on (never "no"), and it reads each image once.
+    assert _judge_text(unsure, "Ibuprofen")["verdict"] is None and runs == [1]
+    # A reliable reading's "no" needs no second reading.
+    sure, runs = _rereading(_reading("Glucose"), "Aspirin")
+    assert _judge_text(sure, "Aspirin")["verdict"] == "no" and not runs
+    # A hesitant near miss is read again.
+    hesitant, runs = _rereading(_reading("Asplrin", confidence=60), "Aspirin")
+    assert _judge_text(hesitant, "Aspirin")["verdict"] == "yes" and runs == [1]
+    # AIBench's component existence alike.
+    item = SolverItem(id="q", level=1, question="q", label="Aspirin")
+    unsure, runs = _rereading(_reading("Glucose", reliable=False), "aspirin")
+    assert answer_component(item, unsure)["answer"] == "yes" and runs == [1]
+    sure, runs = _rereading(_reading("Glucose"), "Aspirin")
+    assert answer_component(item, sure)["answer"] == "no" and not runs
+
+
+def test_the_judge_reads_again_with_the_second_recogniser(monkeypatch: pytest.MonkeyPatch) -> None:
+    import sciir.backends.ocr as module
+
+    monkeypatch.setattr(module, "second_recogniser_available", lambda: True)
+    monkeypatch.setattr(module, "_SECOND_READINGS", lambda png: ("Aspirin",))
+    unsure = _reading("Glucose", reliable=False)
+    request = VLMRequest(
+        task="judge", prompt="", images=[b"png"], context={"checklist": [_judge("q1", "Aspirin")]}
+    )
+    [answer] = module.judge_by_ocr(request, lambda png: unsure).output["answers"]
+    assert answer["verdict"] == "yes"
+
+
+def test_without_the_second_recogniser_the_reading_is_kept_and_the_install_named(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    import importlib.util
+
+    import sciir.backends.ocr as module
+
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *args: None)
+    monkeypatch.setattr(module, "_second_warned", False)
+    reading = _reading("Glucose", reliable=False)
+    with caplog.at_level("WARNING"):
+        assert module.with_second_reading(reading, b"png") is reading
+    assert module.SECOND_RECOGNISER in caplog.text and "--no-deps" in caplog.text
+    assert _judge_text(reading, "Aspirin")["verdict"] is None
+
+
+def test_the_second_recogniser_reads_offline_from_its_bundled_models() -> None:
+    import importlib.resources
+
+    import sciir.backends.ocr as module
+
+    if not module.second_recogniser_available():
+        pytest.skip(f"{module.SECOND_RECOGNISER} not installed")
+    models = importlib.resources.files("rapidocr_onnxruntime") / "models"
+    assert {path.name for path in models.iterdir() if path.name.endswith(".onnx")} >= {
+        "ch_PP-OCRv4_det_infer.onnx",
+        "ch_PP-OCRv4_rec_infer.onnx",
+    }
+    image = Image.new("RGB", (400, 120), (230, 240, 255))
+    ImageDraw.Draw(image).text(
+        (30, 40), "Mitochondrion", fill=(200, 30, 30), font=ImageFont.truetype(str(FONT), 30)
+    )
+    assert "Mitochondrion" in module.read_second(_png(image))[0]
+    assert module.second_recogniser_version() == "rapidocr_onnxruntime 1.4.4"
+
+
+def test_importing_the_reader_loads_no_second_recogniser() -> None:
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, sciir.backends.ocr, sciir.backends.offline; "
+        "print(sorted(m for m in ('rapidocr_onnxruntime', 'onnxruntime') if m in sys.modules))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]"

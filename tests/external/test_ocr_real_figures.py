@@ -4,7 +4,8 @@ Data: ../shared/external/articles/ beside the checkout (real figures; see its RE
 tests/fixtures/real_figure_labels.json: the labels drawn in 46 of those figures, transcribed by eye,
 and texts that are not drawn there (caption words, near misses, other figures' labels). Skipped when
 the figures are absent. Every entry is asked as the judge asks a Layer-1 text question ("is <text>
-drawn with exactly this spelling?") and answered yes / no / abstained by ``judge_item``.
+drawn with exactly this spelling?") and answered yes / no / abstained by ``judge_item`` on the reading
+the judge makes (Tesseract, and the second recogniser where it leaves doubt).
 
 Measured over entries of three characters or more:
 - recall: drawn labels answered "yes" / all drawn labels. An abstention counts as a miss, so abstaining
@@ -28,15 +29,23 @@ from pathlib import Path
 import pytest
 from PIL import Image
 
-from sciir.backends.ocr import JudgeItem, judge_item, read_text, require_tesseract
+from sciir.backends.ocr import (
+    SECOND_RECOGNISER,
+    JudgeItem,
+    judge_item,
+    read_text,
+    require_tesseract,
+    second_recogniser_available,
+    with_second_reading,
+)
 
 REPO = Path(__file__).resolve().parents[2]
 EXTERNAL = REPO / ".." / "shared" / "external"
 FIXTURE = REPO / "tests" / "fixtures" / "real_figure_labels.json"
 MIN_CHARS = 3
-# Issue 9 asks for recall 0.9; the reader reaches 0.861 here (docs/benchmarks.md lists what it misses:
-# letters of 4-6 px, slanted and grey text, dense lists). This floor guards what is reached.
-RECALL_FLOOR = 0.84
+# Issue 9 asks for recall 0.9; the judge reaches 0.953 here with the second recogniser (0.861 with
+# Tesseract alone; docs/benchmarks.md lists what is still missed). The floor guards what is reached.
+RECALL_FLOOR = 0.94
 
 pytestmark = pytest.mark.skipif(
     not (EXTERNAL / "articles").is_dir(), reason="../shared/external/articles not present"
@@ -53,7 +62,8 @@ def _png(path: Path) -> bytes:
 
 def _verdicts(figure: dict) -> list[tuple[str, str, str | None]]:
     """(kind, text, verdict) for every entry of one figure: kind "labels" (drawn) or "absent"."""
-    reading = read_text(_png(EXTERNAL / figure["file"]))
+    png = _png(EXTERNAL / figure["file"])
+    reading = with_second_reading(read_text(png), png)  # as the judge reads (judge_checklist)
     answers = []
     for kind in ("labels", "absent"):
         for entry in figure[kind]:
@@ -65,6 +75,10 @@ def _verdicts(figure: dict) -> list[tuple[str, str, str | None]]:
 @pytest.fixture(scope="module")
 def answers() -> dict[str, list[tuple[str, str, str | None]]]:
     require_tesseract()
+    assert second_recogniser_available(), (
+        f'the judge\'s second recogniser is not installed: pip install --no-deps "{SECOND_RECOGNISER}" '
+        "(make setup does)"
+    )
     figures = json.loads(FIXTURE.read_text(encoding="utf-8"))["figures"]
     # Two figures at a time (each reading runs its own passes two at a time).
     with ThreadPoolExecutor(max_workers=2) as pool:

@@ -1,4 +1,5 @@
-"""Text reading with Tesseract, and a judge that answers exact-spelling checks from it.
+"""Text reading with Tesseract (and PP-OCR where it leaves doubt), and a judge that answers exact-spelling
+checks from it.
 
 The judge answers only what OCR can establish: whether an expected text string is rendered with
 exactly that spelling. Found is "yes". Not found is "no" only where the reader is reliable on the
@@ -29,6 +30,12 @@ most of them. The reader
    pixels of the original image, and keeps each pass's own text as an alternative reading in which
    a label may be found;
 5. records how many text-like marks were left unread, which decides whether "not found" may be "no".
+Where a label asked about is not found and the judge would abstain (the reading is not reliable, or
+text read close to the label may be it misread), a second recogniser reads the image once more
+(``with_second_reading``): PP-OCRv4 text detection and recognition run by ONNX Runtime
+(rapidocr_onnxruntime, models bundled in its wheel, single-threaded), which reads small, grey,
+coloured, slanted and light-on-dark labels that Tesseract misreads. A label it reads is "yes"; what it
+does not read stays abstained on: it never makes a "no". Without it installed, the judge abstains there.
 Matching forgives what OCR cannot see: dash and quote variants, glyphs drawn alike (I, l, 1 and |;
 O and 0; rn and m) and the spaces between words (narrow spaces are often lost); a label may run
 over lines stacked under each other. Each pass is one Tesseract process, single-threaded (its own
@@ -39,6 +46,7 @@ from __future__ import annotations
 
 import difflib
 import io
+import logging
 import os
 import re
 import shutil
@@ -46,7 +54,7 @@ import threading
 from collections import Counter, OrderedDict
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from functools import cached_property
 from typing import Any
 
@@ -59,7 +67,9 @@ from sciir.backends.base import VisionLanguageModel, VLMRequest, VLMResult, sha2
 
 # Changes whenever the reader or the judge's rules read images differently (part of the backends'
 # identity, so cached answers of an older reader are not reused).
-READER_VERSION = "ocr-reader-v2"
+logger = logging.getLogger(__name__)
+
+READER_VERSION = "ocr-reader-v3"
 
 # Tesseract reads glyphs best when the text-like marks (letters, mostly lower case) are about this tall.
 _TARGET_GLYPH_PX = 26.0
@@ -189,6 +199,9 @@ class OcrReading:
     lines: tuple[OcrLine, ...]
     alternatives: tuple[str, ...] = ()
     legibility: Legibility | None = None
+    # Reads the image again with the second recogniser (``with_second_reading``): texts a label not found
+    # in the passes above may be found in; run once, on the first label asked for with ``reread``.
+    reread: Callable[[], tuple[str, ...]] | None = field(default=None, compare=False, repr=False)
 
     def image_box(self, word: OcrWord) -> tuple[float, float, float, float]:
         """The word's box (x0, y0, x1, y1) in pixels of the original image."""
@@ -217,23 +230,35 @@ class OcrReading:
         merged = "\n".join(_stacked_rows([(line.box, line.text) for line in self.lines]))
         return tuple(dict.fromkeys([merged, *self.alternatives]))
 
-    def locate(self, phrase: str, ignore_case: bool = False) -> tuple[str, re.Match[str]] | None:
+    @cached_property
+    def second_texts(self) -> tuple[str, ...]:
+        """What the second recogniser read (``reread``), once asked for; () without one."""
+        return self.reread() if self.reread is not None else ()
+
+    def locate(
+        self, phrase: str, ignore_case: bool = False, reread: bool = False
+    ) -> tuple[str, re.Match[str]] | None:
         """The text read where ``phrase`` occurs (not inside a longer word) and where, or None.
 
-        Case-sensitive unless ``ignore_case``; forgives what OCR cannot see (module docstring).
+        Case-sensitive unless ``ignore_case``; forgives what OCR cannot see (module docstring). The
+        second recogniser's texts are searched too when ``reread`` (reading the image again if it was
+        not yet) or when they were already read.
         """
         pattern = phrase_pattern(phrase, ignore_case)
         if pattern is None:
             return None
-        for text in self.texts:
+        texts = self.texts
+        if reread or "second_texts" in self.__dict__:
+            texts = (*texts, *self.second_texts)
+        for text in texts:
             match = pattern.search(fold_confusables(text))
             if match:
                 return text, match
         return None
 
-    def find(self, phrase: str, ignore_case: bool = False) -> re.Match[str] | None:
+    def find(self, phrase: str, ignore_case: bool = False, reread: bool = False) -> re.Match[str] | None:
         """Where ``phrase`` occurs in the (folded) text read, not inside a longer word; None if nowhere."""
-        located = self.locate(phrase, ignore_case)
+        located = self.locate(phrase, ignore_case, reread)
         return located[1] if located else None
 
     def excerpt(self, phrase: str, ignore_case: bool = False) -> str:
@@ -899,6 +924,106 @@ def shared_reader(lang: str) -> _ReadingMemo:
     return _SHARED_MEMOS[lang]
 
 
+# --- The second recogniser: PP-OCR where Tesseract left text unread ----------------------------------
+
+# PP-OCRv4 text detection and recognition (ONNX models bundled in the wheel: nothing is downloaded),
+# run by ONNX Runtime. Installed by `make setup` with --no-deps: the wheel asks for opencv-python, whose
+# cv2 (a GUI build needing libGL) would replace opencv-python-headless's; pyproject.toml lists its other
+# dependencies.
+SECOND_RECOGNISER = "rapidocr_onnxruntime==1.4.4"
+_SECOND_MODULE = "rapidocr_onnxruntime"
+_second_engine: Any = None
+_second_lock = threading.Lock()
+_second_run_lock = threading.Lock()
+_second_warned = False
+
+
+def second_recogniser_available() -> bool:
+    """Whether the second recogniser is installed (warns once, naming how to install it, when not)."""
+    global _second_warned
+    import importlib.util
+
+    if importlib.util.find_spec(_SECOND_MODULE) is not None:
+        return True
+    if not _second_warned:
+        _second_warned = True
+        logger.warning(
+            "the OCR judge's second recogniser is not installed, so labels Tesseract leaves unread are "
+            'abstained on more often: pip install --no-deps "%s" onnxruntime pyclipper shapely pyyaml '
+            "(make setup installs it)",
+            SECOND_RECOGNISER,
+        )
+    return False
+
+
+def second_recogniser_version() -> str | None:
+    """``rapidocr_onnxruntime <version>`` when installed (part of the judge's identity), else None."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return f"{_SECOND_MODULE} {version(_SECOND_MODULE)}"
+    except PackageNotFoundError:
+        return None
+
+
+def _second_engine_loaded() -> Any:
+    """The PP-OCR engine, loaded once per process, single-threaded (its readings are then the same on
+    every machine, and evaluate runs images in parallel itself)."""
+    global _second_engine
+    with _second_lock:
+        if _second_engine is None:
+            from rapidocr_onnxruntime import RapidOCR
+
+            _second_engine = RapidOCR(intra_op_num_threads=1, inter_op_num_threads=1)
+        return _second_engine
+
+
+def _rgb_on_white(image: Image.Image) -> np.ndarray:
+    """RGB pixels, with transparent pixels shown on white (colour helps PP-OCR on coloured labels)."""
+    if image.mode in ("RGBA", "LA") or "transparency" in image.info:
+        rgba = image.convert("RGBA")
+        image = Image.alpha_composite(Image.new("RGBA", rgba.size, (255, 255, 255, 255)), rgba)
+    return np.asarray(image.convert("RGB"))
+
+
+def read_second(png: bytes) -> tuple[str, ...]:
+    """What the second recogniser reads in a PNG: one text, a line per text line it found (stacked lines
+    and lines cut in two joined, as for Tesseract's passes); () when it finds nothing or is not installed.
+    Raises ValueError for undecodable bytes."""
+    rgb = _rgb_on_white(decode_png(png))
+    if not second_recogniser_available():
+        return ()
+    engine = _second_engine_loaded()
+    # One image at a time: the engine keeps per-image state between its steps (the detector's resize).
+    with _second_run_lock:
+        result, _ = engine(np.ascontiguousarray(rgb[:, :, ::-1]))  # it takes BGR, as cv2 does
+    lines = []
+    for box, text, _score in result or []:
+        corners = np.asarray(box, dtype=float)
+        (x0, y0), (x1, y1) = corners.min(axis=0), corners.max(axis=0)
+        if text.strip():
+            lines.append(((int(x0), int(y0), int(x1), int(y1)), " ".join(text.split())))
+    rows = _stacked_rows(sorted(lines, key=lambda line: (line[0][1], line[0][0])))
+    return ("\n".join(rows),) if rows else ()
+
+
+# Second readings of recently seen images (text only: small), for every judge of the process.
+_SECOND_READINGS = _ReadingMemo(read_second)  # type: ignore[arg-type]
+
+
+def with_second_reading(reading: OcrReading, png: bytes) -> OcrReading:
+    """``reading`` of ``png``, able to read the image again with the second recogniser (when installed) for
+    a label it does not hold (``OcrReading.locate(..., reread=True)``). The judges ask for it only where a
+    label not found would be abstained on (``doubt_about_absence``: the reading is not reliable, or text
+    read close to the label may be it misread), so a reliable reading's "no" costs nothing more. The
+    second recogniser reads small, grey, coloured, slanted and light-on-dark labels that Tesseract
+    misreads; what it reads can make a label found ("yes"), never "no": it does not change which images
+    are read reliably."""
+    if reading.reread is not None or not second_recogniser_available():
+        return reading
+    return replace(reading, reread=lambda: _SECOND_READINGS(png))
+
+
 class JudgeItem(BaseModel):
     """One checklist question as the judge task receives it."""
 
@@ -987,19 +1112,22 @@ def judge_item(item: JudgeItem, reading: OcrReading) -> dict[str, Any]:
     """Answer one checklist question from what was read; abstain when OCR cannot tell.
 
     Found: "yes". Not found: "no", unless ``doubt_about_absence`` finds a reason why the label may still
-    be drawn: then abstained on with that reason.
+    be drawn: then the second recogniser reads the image (``with_second_reading``; "yes" if it reads the
+    label), else abstained on with that reason.
     """
     if not item.expected_text:
         return abstention(item, f"OCR reads text only and cannot judge a {item.track} question")
     label = item.expected_text
-    if reading.find(label) is not None:
+    found = reading.find(label) is not None
+    doubt = None if found else doubt_about_absence(reading, label)
+    # Where Tesseract's reading leaves doubt, the second recogniser reads the image again.
+    if found or (doubt is not None and reading.find(label, reread=True) is not None):
         return {
             "id": item.id,
             "verdict": "yes",
             "evidence": reading.excerpt(label),
             "reasoning": f'OCR found "{label}" with exactly this spelling.',
         }
-    doubt = doubt_about_absence(reading, label)
     if doubt is not None:
         return abstention(item, doubt, reading.excerpt(label))
     return {
@@ -1034,7 +1162,7 @@ def judge_checklist(
         return VLMResult.failed(f"judge request has a malformed checklist: {error}")
     if not items:
         return VLMResult.failed("judge request has no checklist questions (context key 'checklist')")
-    reading = read(request.images[0])
+    reading = with_second_reading(read(request.images[0]), request.images[0])
     return VLMResult(output={"answers": answer(items, reading, request.images[0])})
 
 
@@ -1089,21 +1217,18 @@ def answer_component(item: SolverItem, reading: OcrReading) -> dict[str, Any]:
         return _solver_answer(
             item, None, f"abstained: OCR reads text only and cannot answer a level-{item.level} question"
         )
-    text = reading.normalised_text
-    if not text:
-        return _solver_answer(item, None, "abstained: no text was read in the image")
     if reading.find(item.label, ignore_case=True):
         return _solver_answer(item, "yes", reading.excerpt(item.label, ignore_case=True))
-    doubt = doubt_about_absence(reading, item.label)
-    if doubt is not None:
-        return _solver_answer(item, None, f"abstained: {doubt}")
-    closest = near_miss(reading, item.label)
+    text = reading.normalised_text
+    doubt = doubt_about_absence(reading, item.label) if text else "no text was read in the image"
+    closest = near_miss(reading, item.label) if text and doubt is None else None
     if closest is not None:
-        return _solver_answer(
-            item,
-            None,
-            f'abstained: read "{closest}", close to "{item.label}" (misspelt or misread: OCR cannot tell)',
-        )
+        doubt = f'read "{closest}", close to "{item.label}" (misspelt or misread: OCR cannot tell)'
+    if doubt is not None:
+        # Where Tesseract's reading leaves doubt, the second recogniser reads the image again.
+        if reading.find(item.label, ignore_case=True, reread=True):
+            return _solver_answer(item, "yes", reading.excerpt(item.label, ignore_case=True))
+        return _solver_answer(item, None, f"abstained: {doubt}")
     closest = closest_span(text, normalise_whitespace(item.label))
     return _solver_answer(item, "no", f'"{item.label}" was not read; closest text read: "{closest}"')
 
@@ -1118,7 +1243,7 @@ def answer_aibench_by_ocr(request: VLMRequest, read: Callable[[bytes], OcrReadin
         return VLMResult.failed(f"aibench_qa request has malformed questions: {error}")
     if not items:
         return VLMResult.failed("aibench_qa request has no questions (context key 'questions')")
-    reading = read(request.images[0])
+    reading = with_second_reading(read(request.images[0]), request.images[0])
     return VLMResult(output={"answers": [answer_component(item, reading) for item in items]})
 
 
@@ -1130,8 +1255,8 @@ OCR_TASKS: dict[str, Callable[[VLMRequest, Callable[[bytes], OcrReading]], VLMRe
 
 
 class OcrVLM(VisionLanguageModel):
-    """Answers exact-spelling checks (``judge``) and component existence (``aibench_qa``) with Tesseract;
-    abstains on the rest.
+    """Answers exact-spelling checks (``judge``) and component existence (``aibench_qa``) with Tesseract
+    (and the second recogniser where Tesseract leaves doubt); abstains on the rest.
 
     Config: ``lang`` (Tesseract language codes, default ``eng``).
     """
@@ -1143,7 +1268,7 @@ class OcrVLM(VisionLanguageModel):
         self.read = shared_reader(self.lang)
 
     def identity(self) -> dict[str, Any]:
-        return {**super().identity(), "reader": READER_VERSION}
+        return {**super().identity(), "reader": READER_VERSION, "second_reader": second_recogniser_version()}
 
     def generate(self, requests: Sequence[VLMRequest]) -> list[VLMResult]:
         return [self._answer(request) for request in requests]

@@ -33,7 +33,14 @@ import pytesseract
 from pydantic import BaseModel
 
 from sciir.backends.base import VisionLanguageModel, VLMRequest, VLMResult
-from sciir.backends.ocr import READER_VERSION, OcrReading, OcrVLM, answer_aibench_by_ocr, decode_png
+from sciir.backends.ocr import (
+    READER_VERSION,
+    OcrReading,
+    OcrVLM,
+    answer_aibench_by_ocr,
+    decode_png,
+    second_recogniser_version,
+)
 from sciir.backends.offline_screen import screen_by_sight
 from sciir.backends.visual_judge import judge_by_sight
 
@@ -440,7 +447,12 @@ class OfflineVLM(VisionLanguageModel):
         }
 
     def identity(self) -> dict[str, Any]:
-        return {**super().identity(), "rules": RULES_VERSION, "reader": READER_VERSION}
+        return {
+            **super().identity(),
+            "rules": RULES_VERSION,
+            "reader": READER_VERSION,
+            "second_reader": second_recogniser_version(),
+        }
 
     def generate(self, requests: Sequence[VLMRequest]) -> list[VLMResult]:
         return [self._answer(request) for request in requests]
