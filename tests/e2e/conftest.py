@@ -83,9 +83,11 @@ def project(tmp_path_factory) -> Path:
 def make_clone(tmp_path_factory):
     """Another fresh clone with its .venv, for tests that need one no other test has run anything in."""
 
-    def make(name: str) -> Path:
+    def make(name: str, *, commit: bool = False) -> Path:
         root = tmp_path_factory.mktemp(name)
         copy_working_tree(root)
+        if commit:
+            commit_snapshot(root)
         provision_venv(root)
         return root
 

@@ -69,6 +69,14 @@ EXEMPT = {
     ".base_url=http://localhost:8000/v1,aibench.baseline_metrics.vqascore.config.model=Qwen/Qwen3-VL-8B-"
     "Instruct": "needs a served model with log-probabilities; tested against the loopback server in tests/",
     "dvc exp run --queue": "queues experiments for a worker; `dvc repro` runs the same stages below",
+    'git add dvc.lock && git commit -m "SciIR release v1" && git tag -a sciir-release-v1 -m "SciIR release v1"': (
+        "tags the documenting checkout; tests/e2e/test_release_roundtrip.py runs the release procedure"
+    ),
+    "git push origin sciir-release-v1": "needs a git remote; tests/e2e/test_release_roundtrip.py clones locally",
+    "git clone --branch sciir-release-v1 https://github.com/<you>/<sciir> sciir-v1 && cd sciir-v1": (
+        "a placeholder URL; tests/e2e/test_release_roundtrip.py clones the tag from a local repository"
+    ),
+    "dvc pull bench_select": "run in the clone of the tag by tests/e2e/test_release_roundtrip.py",
     ".venv/bin/python benchmarks/bench_standardise.py --images 200 --workers 2": (
         "a measurement that standardises 200 generated 1-3 Mpx images several ways on both cores; "
         "standardisation is tested in tests/test_imaging.py, tests/test_bad_images.py and tests/test_vips_resize.py"
