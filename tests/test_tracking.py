@@ -22,6 +22,15 @@ def test_metrics_go_to_json_and_to_the_active_run(tmp_path, mlflow_store):
     assert dataset.load()["prog.final"] == 0.75
 
 
+def test_timings_go_to_mlflow_but_not_to_the_dvc_metrics_file(tmp_path, mlflow_store):
+    dataset = MetricsDataset(filepath=str(tmp_path / "generate.json"), prefix="generate")
+    with mlflow.start_run() as run:
+        dataset.save({"prog.ok": 24.0, "prog.seconds": 1.59, "train_seconds": 3.2})
+    assert json.loads((tmp_path / "generate.json").read_text()) == {"prog.ok": 24.0}
+    logged = mlflow_store.get_run(run.info.run_id).data.metrics
+    assert logged == {"generate.prog.ok": 24.0, "generate.prog.seconds": 1.59, "generate.train_seconds": 3.2}
+
+
 def test_metrics_without_a_run_are_still_written(tmp_path, mlflow_store):
     dataset = MetricsDataset(filepath=str(tmp_path / "ingest.json"), prefix="ingest")
     dataset.save({"figures_kept": 3})

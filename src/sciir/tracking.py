@@ -103,8 +103,18 @@ def log_nested_runs(runs: Mapping[str, NestedRun], name_tag: str) -> dict[str, s
         }
 
 
+# Wall-clock timings differ on every run: in the DVC metrics file they would make `dvc status` and
+# `dvc metrics diff` report a change after every run whatever the data, so they go to MLflow only.
+TIMING_SUFFIXES = (".seconds", "_seconds")
+
+
+def is_timing(name: str) -> bool:
+    return name.endswith(TIMING_SUFFIXES)
+
+
 class MetricsDataset(AbstractDataset[dict[str, MetricValue], dict[str, MetricValue]]):
-    """A stage's metrics: saved as JSON for DVC and logged to MLflow under ``prefix``."""
+    """A stage's metrics: saved as JSON for DVC (timings left out: ``is_timing``) and all logged to MLflow
+    under ``prefix``."""
 
     def __init__(self, *, filepath: str, prefix: str = "", metadata: dict[str, Any] | None = None) -> None:
         self._filepath = Path(filepath)
@@ -121,7 +131,11 @@ class MetricsDataset(AbstractDataset[dict[str, MetricValue], dict[str, MetricVal
 
     def save(self, data: dict[str, MetricValue]) -> None:
         self._filepath.parent.mkdir(parents=True, exist_ok=True)
-        clean = {k: (v if isinstance(v, list) or _finite(v) else None) for k, v in sorted(data.items())}
+        clean = {
+            k: (v if isinstance(v, list) or _finite(v) else None)
+            for k, v in sorted(data.items())
+            if not is_timing(k)
+        }
         self._filepath.write_text(json.dumps(clean, indent=2) + "\n")
         log_metrics(data, self._prefix)
 
