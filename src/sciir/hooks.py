@@ -8,6 +8,7 @@ from typing import Any
 
 from kedro.framework.hooks import hook_impl
 
+from sciir.backends.dry_run import dry_run_requested
 from sciir.prompt_versions import prompt_version_params
 from sciir.results_folder import settings_outside_command_line
 from sciir.system import SYSTEM_PROGRAMS, missing_programs
@@ -39,8 +40,12 @@ class ProjectHooks:
 
     @hook_impl
     def before_pipeline_run(self, run_params: dict[str, Any], pipeline: Any, catalog: Any) -> None:
-        """Refuse a benchmark, image folder or verdicts file set in a conf file: results would land on the
-        default run's."""
+        """In a dry run, keep every output in memory; refuse a benchmark, image folder or verdicts file set
+        in a conf file (results would land on the default run's)."""
+        if dry_run_requested():
+            from sciir.dry_run_summary import keep_outputs_in_memory
+
+            keep_outputs_in_memory(pipeline, catalog)
         if "params:evaluate" not in pipeline.inputs():
             return
         misplaced = settings_outside_command_line(
@@ -61,12 +66,17 @@ class ProjectHooks:
         import mlflow
 
         if mlflow.active_run():
-            mlflow.set_tags(provenance_tags(self._project_path))
+            mlflow.set_tags(provenance_tags(self._project_path) | {"sciir.dry_run": str(dry_run_requested())})
             mlflow.log_params(prompt_version_params())
             self._tagged = True
 
     @hook_impl
     def after_pipeline_run(self, run_params: dict[str, Any], pipeline: Any, catalog: Any) -> None:
+        if dry_run_requested():
+            from sciir.dry_run_summary import ledger_text
+
+            print(f"\n{ledger_text()}\n")
+            return
         if "leaderboard" not in pipeline.all_outputs():
             return
         from sciir.summary import print_run_summary

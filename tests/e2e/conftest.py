@@ -94,11 +94,12 @@ def make_clone(tmp_path_factory):
     return make
 
 
-def kedro_run(root: Path, *args: str) -> subprocess.CompletedProcess:
-    """``kedro run ARGS`` with the clone's own kedro, as a newcomer runs it (no SCIIR_* overrides); the
-    result is returned whatever the exit status, for the test to judge."""
+def kedro_run(root: Path, *args: str, env_vars: dict[str, str] | None = None) -> subprocess.CompletedProcess:
+    """``kedro run ARGS`` with the clone's own kedro, as a newcomer runs it (no SCIIR_* overrides but
+    ``env_vars``, as a user sets them on the command line); the result is returned whatever the exit
+    status, for the test to judge."""
     env = {key: value for key, value in os.environ.items() if not key.startswith("SCIIR_")}
-    env |= {"KEDRO_DISABLE_TELEMETRY": "1"}
+    env |= {"KEDRO_DISABLE_TELEMETRY": "1", **(env_vars or {})}
     return subprocess.run(
         [str(root / ".venv" / "bin" / "kedro"), "run", *args],
         cwd=root, env=env, capture_output=True, text=True, timeout=600,

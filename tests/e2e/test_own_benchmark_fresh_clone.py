@@ -81,6 +81,39 @@ def test_offline_judge_on_an_own_benchmark_from_a_fresh_clone(fresh, kedro):
     )
 
 
+def _files_under(folder: Path) -> dict[str, int]:
+    """Every file below ``folder`` with its modification time."""
+    return {str(path): path.stat().st_mtime_ns for path in folder.rglob("*") if path.is_file()}
+
+
+def test_a_dry_run_lists_the_requests_and_their_cost_and_sends_and_writes_nothing(fresh, kedro):
+    # A judge nobody serves (port 9, discard): a dry run must not need it.
+    local = fresh / "conf" / "local" / "backends.yml"
+    local.parent.mkdir(parents=True, exist_ok=True)
+    local.write_text(
+        "judge:\n  type: sciir.backends.dataset.BackendDataset\n  kind: vlm\n  backend: openai\n"
+        "  config: {base_url: 'http://127.0.0.1:9/v1', model: priced-vlm, max_tokens: 400,\n"
+        "           price_per_million_prompt_tokens: 1.0, price_per_million_completion_tokens: 4.0}\n"
+        "  cache_path: data/cache/dry.sqlite\n"
+    )
+    before = _files_under(fresh / "data")
+    params = "evaluate.benchmark=physics.jsonl,evaluate.images_dir=physics_images"
+    try:
+        result = kedro(fresh, "--pipelines", "evaluate", "--params", params, env_vars={"SCIIR_DRY_RUN": "1"})
+    finally:
+        local.unlink()
+    assert result.returncode == 0, result.stderr[-6000:]
+    table = re.search(r"OpenAICompatibleVLM\s+judge\s+(\d+)\s+(\d+)\s+([\d,]+)\s+([\d,]+)\s+([\d.]+)", result.stdout)
+    assert table, result.stdout[-3000:]
+    requests, images, prompt, completion, cost = table.groups()
+    assert (int(requests), int(images), completion) == (3, 3, "1,200")  # one per image, 400 tokens each
+    prompt_tokens = int(prompt.replace(",", ""))
+    assert float(cost) == pytest.approx((prompt_tokens * 1.0 + 1200 * 4.0) / 1e6, abs=0.006)
+    assert "Not counted:" in result.stdout
+    after = {path: stamp for path, stamp in _files_under(fresh / "data").items() if "/cache/" not in path}
+    assert after == {path: stamp for path, stamp in before.items() if "/cache/" not in path}
+
+
 @pytest.fixture
 def served_judge(fresh) -> Iterator[str]:
     server = subprocess.Popen(

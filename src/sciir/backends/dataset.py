@@ -14,6 +14,7 @@ from kedro.io import AbstractDataset, DatasetError
 
 from sciir.backends.base import GENERATOR_ROLES, Backend, GeneratorRole, ImageGenerator
 from sciir.backends.cache import CachedGenerator, CachedVLM, ResponseCache
+from sciir.backends.dry_run import DryRunVLM, dry_run_requested
 from sciir.backends.registry import Kind, build_backend
 
 _WRAPPERS = {"vlm": CachedVLM, "generator": CachedGenerator}
@@ -69,6 +70,8 @@ def make_backend(
     secrets = _secret_config(name, config, credentials)
     config.pop("api_key_env", None)
     backend = build_backend(kind, backend_name, **config, **secrets)
+    if kind == "vlm" and dry_run_requested():
+        backend = DryRunVLM(backend)  # under the cache: what it holds is still answered
     if isinstance(backend, ImageGenerator):
         backend.role = generator_role(name, backend, role)
     return _WRAPPERS[kind](backend, cache) if cache is not None else backend

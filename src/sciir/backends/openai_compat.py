@@ -14,7 +14,6 @@ import base64
 import io
 import json
 import logging
-import math
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -25,6 +24,7 @@ from PIL import Image
 from sciir.backends.base import VisionLanguageModel, VLMRequest, VLMResult
 from sciir.backends.http_client import CallFailed, HTTPBackend, HTTPSession, HTTPTransport, JSONText, Reply
 from sciir.backends.replies import InvalidReply, UnsupportedSchema, parse_reply, reply_validator
+from sciir.backends.token_estimates import image_tokens, text_tokens
 from sciir.image_payload import ImageLimits, UnreadableImageFile, request_payload
 
 log = logging.getLogger(__name__)
@@ -37,8 +37,6 @@ _RESERVED_EXTRA = frozenset(
 _PNG_MODES = frozenset({"1", "L", "LA", "P", "RGB", "RGBA", "I", "I;16"})
 _SCHEMA_NAME_CHARS = re.compile(r"[^A-Za-z0-9_-]")
 # For the tokens-per-minute estimate: about four characters a text token, one token per 28-pixel patch.
-_CHARS_PER_TOKEN = 4
-_IMAGE_PATCH_PX = 28
 
 
 class UnreadableImage(ValueError):
@@ -212,8 +210,8 @@ def estimated_tokens(payload: Mapping[str, Any], image_max_side: int) -> float:
         parts = [{"type": "text", "text": content}] if isinstance(content, str) else content
         chars += sum(len(part.get("text", "")) for part in parts)
         images += sum(part.get("type") == "image_url" for part in parts)
-    patches = math.ceil(image_max_side / _IMAGE_PATCH_PX) ** 2
-    return chars / _CHARS_PER_TOKEN + images * patches + payload.get("max_tokens", 0)
+    patches = image_tokens(image_max_side, image_max_side)
+    return text_tokens(chars) + images * patches + payload.get("max_tokens", 0)
 
 
 class OpenAICompatibleVLM(HTTPBackend[VLMRequest, VLMResult], VisionLanguageModel):
@@ -277,7 +275,7 @@ class OpenAICompatibleVLM(HTTPBackend[VLMRequest, VLMResult], VisionLanguageMode
         self.model = model
         self.invalid_reply_retries = invalid_reply_retries
         self._extra = extra
-        self._prices = Prices.configured(price_per_million_prompt_tokens, price_per_million_completion_tokens)
+        self.prices = Prices.configured(price_per_million_prompt_tokens, price_per_million_completion_tokens)
         self._transport = HTTPTransport.with_retries(
             max_retries=max_retries,
             retry_base_delay_s=retry_base_delay_s,
@@ -360,7 +358,7 @@ class OpenAICompatibleVLM(HTTPBackend[VLMRequest, VLMResult], VisionLanguageMode
 
     def _priced(self, usage: dict[str, float]) -> dict[str, float]:
         """``usage`` with its estimated cost when prices are configured."""
-        return {**usage, "cost_usd": self._prices.cost_usd(usage)} if self._prices else usage
+        return {**usage, "cost_usd": self.prices.cost_usd(usage)} if self.prices else usage
 
     def _failed(
         self, request: VLMRequest, reason: str, raw: str | None, usage: dict[str, float]
