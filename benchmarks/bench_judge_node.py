@@ -7,7 +7,7 @@ fake OpenAI server in its own process (200 ms latency):
    ``data/07_model_output/generations/<model>/<sample_id>.png``, and a 24-sample benchmark and checklists;
 2. a plain client (asyncio + aiohttp, concurrency 64) reads each file's bytes and posts them as a base64
    data URL in a chat-completions payload like the judge's (same prompt and schema);
-3. ``kedro run --pipelines evaluate --nodes judge_generations --params evaluate.batch_size=64`` with a
+3. ``kedro run --pipelines evaluate --nodes evaluation_inputs,judge_generations --params evaluate.window=64``
    ``conf/local/backends.yml`` judge (``backend: openai``, concurrency 64) on that server, through the
    project's catalog and a fresh response cache; then the same command again (warm: same cache);
 4. the same command with a fresh cache against a second server injecting 20% faults, and a check that
@@ -241,7 +241,7 @@ def write_judge_entry(root: Path, base_url: str, concurrency: int, cache_name: s
 def kedro_command(root: Path, concurrency: int) -> list[str]:
     """The user's command, with ``evaluate.batch_size`` (or ``evaluate.window``, its later name) set to the
     concurrency when parameters_evaluate.yml has it."""
-    command = ["kedro", "run", "--pipelines", "evaluate", "--nodes", "judge_generations"]
+    command = ["kedro", "run", "--pipelines", "evaluate", "--nodes", "evaluation_inputs,judge_generations"]
     params = (root / "conf" / "base" / "parameters_evaluate.yml").read_text()
     for name in ("batch_size", "window"):
         if re.search(rf"^\s*{name}:", params, re.MULTILINE):

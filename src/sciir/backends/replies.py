@@ -1,8 +1,9 @@
 """Parsing and validating a model's reply: JSON objects, checked against the request's JSON schema.
 
 Shared by every vision-language backend, so a reply is judged the same way whoever served it. Replies are
-checked by ``jsonschema`` (draft 2020-12, every keyword with its meaning: ``oneOf`` is exactly one,
-``true`` is not ``1``); formats are annotations only, as in most structured-output servers.
+checked against draft 2020-12 (every keyword with its meaning: ``oneOf`` is exactly one, ``true`` is not
+``1``; formats are annotations only, as in most structured-output servers): by ``jsonschema-rs`` for
+speed, and by ``jsonschema``, the reference implementation, for the message when a reply does not fit.
 """
 
 from __future__ import annotations
@@ -11,8 +12,10 @@ import functools
 import json
 import re
 from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass
 from typing import Any
 
+import jsonschema_rs
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import SchemaError, ValidationError
 from referencing import Registry
@@ -59,18 +62,31 @@ class UnsupportedSchema(ValueError):
     reference that cannot be resolved locally)."""
 
 
+@dataclass(frozen=True)
+class ReplyValidator:
+    """One schema's validators: jsonschema-rs answers "valid?" (about 2 us for a judge reply, against 0.4 ms
+    in Python, which made the judge node CPU-bound), jsonschema says what is wrong when it is not."""
+
+    fast: Any  # jsonschema_rs.Validator
+    explaining: Draft202012Validator
+
+    def iter_errors(self, value: Any) -> Iterator[ValidationError]:
+        return iter(()) if self.fast.is_valid(value) else self.explaining.iter_errors(value)
+
+
 # Validators kept: a judge request's schema names its sample's question ids, so a run has one per sample;
 # checking a schema against the meta-schema (about 3 ms) then happens once per sample, not per image.
 @functools.lru_cache(maxsize=4096)
-def _validator_for(schema_json: str) -> Draft202012Validator:
+def _validator_for(schema_json: str) -> ReplyValidator:
     schema = json.loads(schema_json)
     try:
         Draft202012Validator.check_schema(schema)
     except SchemaError as err:
         where = "/".join(map(str, err.path)) or "(top level)"
         raise UnsupportedSchema(f"not a valid JSON schema at {where}: {err.message}") from None
-    _check_references(schema)
-    return Draft202012Validator(schema)
+    _check_references(schema)  # every $ref is local, so neither library fetches anything
+    fast = jsonschema_rs.Draft202012Validator(schema, validate_formats=False)
+    return ReplyValidator(fast, Draft202012Validator(schema))
 
 
 def _references(schema: Any) -> Iterator[str]:
@@ -104,9 +120,9 @@ def _check_references(schema: Mapping[str, Any]) -> None:
             raise UnsupportedSchema(f"$ref {ref!r} refers to itself")
 
 
-def reply_validator(schema: Mapping[str, Any]) -> Draft202012Validator:
+def reply_validator(schema: Mapping[str, Any]) -> ReplyValidator:
     """A JSON Schema (draft 2020-12) validator for values that must fit ``schema``, built once per distinct
-    schema (``jsonschema``). Raises :class:`UnsupportedSchema` for a schema that is not valid."""
+    schema. Raises :class:`UnsupportedSchema` for a schema that is not valid."""
     return _validator_for(json.dumps(schema, sort_keys=True))
 
 
