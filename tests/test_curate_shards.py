@@ -23,7 +23,9 @@ from sciir.ids import figure_uid
 from sciir.image_payload import ImageFile
 from sciir.linked_image_dataset import LinkedImageFileDataset
 from sciir.pipelines.curate.nodes import curate_figures
+from sciir.pipelines.curate.params import CurateParams
 from sciir.pipelines.curate.shard_store import MANIFEST, RECORD, ROWS, ShardStore, ShardSummary
+from sciir.pipelines.curate.shards import shard_key
 
 DOI = "10.1234/shards"
 
@@ -217,3 +219,15 @@ def test_an_image_written_by_a_worker_is_saved_as_a_link_to_it(tmp_path: Path) -
     LinkedImageFileDataset(filepath=str(from_bytes)).save(source.read_bytes())
     assert from_bytes.read_bytes() == source.read_bytes()
     assert from_bytes.stat().st_ino != source.stat().st_ino
+
+
+def test_a_detector_retrained_into_the_same_file_gives_new_shard_keys(tmp_path: Path, shard_params) -> None:
+    weights = tmp_path / "panels.onnx"
+    weights.write_bytes(b"first detector")
+    params = shard_params(tmp_path / "shards", processes=False)
+    params["detector"] = {**params.get("detector", {}), "yolo_weights": str(weights)}
+    figures = [_figure_row("f1", tmp_path / "f1.png")]
+    first = shard_key(figures, [None], CurateParams.model_validate(params))
+    assert shard_key(figures, [None], CurateParams.model_validate(params)) == first
+    weights.write_bytes(b"retrained detector, other bytes")
+    assert shard_key(figures, [None], CurateParams.model_validate(params)) != first

@@ -53,6 +53,9 @@ def _settings_fingerprint(settings: CurateParams) -> dict[str, Any]:
     """The settings that change what a figure yields (not where or on how many workers it runs)."""
     dumped = settings.model_dump(mode="json", exclude={"shards", "cluster"})
     dumped["workers"].pop("count", None)
+    weights = settings.detector.yolo_weights
+    # A detector retrained into the same file is another detector: its shards are not resumed.
+    dumped["detector"]["yolo_weights_file"] = _file_stamp(weights) if weights else None
     return dumped
 
 
