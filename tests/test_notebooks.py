@@ -4,14 +4,15 @@ so they cannot rot: each cell executes in a real kernel and the plots come out."
 from __future__ import annotations
 
 import io
-import shutil
 from pathlib import Path
 
 import pandas as pd
 import pytest
 from PIL import Image
 
+from sciir.bootstrap import BootstrapConfig
 from sciir.release_folder import Release, ReleaseFolderDataset
+from sciir.scoring import leaderboard, score_samples, score_table
 
 REPO = Path(__file__).resolve().parents[1]
 nbclient = pytest.importorskip("nbclient")
@@ -36,6 +37,31 @@ def _split(samples: list[str], groups: list[str | None], settings: list[str | No
     )
 
 
+def _leaderboard() -> pd.DataFrame:
+    """A leaderboard made by the scoring code from two models' verdicts on the two benchmark samples."""
+    benchmark = pd.DataFrame(
+        {
+            "sample_id": ["b1", "b2"],
+            "group": ["All_Three", "Entity_Law"],
+            "setting": ["instruction_following", "intrinsic_reasoning"],
+        }
+    )
+    verdicts = pd.DataFrame(
+        {
+            "model": ["good"] * 4 + ["weak"] * 4,
+            "sample_id": ["b1", "b1", "b2", "b2"] * 2,
+            "question_id": ["q1", "q2"] * 4,
+            "layer": [1, 2] * 4,
+            "track": ["text", "entity"] * 4,
+            "verdict": ["yes", "yes", "yes", "yes", "yes", "no", "no", "yes"],
+            "status": ["judged"] * 8,
+            "parent_ids": ["[]"] * 8,
+        }
+    )
+    scores = score_samples(verdicts, benchmark, "exclude")
+    return leaderboard(score_table(scores, BootstrapConfig(n_boot=20)))
+
+
 @pytest.fixture
 def project(tmp_path) -> Path:
     release = Release(
@@ -51,8 +77,7 @@ def project(tmp_path) -> Path:
     )
     ReleaseFolderDataset(path=str(tmp_path / "data/05_model_input/release")).save(release)
     (tmp_path / "data/08_reporting").mkdir(parents=True)
-    # The leaderboard the default run tracks in git: a real one.
-    shutil.copy(REPO / "data/08_reporting/leaderboard.csv", tmp_path / "data/08_reporting/leaderboard.csv")
+    _leaderboard().to_csv(tmp_path / "data/08_reporting/leaderboard.csv", index=False)
     (tmp_path / "conf").mkdir()
     return tmp_path
 
