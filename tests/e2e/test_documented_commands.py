@@ -69,6 +69,11 @@ EXEMPT = {
     ".base_url=http://localhost:8000/v1,aibench.baseline_metrics.vqascore.config.model=Qwen/Qwen3-VL-8B-"
     "Instruct": "needs a served model with log-probabilities; tested against the loopback server in tests/",
     "dvc exp run --queue": "queues experiments for a worker; `dvc repro` runs the same stages below",
+    ".venv/bin/python benchmarks/bench_curate_scale.py --throughput 80 --workers 1 2 --distinct 60": (
+        "a measurement of about 7 minutes (two curate runs of 100 and 2,000 real-size figures and the "
+        "throughput runs) that saturates both cores; curate's shards, workers and memory behaviour are "
+        "tested in tests/test_curate_shards.py and tests/test_bad_images.py"
+    ),
     'git add dvc.lock && git commit -m "SciIR release v1" && git tag -a sciir-release-v1 -m "SciIR release v1"': (
         "tags the documenting checkout; tests/e2e/test_release_roundtrip.py runs the release procedure"
     ),
