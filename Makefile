@@ -43,7 +43,7 @@ run: setup
 
 test: setup browser
 	$(VENV)/bin/ruff check src tests benchmarks
-	$(VENV)/bin/pytest -q
+	$(VENV)/bin/pytest -q --durations=15  # the slowest tests, to keep the run short
 
 clean:
 	find data -mindepth 2 -not -name .gitkeep -delete 2>/dev/null; rm -rf data/cache mlruns
