@@ -64,6 +64,7 @@ import pytesseract
 from PIL import Image
 
 from sciir.backends import ocr
+from sciir.image_payload import encode
 
 REPO = Path(__file__).resolve().parents[1]
 FIXTURE = REPO / "tests" / "fixtures" / "real_figure_labels.json"
@@ -158,13 +159,8 @@ READERS: dict[str, Callable[[], Callable[[bytes], Judge]]] = {
 
 def png_bytes(path: Path) -> bytes:
     """The figure as PNG bytes (the judge receives PNGs; TIFFs and JPEGs are converted losslessly)."""
-    import io
-
     with Image.open(path) as image:
-        image.load()
-        buffer = io.BytesIO()
-        image.save(buffer, format="PNG")
-    return buffer.getvalue()
+        return encode(image, "PNG")
 
 
 def evaluate(

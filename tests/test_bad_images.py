@@ -21,8 +21,8 @@ import pandas as pd
 import pytest
 from PIL import Image, ImageCms
 
-from sciir.ids import figure_uid
 from sciir.pipelines.curate.nodes import curate_figures
+from sciir.testing.figure_rows import kept_figure_row
 
 REPO = Path(__file__).resolve().parents[1]
 EXTERNAL_ARTICLES = REPO / ".." / "shared" / "external" / "articles"
@@ -439,20 +439,7 @@ CASES = [
 
 
 def _figure_row(name: str, path: Path) -> dict[str, Any]:
-    return {
-        "figure_uid": figure_uid(DOI, name),
-        "article_id": "odd",
-        "doi": DOI,
-        "url": f"https://doi.org/{DOI}",
-        "figure_id": name,
-        "label": name,
-        "caption": f"Caption of {name}.",
-        "image_path": str(path),
-        "licence_name": "CC BY 4.0",
-        "licence_url": "http://creativecommons.org/licenses/by/4.0/",
-        "status": "kept",
-        "reason": None,
-    }
+    return kept_figure_row(DOI, "odd", name, path)
 
 
 def _curate(

@@ -19,13 +19,13 @@ import pandas as pd
 import pytest
 from PIL import Image, ImageDraw
 
-from sciir.ids import figure_uid
 from sciir.image_payload import ImageFile
 from sciir.linked_image_dataset import LinkedImageFileDataset
 from sciir.pipelines.curate.nodes import curate_figures
 from sciir.pipelines.curate.params import CurateParams
 from sciir.pipelines.curate.shard_store import MANIFEST, RECORD, ROWS, ShardStore, ShardSummary
 from sciir.pipelines.curate.shards import shard_key
+from sciir.testing.figure_rows import kept_figure_row
 
 DOI = "10.1234/shards"
 
@@ -47,20 +47,7 @@ def shard_params(curate_params: Callable[..., dict[str, Any]]) -> Callable[..., 
 
 
 def _figure_row(name: str, path: Path) -> dict[str, Any]:
-    return {
-        "figure_uid": figure_uid(DOI, name),
-        "article_id": "sharded",
-        "doi": DOI,
-        "url": f"https://doi.org/{DOI}",
-        "figure_id": name,
-        "label": name,
-        "caption": f"Caption of {name}.",
-        "image_path": str(path),
-        "licence_name": "CC BY 4.0",
-        "licence_url": "http://creativecommons.org/licenses/by/4.0/",
-        "status": "kept",
-        "reason": None,
-    }
+    return kept_figure_row(DOI, "sharded", name, path)
 
 
 def _two_panel_figure(path: Path, seed: int) -> None:

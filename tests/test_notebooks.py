@@ -29,7 +29,9 @@ def _split(samples: list[str], groups: list[str | None], settings: list[str | No
     return pd.DataFrame(
         {
             "sample_id": samples,
-            "image": [lambda colour=colour: _png(colour) for colour in ("red", "green", "blue")[: len(samples)]],
+            "image": [
+                lambda colour=colour: _png(colour) for colour in ("red", "green", "blue")[: len(samples)]
+            ],
             "group": groups,
             "setting": settings,
             "doi": [f"10.1/{sample}" for sample in samples],
@@ -87,7 +89,9 @@ def test_the_release_notebook_runs_and_plots(project, monkeypatch):
     monkeypatch.setenv("HF_DATASETS_OFFLINE", "1")
     monkeypatch.setenv("HF_DATASETS_CACHE", str(project / "hf_cache"))
     notebook = nbformat.read(REPO / "notebooks/explore_release.ipynb", as_version=4)
-    nbclient.NotebookClient(notebook, timeout=300, kernel_name="python3", resources={"metadata": {"path": str(project)}}).execute()
+    nbclient.NotebookClient(
+        notebook, timeout=300, kernel_name="python3", resources={"metadata": {"path": str(project)}}
+    ).execute()
 
     outputs = [output for cell in notebook.cells if cell.cell_type == "code" for output in cell.outputs]
     assert not [output for output in outputs if output.output_type == "error"]

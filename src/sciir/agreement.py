@@ -110,7 +110,8 @@ def mean_pairwise_spearman(matrix: pd.DataFrame) -> Agreement:
 
 
 def agreement_table(ratings: pd.DataFrame, level: Level = "interval") -> pd.DataFrame:
-    """Krippendorff's alpha (at ``level``) and mean pairwise Spearman of a ratings table (image_id, rater_id, score)."""
+    """Krippendorff's alpha (at ``level``) and mean pairwise Spearman of a ratings table (image_id, rater_id,
+    score)."""
     matrix = reliability_matrix(ratings)
     results = [krippendorff_alpha(matrix.to_numpy(dtype=float), level), mean_pairwise_spearman(matrix)]
     return pd.DataFrame([asdict(result) for result in results], columns=list(AGREEMENT_COLUMNS))

@@ -34,19 +34,36 @@ def _number(value: float | None, digits: int = 0) -> str:
     return "unknown" if value is None else f"{value:,.{digits}f}"
 
 
+# The table's columns: heading, width, and the cell of a ledger row (text left-aligned, numbers right).
+_COLUMNS: tuple[tuple[str, int, Any], ...] = (
+    ("backend", -24, lambda row: row["backend"]),
+    ("task", -18, lambda row: row["task"]),
+    ("requests", 9, lambda row: f"{row['requests']:,}"),
+    ("images", 7, lambda row: f"{row['images']:,}"),
+    ("prompt tok", 11, lambda row: f"{row['prompt_tokens']:,}"),
+    ("max compl tok", 14, lambda row: _number(row["completion_tokens_at_most"])),
+    ("est. USD", 10, lambda row: _number(row["cost_usd"], 2)),
+)
+
+
+def _table_line(cells: list[str]) -> str:
+    return " ".join(
+        cell.ljust(-width) if width < 0 else cell.rjust(width)
+        for cell, (_, width, _) in zip(cells, _COLUMNS, strict=True)
+    )
+
+
 def ledger_text(ledger: Ledger = LEDGER) -> str:
     """The ledger as a table, with totals and what it leaves out."""
     rows = ledger.table()
     if not rows:
-        return f"Dry run: no request would be sent to a model (every one was answered from the cache).\n{NOT_COUNTED}"
-    header = f"{'backend':<24} {'task':<18} {'requests':>9} {'images':>7} {'prompt tok':>11} {'max compl tok':>14} {'est. USD':>10}"
-    lines = ["Dry run: requests a real run would send (estimates: sciir.backends.dry_run)", header]
-    for row in rows:
-        lines.append(
-            f"{row['backend']:<24} {row['task']:<18} {row['requests']:>9,} {row['images']:>7,} "
-            f"{row['prompt_tokens']:>11,} {_number(row['completion_tokens_at_most']):>14} "
-            f"{_number(row['cost_usd'], 2):>10}"
-        )
+        nothing = "Dry run: no request would be sent to a model (every one was answered from the cache)."
+        return f"{nothing}\n{NOT_COUNTED}"
+    lines = [
+        "Dry run: requests a real run would send (estimates: sciir.backends.dry_run)",
+        _table_line([heading for heading, _, _ in _COLUMNS]),
+        *(_table_line([cell(row) for _, _, cell in _COLUMNS]) for row in rows),
+    ]
     costs = [row["cost_usd"] for row in rows]
     total = None if any(cost is None for cost in costs) else sum(costs)
     lines.append(

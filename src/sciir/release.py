@@ -123,7 +123,16 @@ def statistics_plot(splits: Mapping[str, pd.DataFrame]) -> bytes:
 def _yaml_header(splits: Mapping[str, pd.DataFrame]) -> list[str]:
     """The card's YAML header: the licence and each split's parquet files, as ``datasets`` reads them."""
     files = [f"  - split: {split}\n    path: data/{split}-*.parquet" for split in splits]
-    return ["---", "license: cc-by-4.0", "configs:", "- config_name: default", "  data_files:", *files, "---", ""]
+    return [
+        "---",
+        "license: cc-by-4.0",
+        "configs:",
+        "- config_name: default",
+        "  data_files:",
+        *files,
+        "---",
+        "",
+    ]
 
 
 def build_release(
@@ -185,7 +194,9 @@ def _attribution_table(sources: pd.DataFrame) -> list[str]:
         ]
         for row in sources.itertuples(index=False)
     ]
-    return _markdown_table(["sample_id", "split", "DOI", "URL", "figure", "authors", "changes", "licence"], rows)
+    return _markdown_table(
+        ["sample_id", "split", "DOI", "URL", "figure", "authors", "changes", "licence"], rows
+    )
 
 
 def release_card(benchmark: pd.DataFrame, splits: Mapping[str, pd.DataFrame]) -> str:
@@ -249,5 +260,3 @@ def release_card(benchmark: pd.DataFrame, splits: Mapping[str, pd.DataFrame]) ->
         "",
     ]
     return "\n".join(lines)
-
-

@@ -78,7 +78,9 @@ def shard_names(split: str, count: int) -> list[str]:
 class ReleaseFolderDataset(AbstractDataset[Release, Release]):
     """A release folder at ``path`` (local), at most ``rows_per_shard`` rows a parquet shard."""
 
-    def __init__(self, *, path: str, rows_per_shard: int = 500, metadata: dict[str, Any] | None = None) -> None:
+    def __init__(
+        self, *, path: str, rows_per_shard: int = 500, metadata: dict[str, Any] | None = None
+    ) -> None:
         # ``_path``: the attribute kedro-mlflow's MlflowArtifactDataset logs as a folder artifact.
         self._path = str(path)
         self._rows_per_shard = rows_per_shard

@@ -103,7 +103,8 @@ def test_a_dry_run_lists_the_requests_and_their_cost_and_sends_and_writes_nothin
     finally:
         local.unlink()
     assert result.returncode == 0, result.stderr[-6000:]
-    table = re.search(r"OpenAICompatibleVLM\s+judge\s+(\d+)\s+(\d+)\s+([\d,]+)\s+([\d,]+)\s+([\d.]+)", result.stdout)
+    row = r"OpenAICompatibleVLM\s+judge\s+(\d+)\s+(\d+)\s+([\d,]+)\s+([\d,]+)\s+([\d.]+)"
+    table = re.search(row, result.stdout)
     assert table, result.stdout[-3000:]
     requests, images, prompt, completion, cost = table.groups()
     assert (int(requests), int(images), completion) == (3, 3, "1,200")  # one per image, 400 tokens each

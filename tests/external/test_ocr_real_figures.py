@@ -20,7 +20,6 @@ benchmarks/bench_ocr_labels.py prints the same measures for the reader before an
 
 from __future__ import annotations
 
-import io
 import json
 from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
@@ -38,6 +37,7 @@ from sciir.backends.ocr import (
     second_recogniser_available,
     with_second_reading,
 )
+from sciir.image_payload import encode
 
 REPO = Path(__file__).resolve().parents[2]
 EXTERNAL = REPO / ".." / "shared" / "external"
@@ -54,10 +54,7 @@ pytestmark = pytest.mark.skipif(
 
 def _png(path: Path) -> bytes:
     with Image.open(path) as image:
-        image.load()
-        buffer = io.BytesIO()
-        image.save(buffer, format="PNG")
-    return buffer.getvalue()
+        return encode(image, "PNG")
 
 
 def _verdicts(figure: dict) -> list[tuple[str, str, str | None]]:

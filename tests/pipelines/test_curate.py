@@ -14,11 +14,12 @@ from kedro.runner import SequentialRunner
 from PIL import Image, ImageDraw
 
 from sciir.backends.offline import OfflineVLM
-from sciir.ids import figure_uid, sample_id
+from sciir.ids import sample_id
 from sciir.pipelines.curate import create_pipeline as create_curate
 from sciir.pipelines.curate.nodes import CURATED_COLUMNS, curate_figures, summarise_curate
 from sciir.pipelines.ingest import create_pipeline as create_ingest
 from sciir.pipelines.ingest.nodes import ingest_articles, prepare_source
+from sciir.testing.figure_rows import kept_figure_row
 
 REPO = Path(__file__).resolve().parents[2]
 EXTERNAL_ARTICLES = REPO / ".." / "shared" / "external" / "articles"
@@ -43,20 +44,7 @@ def _curate_params(tmp_path: Path) -> dict[str, Any]:
 
 
 def _figure_row(figure_id: str, image_path: Path) -> dict[str, Any]:
-    return {
-        "figure_uid": figure_uid(DOI, figure_id),
-        "article_id": "drawn",
-        "doi": DOI,
-        "url": f"https://doi.org/{DOI}",
-        "figure_id": figure_id,
-        "label": figure_id,
-        "caption": f"Caption of {figure_id}.",
-        "image_path": str(image_path),
-        "licence_name": "CC BY 4.0",
-        "licence_url": "http://creativecommons.org/licenses/by/4.0/",
-        "status": "kept",
-        "reason": None,
-    }
+    return kept_figure_row(DOI, "drawn", figure_id, image_path)
 
 
 def _draw_panels(path: Path, size: tuple[int, int], boxes: list[tuple[int, int, int, int]]) -> None:

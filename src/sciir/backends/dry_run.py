@@ -74,7 +74,9 @@ class Ledger:
     rows: dict[tuple[str, str], LedgerRow] = field(default_factory=lambda: defaultdict(LedgerRow))
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
-    def add(self, backend: str, task: str, prompt: int, images: int, completion: int | None, cost: float | None):
+    def add(
+        self, backend: str, task: str, prompt: int, images: int, completion: int | None, cost: float | None
+    ):
         with self._lock:
             row = self.rows[(backend, task)]
             row.requests += 1
@@ -87,7 +89,10 @@ class Ledger:
             row.cost_usd = None if cost is None or row.cost_usd is None else row.cost_usd + cost
 
     def table(self) -> list[dict[str, Any]]:
-        return [{"backend": backend, "task": task, **vars(row)} for (backend, task), row in sorted(self.rows.items())]
+        return [
+            {"backend": backend, "task": task, **vars(row)}
+            for (backend, task), row in sorted(self.rows.items())
+        ]
 
     def clear(self) -> None:
         with self._lock:
@@ -111,8 +116,9 @@ class DryRunVLM(VisionLanguageModel):
         super().__init__()
         self.inner = inner
         self.ledger = ledger
-        config = inner.identity().get("config") or {}
-        self._label = str(inner.identity().get("backend", type(inner).__name__))
+        identity = inner.identity()
+        config = identity.get("config") or {}
+        self._label = str(identity.get("backend", type(inner).__name__))
         self._max_side = config.get("image_max_side") or 1024
         self._completion = _completion_limit(config)
 

@@ -31,7 +31,9 @@ class FittedPrompt:
 def pipeline_tokenizers(pipeline: Any) -> list[Any]:
     """The pipeline's CLIP-style tokenizers that have a token limit."""
     found = (getattr(pipeline, name, None) for name in _TOKENIZER_ATTRIBUTES)
-    return [tokenizer for tokenizer in found if tokenizer is not None and tokenizer.model_max_length < _NO_LIMIT]
+    return [
+        tokenizer for tokenizer in found if tokenizer is not None and tokenizer.model_max_length < _NO_LIMIT
+    ]
 
 
 def _fits(text: str, tokenizers: Sequence[Any]) -> bool:
