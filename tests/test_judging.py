@@ -15,7 +15,6 @@ from sciir.image_payload import encode
 from sciir.judging import (
     JUDGE_REPLY_SCHEMA,
     JUDGE_TASK,
-    JUDGE_TEMPLATE_VERSION,
     VERDICT_COLUMNS,
     build_judge_request,
     checklist_chunks,
@@ -28,6 +27,7 @@ from sciir.judging import (
     with_parent_ids,
 )
 from sciir.table_files import TableFileError
+from sciir.tasks.prompts import prompt_template
 
 CHECKLIST = pd.DataFrame(
     {
@@ -79,7 +79,7 @@ def test_checklist_items_carry_the_structured_fields_when_the_checklist_has_them
 def test_request_carries_image_prompt_checklist_and_rules():
     png = encode(Image.new("RGB", (8, 8), "white"), "PNG")
     request = build_judge_request("Draw ATP synthase.", items(), png)
-    assert request.task == JUDGE_TASK and request.template_version == JUDGE_TEMPLATE_VERSION
+    assert request.task == JUDGE_TASK and request.template_version == prompt_template(JUDGE_TASK).version
     assert request.images == [png]
     assert request.context == {"prompt": "Draw ATP synthase.", "checklist": items()}
     assert "Draw ATP synthase." in request.prompt and '"id": "q3"' in request.prompt

@@ -11,8 +11,8 @@ from sciir.annotation import TASKS, build_request
 from sciir.baseline_metrics import build_vqascore_request
 from sciir.hooks import ProjectHooks
 from sciir.judging import build_judge_request
-from sciir.prompt_versions import prompt_versions
 from sciir.screening import ScreenParams, screen_request
+from sciir.tasks.registry import prompt_versions
 
 CONTEXT = {
     "caption": "ATP synthase.",

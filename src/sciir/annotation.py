@@ -3,9 +3,9 @@
 Four tasks, in dependency order: ``track_scores`` and ``reasoning`` read the figure with its caption
 and methods text; ``abstract_prompt`` distils the reasoning into a short prompt; ``checklist`` turns
 the reasoning into atomic yes/no questions. Each task has a prompt template with a version string
-(part of the response-cache key), the JSON schema of its output (sent to servers that support
-structured output), and a strict parser: an answer that does not match is a failure with its
-reason, never repaired into a default.
+(``conf/base/tasks/<task>.yml``; the version is part of the response-cache key), the JSON schema of
+its output (sent to servers that support structured output), and a strict parser: an answer that does
+not match is a failure with its reason, never repaired into a default.
 """
 
 from __future__ import annotations
@@ -13,13 +13,13 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from string import Template
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, Field, StringConstraints, ValidationError, model_validator
 
 from sciir.backends.base import VLMRequest, VLMResult
 from sciir.backends.strict_schema import omit_added_nulls, strict_model_schema
+from sciir.tasks.prompts import PromptTemplate, prompt_template
 
 TRACKS = ("entity", "process", "law")
 # Columns of the ``checklists`` table (docs/data_contract.md), whoever writes it: annotate or a benchmark file.
@@ -149,165 +149,23 @@ class Checklist(BaseModel):
         return self
 
 
-# ---- prompt templates ($-placeholders: the templates quote JSON, which is full of braces)
-
-_EVIDENCE_RULE = (
-    "Evidence priority: what is visible in the image first, then the caption, then the methods text. "
-    "Use the texts only to interpret what you see; never add anything the image does not show."
-)
-
-TRACK_SCORES_TEMPLATE = Template(
-    """You are an expert reviewer of scientific figures. Rate how strongly the attached figure \
-depends on each of three kinds of scientific reasoning. $evidence_rule Do not speculate beyond \
-clear image evidence.
-
-Tracks:
-- entity (Entity Structure): the figure reconstructs the geometry, spatial layout or composition of \
-physical entities: molecules and bonds, cells and organelles, devices, circuits, materials, their \
-components and morphology.
-- process (Scientific Process): the figure shows causal or temporal relations: workflows, pathways, \
-state transitions, stages or steps connected by arrows.
-- law (Scientific Law): the figure expresses an abstract rule or constraint: equations, conservation, \
-proportionality, quantitative relationships between variables, valence rules.
-
-Score each track with an integer from 1 to 10:
-1-2 absent; 3-4 incidental; 5-6 present but secondary; 7-8 a main purpose of the figure; \
-9-10 the figure exists to show it. Scores are independent: several tracks may be high.
-
-Figure caption:
-<<<
-$caption
->>>
-
-Methods text of the article (excerpt):
-<<<
-$methods_text
->>>
-
-Reply with one JSON object and nothing else, matching this JSON schema:
-$schema
-"rationale" names, in one or two sentences, the visual evidence behind each score.
-"""
-)
-
-REASONING_TEMPLATE = Template(
-    """You are annotating a scientific figure so that a text-to-image model can learn to redraw it \
-with correct scientific reasoning. $evidence_rule
-
-Extract from the attached figure:
-1. "required_text": every text string rendered in the image that a faithful redrawing must \
-reproduce (labels, axis titles, legend entries, equations), each copied character for character \
-with the image's spelling and capitalisation. Leave out panel letters and tick numbers.
-2. "terms": the scientific terms the figure depicts (entities, quantities, processes, laws) as \
-short noun phrases; every label in required_text that names a scientific concept is also a term.
-3. "relations": the directed connections drawn as arrows or flows, as [source, target] pairs, in \
-the direction the arrow points. Both ends must be strings from required_text or terms, spelled \
-identically. Leave the list empty when nothing is connected.
-4. "laws": every law, equation or quantitative constraint the figure shows or obeys, each as one \
-short statement: copied character for character where the image writes it, else as the caption \
-states it. Leave the list empty when there is none.
-5. "sci_rcot": the Scientific Reasoning Chain-of-Thought, one paragraph that narrates in this order:
-   (a) Style: the kind of figure (flow diagram, structural drawing, circuit schematic, plot ...), \
-layout, colours and background;
-   (b) Required text: the strings to render, quoted exactly;
-   (c) Entity structure: which entities appear and how they are composed or arranged;
-   (d) Topology: what is connected to what and where things sit relative to each other;
-   (e) Process and law: the causal or temporal order along the arrows, and any law or constraint \
-the figure obeys.
-   Describe only what the image shows.
-
-Figure caption:
-<<<
-$caption
->>>
-
-Methods text of the article (excerpt):
-<<<
-$methods_text
->>>
-
-Reply with one JSON object and nothing else, matching this JSON schema:
-$schema
-"""
-)
-
-ABSTRACT_PROMPT_TEMPLATE = Template(
-    """You write prompts for a text-to-image model that must reason out a scientific figure by itself.
-
-Distil the detailed description below into an abstract prompt of at most 60 words by term \
-substitution: keep the original visual style (kind of figure, layout, colours), keep every \
-scientific term exactly as spelled, and replace descriptions of structure, connections and steps \
-with the terms themselves, so that the model must infer the arrangement from scientific knowledge. \
-Any text the figure must render stays quoted exactly. Add nothing that is not in the description.
-
-Caption:
-<<<
-$caption
->>>
-
-Scientific terms (JSON): $terms
-
-Detailed description (Sci-RCoT):
-<<<
-$sci_rcot
->>>
-
-Reply with one JSON object and nothing else, matching this JSON schema:
-$schema
-"""
-)
-
-CHECKLIST_TEMPLATE = Template(
-    """You turn the ground truth of a scientific figure into an atomic checklist: binary yes/no \
-questions that a reviewer answers by looking at a generated image. "yes" must always mean the \
-image is correct.
-
-Layer 1, text (track "text", layer 1): one question per string in required_text, of the form \
-'Is the text "<string>" rendered with exactly this spelling?', with expected_text set to the \
-string. Check position only where the ground truth states it explicitly; never infer positions \
-from vague prepositions.
-
-Layer 2, reasoning (layer 2, expected_text null), only for the active tracks listed below; each \
-fact gets a positive question (it is drawn) and a negative one (no fault against it is drawn):
-- entity (kind "entity", about [label]): for each term that names an entity (not a law), 'Is \
-"<label>" drawn as a distinct, identifiable component?' (positive) and, against incoherent \
-structures, 'Is "<label>" drawn as one component only, not duplicated?' (negative).
-- process (kind "relation", about [source, target] in the direction asked): for each relation \
-[A, B], 'Is there an arrow from "A" to "B"?' (positive, about [A, B]) and, against reversed or \
-broken flows, 'Is there no arrow from "B" to "A" (the flow is not reversed)?' (negative, about [B, A]).
-- law (kind "law", about [statement]): for each law, 'Does the figure state or obey the law \
-"<statement>"?' (positive) and, against impossible laws, 'Is nothing in the figure contradicting \
-"<statement>" (no conflicting equation or impossible depiction)?' (negative).
-Every question carries "kind" (text, entity, relation or law), "polarity" (positive or negative) \
-and "about" (the strings it is about, spelled exactly as given below); a text question is about \
-its expected_text.
-
-Ids: "L1-01", "L1-02", ... for layer 1 and "L2-<track>-01", ... for layer 2, numbered in order. \
-parent_ids lists the ids of questions a question depends on: a process question depends on the \
-positive entity questions of its two ends when they exist. Each question tests one fact only.
-
-Active tracks (JSON): $tracks
-Terms (JSON): $terms
-Required text (JSON): $required_text
-Relations [source, target] (JSON): $relations
-Laws (JSON): $laws
-
-Reply with one JSON object and nothing else, matching this JSON schema:
-$schema
-"""
-)
-
-
 @dataclass(frozen=True)
 class TaskSpec:
-    """A task's prompt template, its version, its output model, and whether it is sent the image."""
+    """A task's output model, the context its template reads, and whether it is sent the image; its
+    prompt template and version are in ``conf/base/tasks/<name>.yml`` (``sciir.tasks.prompts``)."""
 
     name: str
-    version: str
-    template: Template
     output: type[BaseModel]
     context_keys: tuple[str, ...]
     sees_image: bool
+
+    @property
+    def prompt(self) -> PromptTemplate:
+        return prompt_template(self.name)
+
+    @property
+    def version(self) -> str:
+        return self.prompt.version
 
     @property
     def schema(self) -> dict[str, Any]:
@@ -318,36 +176,13 @@ class TaskSpec:
 TASKS: dict[str, TaskSpec] = {
     spec.name: spec
     for spec in (
+        TaskSpec("track_scores", TrackScores, ("caption", "methods_text"), sees_image=True),
+        TaskSpec("reasoning", Reasoning, ("caption", "methods_text"), sees_image=True),
+        TaskSpec("abstract_prompt", AbstractPrompt, ("caption", "terms", "sci_rcot"), sees_image=False),
         TaskSpec(
-            name="track_scores",
-            version="sciir-f-scores-v2",
-            template=TRACK_SCORES_TEMPLATE,
-            output=TrackScores,
-            context_keys=("caption", "methods_text"),
-            sees_image=True,
-        ),
-        TaskSpec(
-            name="reasoning",
-            version="sciir-f-rcot-v3",
-            template=REASONING_TEMPLATE,
-            output=Reasoning,
-            context_keys=("caption", "methods_text"),
-            sees_image=True,
-        ),
-        TaskSpec(
-            name="abstract_prompt",
-            version="sciir-f-abstract-v2",
-            template=ABSTRACT_PROMPT_TEMPLATE,
-            output=AbstractPrompt,
-            context_keys=("caption", "terms", "sci_rcot"),
-            sees_image=False,
-        ),
-        TaskSpec(
-            name="checklist",
-            version="sciir-d1-checklist-v3",
-            template=CHECKLIST_TEMPLATE,
-            output=Checklist,
-            context_keys=("terms", "required_text", "relations", "laws", "tracks"),
+            "checklist",
+            Checklist,
+            ("terms", "required_text", "relations", "laws", "tracks"),
             sees_image=False,
         ),
     )
@@ -368,9 +203,7 @@ def build_request(task: str, context: Mapping[str, Any], image: bytes | None = N
     if spec.sees_image and image is None:
         raise ValueError(f"task {task} reads the figure but no image was given")
     fields = {key: _as_prompt_text(context[key]) for key in spec.context_keys}
-    prompt = spec.template.substitute(
-        fields, evidence_rule=_EVIDENCE_RULE, schema=json.dumps(spec.schema, ensure_ascii=False)
-    )
+    prompt = spec.prompt.render(**fields, schema=json.dumps(spec.schema, ensure_ascii=False))
     return VLMRequest(
         task=task,
         prompt=prompt,

@@ -25,6 +25,7 @@ import pandas as pd
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from sciir.backends.base import VLMRequest, VLMResult, window_setting
+from sciir.tasks.prompts import prompt_template
 
 CLIPSCORE = "clipscore"
 VQASCORE = "vqascore"
@@ -34,9 +35,6 @@ CLIP_SKIPPED = "CLIPScore skipped: no CLIP model configured (aibench.baseline_me
 VQASCORE_SKIPPED = "VQAScore skipped: no VQA model configured (aibench.baseline_metrics.vqascore.backend)"
 
 VQASCORE_TASK = "vqascore"
-VQASCORE_TEMPLATE_VERSION = "lin2024-vqascore-v1"
-# t2v_metrics' default question (Lin et al. 2024).
-VQASCORE_QUESTION = 'Does this figure show "{prompt}"? Please answer yes or no.'
 # First-token alternatives asked for: enough for the usual spellings of "yes" and "no", and within
 # the limit of 20 that OpenAI and vLLM set.
 VQASCORE_TOP_LOGPROBS = 5
@@ -64,7 +62,6 @@ class VQAScoreSettings(BaseModel):
     backend: str | None = None
     config: dict[str, Any] = Field(default_factory=dict)
     cache_path: str | None = None
-    question: str = VQASCORE_QUESTION
     # Requests taken ahead of the replies; null: the backend's own window (an HTTP backend's concurrency).
     window: int | None = Field(default=None, ge=1)
     batch_size: int | None = Field(default=None, ge=1)  # the former name of ``window``, still read
@@ -96,22 +93,18 @@ class BaselineMetricsSettings(BaseModel):
 # ---- VQAScore
 
 
-def vqascore_question(prompt: str, template: str = VQASCORE_QUESTION) -> str:
-    return template.replace("{prompt}", prompt)
-
-
-def build_vqascore_request(
-    prompt: str, image_png: bytes | None = None, template: str = VQASCORE_QUESTION
-) -> VLMRequest:
-    """The yes/no question about one image, asking for the first answer token's log-probabilities
-    (no JSON schema: the answer is one word); without ``image_png``, made for an image added later."""
-    question = vqascore_question(prompt, template)
+def build_vqascore_request(prompt: str, image_png: bytes | None = None) -> VLMRequest:
+    """The yes/no question about one image (conf/base/tasks/vqascore.yml), asking for the first answer
+    token's log-probabilities (no JSON schema: the answer is one word); without ``image_png``, made for
+    an image added later."""
+    template = prompt_template(VQASCORE_TASK)
+    question = template.render(prompt=prompt)
     return VLMRequest(
         task=VQASCORE_TASK,
         prompt=question,
         images=[image_png] if image_png is not None else [],
         context={"question": question},
-        template_version=VQASCORE_TEMPLATE_VERSION,
+        template_version=template.version,
         top_logprobs=VQASCORE_TOP_LOGPROBS,
     )
 

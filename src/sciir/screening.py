@@ -22,18 +22,9 @@ import pandas as pd
 from pydantic import BaseModel, ConfigDict, Field
 
 from sciir.backends.base import VLMRequest, VLMResult
+from sciir.tasks.prompts import prompt_template
 
 SCREEN_TASK = "screen"
-SCREEN_TEMPLATE_VERSION = "1"
-SCREEN_PROMPT = """You screen panels cropped from figures of scientific articles for a dataset of scientific images.
-KEEP a panel that carries scientific content: a diagram, schematic, flow chart, plot or chart, a molecular,
-structural or circuit drawing, a map, or a microscopy or experimental image.
-REJECT a photo of people or an everyday scene, a screenshot, an image of text only (a text block or a table),
-a logo or icon, and a blank, cut-off or corrupted image.
-The figure's caption: {caption}
-Reply with JSON: "decision" (KEEP or REJECT; null when you cannot tell), "reason" (one sentence saying what
-you see), "confidence" (0 to 1, how sure you are of the decision; null with a null decision)."""
-
 SCREEN_SCHEMA: dict[str, Any] = {
     "type": "object",
     "properties": {
@@ -88,11 +79,11 @@ def screen_request(image: bytes, caption: str, settings: ScreenParams) -> VLMReq
     caption = (caption or "")[: settings.max_caption_chars]
     return VLMRequest(
         task=SCREEN_TASK,
-        prompt=SCREEN_PROMPT.format(caption=caption or "(none)"),
+        prompt=prompt_template(SCREEN_TASK).render(caption=caption or "(none)"),
         images=[image],
         json_schema=SCREEN_SCHEMA,
         context={"caption": caption},
-        template_version=SCREEN_TEMPLATE_VERSION,
+        template_version=prompt_template(SCREEN_TASK).version,
     )
 
 

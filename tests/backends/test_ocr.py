@@ -106,12 +106,14 @@ def test_bad_requests_fail_alone(figure: bytes, ocr: OcrVLM) -> None:
     checklist = [_judge("L1-01", "Glucose")]
     requests = [
         VLMRequest(task="reasoning", prompt="p", images=[figure], context={}),
+        VLMRequest(task="jduge", prompt="p", images=[figure], context={}),
         VLMRequest(task="judge", prompt="p", images=[b"not a png"], context={"checklist": checklist}),
         VLMRequest(task="judge", prompt="p", images=[figure], context={"checklist": []}),
         VLMRequest(task="judge", prompt="p", images=[figure], context={"checklist": checklist}),
     ]
-    unsupported, corrupt, empty, good = ocr.generate(requests)
-    assert unsupported.failure == "ocr backend does not handle task 'reasoning'"
+    unsupported, unknown, corrupt, empty, good = ocr.generate(requests)
+    assert unsupported.failure == "ocr backend has no rules for task 'reasoning' (answers ['aibench_qa', 'judge'])"
+    assert unknown.failure.startswith("ocr backend: no task 'jduge' is registered (known: ['abstract_prompt'")
     assert not corrupt.ok and "could not be decoded" in corrupt.failure
     assert not empty.ok and "no checklist" in empty.failure
     assert good.ok and good.output["answers"][0]["verdict"] == "yes"

@@ -6,15 +6,14 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from string import Template
 from typing import Any
 
 import pandas as pd
 
 from sciir.backends.base import VLMRequest, VLMResult
+from sciir.tasks.prompts import prompt_template
 
 AESTHETICS_TASK = "aesthetics"
-AESTHETICS_TEMPLATE_VERSION = "aibench-aesthetics-v2"
 
 AESTHETICS_RUBRIC: dict[str, str] = {
     "layout_clarity": "elements are aligned and evenly spaced, nothing overlaps, the reading order is obvious "
@@ -28,21 +27,6 @@ AESTHETICS_RUBRIC: dict[str, str] = {
     "overall": "the figure's visual design as a whole, ready for a paper; judged on its own, "
     "not as an average of the above (1: unusable; 5: publication quality)",
 }
-
-AESTHETICS_PROMPT = Template(
-    """You are a designer reviewing an academic illustration for publication. Rate its visual design \
-only, not its scientific correctness, on each criterion below with an integer from 1 (poor) to 5 \
-(excellent).
-
-Criteria:
-$criteria
-
-Use null for a criterion only when the image cannot be examined at all; never guess.
-
-Reply with JSON only, in this form:
-{$reply, "rationale": "<one or two sentences on what decided the scores>"}
-"""
-)
 
 _RATING = {"anyOf": [{"type": "integer", "minimum": 1, "maximum": 5}, {"type": "null"}]}
 AESTHETICS_REPLY_SCHEMA: dict[str, Any] = {
@@ -60,13 +44,13 @@ def build_aesthetics_request(image_png: bytes | None = None) -> VLMRequest:
     reply = ", ".join(f'"{name}": 1-5 | null' for name in AESTHETICS_RUBRIC)
     return VLMRequest(
         task=AESTHETICS_TASK,
-        prompt=AESTHETICS_PROMPT.substitute(criteria=criteria, reply=reply),
+        prompt=prompt_template(AESTHETICS_TASK).render(criteria=criteria, reply=reply),
         images=[image_png] if image_png is not None else [],
         json_schema=AESTHETICS_REPLY_SCHEMA,
         context={
             "criteria": [{"name": name, "description": text} for name, text in AESTHETICS_RUBRIC.items()]
         },
-        template_version=AESTHETICS_TEMPLATE_VERSION,
+        template_version=prompt_template(AESTHETICS_TASK).version,
     )
 
 

@@ -63,7 +63,9 @@ import pytesseract
 from PIL import Image
 from pydantic import BaseModel, ValidationError
 
-from sciir.backends.base import VisionLanguageModel, VLMRequest, VLMResult, sha256_hex
+from sciir.backends.base import VLMRequest, VLMResult, sha256_hex
+from sciir.backends.rule_based import RuleBasedVLM
+from sciir.tasks.registry import Sight
 
 # Changes whenever the reader or the judge's rules read images differently (part of the backends'
 # identity, so cached answers of an older reader are not reused).
@@ -1247,37 +1249,22 @@ def answer_aibench_by_ocr(request: VLMRequest, read: Callable[[bytes], OcrReadin
     return VLMResult(output={"answers": [answer_component(item, reading) for item in items]})
 
 
-# The tasks OCR can answer honestly, each from the image's text.
-OCR_TASKS: dict[str, Callable[[VLMRequest, Callable[[bytes], OcrReading]], VLMResult]] = {
-    "judge": judge_by_ocr,
-    "aibench_qa": answer_aibench_by_ocr,
-}
-
-
-class OcrVLM(VisionLanguageModel):
+class OcrVLM(RuleBasedVLM):
     """Answers exact-spelling checks (``judge``) and component existence (``aibench_qa``) with Tesseract
     (and the second recogniser where Tesseract leaves doubt); abstains on the rest.
 
     Config: ``lang`` (Tesseract language codes, default ``eng``).
     """
 
+    reader = "ocr"
+
     def __init__(self, **config: Any) -> None:
         super().__init__(**config)
         self.lang: str = config.get("lang", "eng")
         require_tesseract(self.lang)
         self.read = shared_reader(self.lang)
+        self.sight = Sight(self.read)
 
     def identity(self) -> dict[str, Any]:
         return {**super().identity(), "reader": READER_VERSION, "second_reader": second_recogniser_version()}
 
-    def generate(self, requests: Sequence[VLMRequest]) -> list[VLMResult]:
-        return [self._answer(request) for request in requests]
-
-    def _answer(self, request: VLMRequest) -> VLMResult:
-        handler = OCR_TASKS.get(request.task)
-        if handler is None:
-            return VLMResult.failed(f"ocr backend does not handle task {request.task!r}")
-        try:
-            return handler(request, self.read)
-        except (ValueError, pytesseract.TesseractError) as error:  # this request fails, the batch goes on
-            return VLMResult.failed(f"{request.task} request could not be read by OCR: {error}")

@@ -355,7 +355,7 @@ def vqascore_rows(
         jobs,
         generations,
         model,
-        lambda job: {VQASCORE: build_vqascore_request(prompts[job.sample_id], template=settings.question)},
+        lambda job: {VQASCORE: build_vqascore_request(prompts[job.sample_id])},
         settings.window,
         "vqascore",
     )

@@ -42,7 +42,7 @@ from sciir.generated_images import (
 from sciir.image_payload import backend_image_limits
 from sciir.judge_validation import question_truth, validation_metrics, validation_table
 from sciir.judging import (
-    JUDGE_TEMPLATE_VERSION,
+    JUDGE_TASK,
     ChecklistItem,
     ParsedReply,
     build_judge_request,
@@ -82,6 +82,7 @@ from sciir.scoring import (
     score_table,
 )
 from sciir.summary import leaderboard_text
+from sciir.tasks.prompts import prompt_template
 from sciir.tracking import NestedRun, log_nested_runs
 
 logger = logging.getLogger(__name__)
@@ -431,7 +432,7 @@ def _report_meta(
     return {
         "benchmark": f"{source.get('name', SAMPLE_BENCHMARK)} (sha256 {source.get('sha256', '?')[:12]})",
         "judge": judge_summary["judge"],
-        "judge template": JUDGE_TEMPLATE_VERSION,
+        "judge template": prompt_template(JUDGE_TASK).version,
         "aggregation": ", ".join(config.rules),
         "unjudged questions": config.unjudged_policy,
         "intervals": f"{boot.confidence:.0%} percentile bootstrap, {boot.n_boot} resamples, seed {boot.seed}",
