@@ -18,7 +18,6 @@ from sciir.backends.offline import (
     plausible_labels,
     score_from_cues,
     stated_laws,
-    stated_relations,
     track_cues,
     visible_caption_terms,
 )
@@ -29,7 +28,8 @@ CAPTION = (
     "Workflow for RNA sequencing in three steps starting at Sample collection; each stage leads to the next. "
     "Read counts are proportional to transcript abundance."
 )
-METHODS = "Sample collection leads to RNA extraction. RNA extraction leads to Sequencing. Reads were aligned."
+# The methods imply the order across sentences and state no pair explicitly: relations come from the arrows.
+METHODS = "The protocol begins with sample collection. RNA extraction is then carried out. Reads were aligned."
 
 
 def _workflow_png() -> bytes:
@@ -81,7 +81,7 @@ def test_methods_text_alone_never_reaches_the_label_threshold() -> None:
     assert score_from_cues(cues["entity"]) == 1
 
 
-def test_reasoning_reads_labels_and_stated_relations(offline: OfflineVLM, figure: bytes) -> None:
+def test_reasoning_reads_labels_and_relations_from_the_arrows(offline: OfflineVLM, figure: bytes) -> None:
     reasoning = _ask(offline, "reasoning", {"caption": CAPTION, "methods_text": METHODS}, figure)
     assert isinstance(reasoning, Reasoning)
     assert reasoning.required_text == list(STEPS)  # "2.5" is not a label
@@ -102,12 +102,6 @@ def test_laws_written_in_the_image_come_before_the_caption() -> None:
     assert stated_laws("A workflow in three steps.", ["Pump"]) == []
     panels = "Ohmic resistor and Pump. (a) Workflow of a pump. (b) Ohm's law holds for the resistor."
     assert stated_laws(panels, ["Pump"]) == ["Ohm's law holds for the resistor."]
-
-
-def test_relations_need_both_ends_visible_and_keep_direction() -> None:
-    text = "From Glucose to Pyruvate; Pyruvate -> Lactate -> Energy. ATP leads to Glucose."
-    relations = stated_relations(text, ["Glucose", "Pyruvate", "Lactate"])
-    assert relations == [("Glucose", "Pyruvate"), ("Pyruvate", "Lactate")]
 
 
 def test_abstract_prompt_keeps_style_and_names_terms(offline: OfflineVLM) -> None:

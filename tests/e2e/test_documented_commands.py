@@ -55,6 +55,10 @@ EXEMPT = {
     ".venv/bin/python benchmarks/bench_judge_node.py --images 3072 --side 64": (
         "a throughput measurement of about a minute that saturates both cores"
     ),
+    ".venv/bin/python benchmarks/bench_annotation_quality.py --details": (
+        "a measurement (ingest, curate and annotate in its own copy, about 1.5 minutes); its metrics are tested "
+        "in tests/test_annotation_quality.py and the same stages run in tests/e2e/test_default_run.py"
+    ),
     ".venv/bin/python benchmarks/bench_judge_client.py": (
         "a throughput measurement that saturates the machine for about a minute (concurrency up to 256); "
         "its client and server are tested in tests/reliability and tests/backends"

@@ -21,8 +21,9 @@ from sciir.backends.offline import OfflineVLM
 from sciir.laws import compact
 from sciir.pipelines.annotate import create_pipeline
 from sciir.pipelines.annotate.nodes import ANNOTATION_COLUMNS, CHECKLIST_COLUMNS, annotate
-from sciir.sample.content import LAW_TOPICS, PROCESS_TOPICS, edge_sentences
+from sciir.sample.content import LAW_TOPICS, PROCESS_TOPICS
 from sciir.sample.figures import render_panel
+from sciir.sample.prose import PanelProse, methods_text
 
 PARAMS = {"tau": 7, "batch_size": 2, "max_methods_chars": 4000}
 PROCESS = next(topic for topic in PROCESS_TOPICS if topic.title == "Glucose metabolism")
@@ -48,12 +49,13 @@ def sample() -> dict:
     """Two drawn panels with the sample's prose, a text-free caption, a missing and an unreadable image."""
     rng = random.Random(0)
     process, law = render_panel("process", PROCESS, rng), render_panel("plot", LAW, rng)
+    truth = process.truth
     curated = pd.DataFrame(
         [
             _curated_row(
                 "process-p0",
                 f"{process.description} {PROCESS.facts['law']}",
-                " ".join(edge_sentences(process.truth.relations)),
+                methods_text([[PanelProse("process", PROCESS.title, truth.required_text, truth.relations)]], rng),
             ),
             _curated_row("law-p0", f"{law.description} {LAW.facts['entity']}", "Measured at 20 C."),
             _curated_row("plain-p0", "Panel of the same plot.", ""),

@@ -13,7 +13,6 @@ from sciir.sample.content import (
     TOPICS_BY_KIND,
     TRACKS,
     caption_text,
-    edge_sentences,
     mentions_track,
     panel_description,
 )
@@ -63,6 +62,3 @@ def test_caption_letters_panels_and_appends_the_third_party_note() -> None:
     several = caption_text(["First.", "Second."], [], third_party=True)
     assert several == "(a) First. (b) Second. Reproduced from [12] with permission."
 
-
-def test_edge_sentences_state_each_edge() -> None:
-    assert edge_sentences([["Cell lysis", "Elution"]]) == ["Cell lysis leads to Elution."]

@@ -8,9 +8,10 @@ It reads the image with OCR and the request's texts with fixed rules, and states
 - ``track_scores``: track vocabulary found in the caption, the text read in the image and the
   methods text (mapping to 1-10 in ``score_from_cues``); it scores only what text supports.
 - ``reasoning``: required text = label-like lines read in the image; terms = those labels plus
-  caption words that are also visible; relations = pairs of visible labels that the caption or
-  methods text states as "A leads to B", "A -> B" or "from A to B"; laws = the labels that write a
-  law or equation, else the caption's sentences that state one; Sci-RCoT narrated from these.
+  caption words that are also visible; relations = arrows read between labelled shapes, and pairs of
+  visible labels that one caption or methods sentence states explicitly where the image cannot
+  settle them (``sciir.backends.offline_relations``); laws = the labels that write a law or
+  equation, else the caption's sentences that state one; Sci-RCoT narrated from these.
 - ``abstract_prompt``: the style of the Sci-RCoT plus the quoted terms, nothing about layout.
 - ``checklist``: layer 1 per required text; layer 2 per active track from terms, relations and laws,
   each fact with a positive question and a negative one (duplicated entity, reversed flow,
@@ -33,6 +34,7 @@ import pytesseract
 from pydantic import BaseModel
 
 from sciir.backends.base import VisionLanguageModel, VLMRequest, VLMResult
+from sciir.backends.diagram import read_diagram
 from sciir.backends.ocr import (
     READER_VERSION,
     OcrReading,
@@ -41,11 +43,12 @@ from sciir.backends.ocr import (
     decode_png,
     second_recogniser_version,
 )
+from sciir.backends.offline_relations import figure_relations
 from sciir.backends.offline_screen import screen_by_sight
 from sciir.backends.visual_judge import judge_by_sight
 
 # Bump when a rule below changes, so cached answers of the old rules are not reused.
-RULES_VERSION = "offline-rules-v2"
+RULES_VERSION = "offline-rules-v3"
 
 # Words that signal each reasoning track, matched case-insensitively at a word start (so "molecules"
 # and "proportionality" count). Deliberately narrow: a word that belongs to two tracks would blur both.
@@ -69,7 +72,6 @@ _STOPWORDS = frozenset(
     "show figure panel each between over under after before through during using used are was were "
     "has have been its also then than".split()
 )
-_RELATION_ARROWS = r"(?:->|→|⟶|=>)"
 METHODS_SOURCE = "methods text"
 # "(b) " before the sentence describing panel b of a multi-panel caption.
 _PANEL_LETTER = re.compile(r"^\([a-z]\)\s+")
@@ -183,27 +185,6 @@ def visible_caption_terms(
             if w.casefold() in seen and w.casefold() not in in_labels and w.casefold() not in _STOPWORDS
         )
     )
-
-
-def stated_relations(text: str, labels: Sequence[str]) -> list[tuple[str, str]]:
-    """Pairs (A, B) of labels that ``text`` states as 'A leads to B', 'A -> B' or 'from A to B', in text order."""
-    if len(labels) < 2:
-        return []
-    spelling = {label.casefold(): label for label in labels}
-    names = "|".join(re.escape(label) for label in sorted(labels, key=len, reverse=True))
-    src, dst = rf"(?<!\w)({names})(?!\w)", rf"(?=({names})(?!\w))"  # dst is a lookahead: chains share ends
-    patterns = (
-        rf"{src}\s+leads?\s+to\s+{dst}",
-        rf"{src}\s*{_RELATION_ARROWS}\s*{dst}",
-        rf"\bfrom\s+{src}\s+to\s+{dst}",
-    )
-    found = sorted(
-        (match.start(), spelling[match.group(1).casefold()], spelling[match.group(2).casefold()])
-        for pattern in patterns
-        for match in re.finditer(pattern, text, re.IGNORECASE)
-    )
-    pairs = [(a, b) for _, a, b in found if a != b]
-    return list(dict.fromkeys(pairs))
 
 
 def sentences(text: str) -> list[str]:
@@ -495,7 +476,8 @@ class OfflineVLM(VisionLanguageModel):
         reading = self._ocr.read(image)
         labels = plausible_labels(reading, self.min_confidence)
         terms = labels + visible_caption_terms(context.caption, reading, labels, self.min_confidence)
-        relations = stated_relations(f"{context.caption}\n{context.methods_text}", labels)
+        diagram = read_diagram(image, reading)
+        relations = figure_relations(diagram, labels, f"{context.caption}\n{context.methods_text}")
         laws = stated_laws(context.caption, labels)
         style = f"{figure_kind(context.caption, labels)} on a {background_name(image)} background"
         return VLMResult(

@@ -2,9 +2,10 @@
 
 The sample's shape is fixed (``GOOD_SLOTS`` and the negative cases), so every seed yields
 the same counts, kinds and track groups; the seed chooses topics, their order, the
-articles they land in, where the negative cases go, and drawing styles. All choices come
-from one ``random.Random(seed)``, consumed in a fixed order, and every file is encoded
-without timestamps, so one seed always writes byte-identical files.
+articles they land in, where the negative cases go, and drawing styles. All of these come
+from one ``random.Random(seed)``, consumed in a fixed order; the wording of each article's
+methods (``sciir.sample.prose``) comes from a stream of its own derived from the seed and the
+article id. Every file is encoded without timestamps, so one seed always writes byte-identical files.
 
 Expected outcomes in the manifest (``reason_kind`` of a rejected row):
 ``licence`` (CC BY-NC article and its figures), ``malformed_xml`` (truncated article.xml; its
@@ -27,7 +28,7 @@ from typing import Any
 
 from PIL import Image
 
-from sciir.sample import content
+from sciir.sample import content, prose
 from sciir.sample.compose import layout_figure
 from sciir.sample.figures import RenderedPanel, render_icon, render_panel
 from sciir.sample.jats import CC_BY, CC_BY_NC, ArticleDocument, FigureEntry, Licence, article_xml
@@ -36,7 +37,7 @@ DOI_PREFIX = "10.5555/sciir.sample."
 FIGURES_PER_ARTICLE = 3
 MANIFEST_NAME = "MANIFEST.json"
 # Bump when what a seed draws changes (ingest rewrites a sample folder of another version).
-SAMPLE_VERSION = 2  # 2: law plots write their equation
+SAMPLE_VERSION = 3  # 2: law plots write their equation; 3: methods in varied prose (sciir.sample.prose)
 ICON_CAPTION = "Pictogram of a laboratory flask."
 
 
@@ -125,8 +126,6 @@ class DrawnFigure:
     kind: str
     caption_title: str
     caption: str
-    required_text: list[str]
-    relations: list[list[str]]
 
 
 class TopicDeck:
@@ -230,9 +229,7 @@ def _track_facts(slot: FigureSlot, topics: Sequence[content.Topic]) -> list[str]
 def draw_figure(plan: FigurePlan, figure_id: str, rng: random.Random) -> DrawnFigure:
     """Render every panel, lay them out and assemble the figure's truth and caption."""
     if plan.slot is None:
-        return DrawnFigure(
-            figure_id, encode_png(render_icon()), None, "icon", "Laboratory icon.", ICON_CAPTION, [], []
-        )
+        return DrawnFigure(figure_id, encode_png(render_icon()), None, "icon", "Laboratory icon.", ICON_CAPTION)
     panels = [
         render_panel(kind, topic, rng) for kind, topic in zip(plan.slot.kinds, plan.topics, strict=True)
     ]
@@ -254,22 +251,21 @@ def draw_figure(plan: FigurePlan, figure_id: str, rng: random.Random) -> DrawnFi
         kind,
         content.caption_title([panel.truth.title for panel in panels]),
         caption,
-        [text for panel in panels for text in panel.truth.required_text],
-        [relation for panel in panels for relation in panel.truth.relations],
     )
 
 
-def _methods_text(figures: Sequence[DrawnFigure]) -> str:
-    """Methods: how figures were drawn, the labels each shows, and every process edge as a sentence."""
-    sentences = ["Figures were drawn programmatically with graphviz, RDKit, schemdraw and matplotlib."]
-    for number, figure in enumerate(figures, start=1):
-        if figure.required_text:
-            sentences.append(content.figure_mention(f"Figure {number}", figure.required_text))
-        sentences.extend(content.edge_sentences(figure.relations))
-    return " ".join(sentences)
+def _panel_prose(figure: DrawnFigure) -> list[prose.PanelProse]:
+    """What the methods text may say about each panel of ``figure`` (nothing about the icon)."""
+    panels = figure.truth["panels"] if figure.truth else []
+    return [
+        prose.PanelProse(panel["kind"], panel["title"], panel["required_text"], panel["relations"])
+        for panel in panels
+    ]
 
 
-def _document(plan: ArticlePlan, figures: Sequence[DrawnFigure]) -> ArticleDocument:
+def _document(
+    plan: ArticlePlan, figures: Sequence[DrawnFigure], prose_rng: random.Random
+) -> ArticleDocument:
     """The JATS content of an article from its drawn figures."""
     subjects = list(
         dict.fromkeys(
@@ -292,7 +288,7 @@ def _document(plan: ArticlePlan, figures: Sequence[DrawnFigure]) -> ArticleDocum
         licence=plan.licence,
         abstract=f"Synthetic figures on {content.join_words(subjects)}, with captions stating their science.",
         introduction=content.introduction_text(subjects, plan.licence.name),
-        methods=_methods_text(figures),
+        methods=prose.methods_text([_panel_prose(figure) for figure in figures], prose_rng),
         figures=entries,
     )
 
@@ -304,15 +300,18 @@ def _clear_article_dir(folder: Path) -> None:
             stale.unlink()
 
 
-def _write_article(out_dir: Path, plan: ArticlePlan, rng: random.Random) -> list[dict[str, Any]]:
-    """Draw and write one article; returns its manifest figure rows."""
+def _write_article(
+    out_dir: Path, plan: ArticlePlan, rng: random.Random, prose_rng: random.Random
+) -> list[dict[str, Any]]:
+    """Draw (with ``rng``) and write (its methods in words chosen by ``prose_rng``) one article; returns
+    its manifest figure rows."""
     folder = out_dir / plan.article_id
     folder.mkdir(parents=True, exist_ok=True)
     _clear_article_dir(folder)
     figures = [
         draw_figure(figure, f"fig{number}", rng) for number, figure in enumerate(plan.figures, start=1)
     ]
-    xml = article_xml(_document(plan, figures))
+    xml = article_xml(_document(plan, figures, prose_rng))
     if plan.reject_reason == "malformed_xml":
         # Cut mid-document: the root never closes, so no XML parser accepts it; its figures are unreachable.
         (folder / "article.xml").write_bytes(xml[: len(xml) * 2 // 3])
@@ -360,7 +359,9 @@ def write_embedded_sample(out_dir: Path, seed: int = 7) -> dict[str, Any]:
     plans = plan_sample(rng)
     manifest: dict[str, Any] = {"seed": seed, "version": SAMPLE_VERSION, "articles": [], "figures": []}
     for plan in plans:
-        manifest["figures"].extend(_write_article(out_dir, plan, rng))
+        # The prose has a stream of its own per article, so its wording never shifts what later figures draw.
+        prose_rng = random.Random(f"{seed}:{plan.article_id}:methods")
+        manifest["figures"].extend(_write_article(out_dir, plan, rng, prose_rng))
         manifest["articles"].append(
             {
                 "article_id": plan.article_id,

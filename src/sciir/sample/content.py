@@ -494,16 +494,6 @@ def caption_title(titles: Sequence[str]) -> str:
     return join_words(list(titles)) + "."
 
 
-def edge_sentences(relations: Sequence[Sequence[str]]) -> list[str]:
-    """One '<Src> leads to <Dst>.' sentence per process edge."""
-    return [f"{src} leads to {dst}." for src, dst in relations]
-
-
-def figure_mention(label: str, required_text: Sequence[str]) -> str:
-    """A methods sentence naming every label a figure draws."""
-    return f"{label} shows {join_words(list(required_text))}."
-
-
 def introduction_text(titles: Sequence[str], licence_name: str) -> str:
     """The introduction of a sample article."""
     return (
