@@ -7,11 +7,12 @@ import json
 import pandas as pd
 import pytest
 
+from sciir.quality_control import quality_control
 from sciir.selection import (
+    assign_settings,
     benchmark_table,
     candidates,
     group_of,
-    iqr_filter,
     pick_per_group,
     train_candidates,
     train_table,
@@ -93,18 +94,17 @@ def test_group_membership_is_the_exact_label_set() -> None:
 
 def test_candidates_need_two_labels_ok_status_and_a_text_check(annotations: pd.DataFrame) -> None:
     ids = list(annotations["sample_id"])
-    pool = candidates(annotations, _checklists(ids), min_terms=1, require_text_checks=True)
+    pool = candidates(annotations, _checklists(ids), require_text_checks=True)
     assert sorted(pool["sample_id"]) == ["all-a", "all-b", "all-c", "all-d", "el-a", "ep-a", "lp-a"]
     assert dict(zip(pool["sample_id"], pool["group"], strict=True))["all-d"] == "All_Three"
     assert dict(zip(pool["sample_id"], pool["term_count"], strict=True))["all-d"] == 9
-    layer_two_only = candidates(annotations, _checklists(ids, layer=2), min_terms=1, require_text_checks=True)
+    layer_two_only = candidates(annotations, _checklists(ids, layer=2), require_text_checks=True)
     assert layer_two_only.empty
-    dense = candidates(annotations, _checklists(ids), min_terms=4, require_text_checks=True)
-    assert "all-a" not in set(dense["sample_id"]) and "el-a" not in set(dense["sample_id"])
+    assert len(candidates(annotations, _checklists(ids, layer=2), require_text_checks=False)) == 7
 
 
 def test_settings_split_at_the_group_median(annotations: pd.DataFrame) -> None:
-    pool = candidates(annotations, _checklists(list(annotations["sample_id"])), 1, True)
+    pool = candidates(annotations, _checklists(list(annotations["sample_id"])), True)
     bench = benchmark_table(pick_per_group(pool, n_per_group=10, seed=0))
     settings = dict(zip(bench["sample_id"], bench["setting"], strict=True))
     # All_Three term counts 2, 5, 6, 9: median 5.5
@@ -121,21 +121,44 @@ def test_settings_split_at_the_group_median(annotations: pd.DataFrame) -> None:
 def test_draw_is_capped_seeded_and_independent_of_row_order() -> None:
     rows = [_row(f"s{i:02d}", "Entity_Process", 4) for i in range(30)]
     ids = [r["sample_id"] for r in rows]
-    forward = candidates(_annotations(rows), _checklists(ids), 1, True)
-    backward = candidates(_annotations(rows[::-1]), _checklists(ids), 1, True)
+    forward = candidates(_annotations(rows), _checklists(ids), True)
+    backward = candidates(_annotations(rows[::-1]), _checklists(ids), True)
     first = pick_per_group(forward, n_per_group=5, seed=3)
     assert len(first) == 5
     assert sorted(first["sample_id"]) == sorted(pick_per_group(backward, n_per_group=5, seed=3)["sample_id"])
     assert sorted(first["sample_id"]) != sorted(pick_per_group(forward, n_per_group=5, seed=4)["sample_id"])
 
 
-def test_iqr_filter_skips_small_pools_and_trims_outliers() -> None:
-    pool = pd.DataFrame({"sample_id": [f"s{i}" for i in range(8)], "term_count": [1, 4, 4, 5, 5, 6, 6, 30]})
-    kept, note = iqr_filter(pool, min_samples=20)
-    assert len(kept) == 8 and "skipped" in note and "iqr_min_samples=20" in note
-    kept, note = iqr_filter(pool, min_samples=8)
-    assert sorted(kept["term_count"]) == [4, 4, 5, 5, 6, 6]
-    assert "kept 6 of 8" in note
+def test_settings_with_ties_at_the_median_go_to_instruction_following() -> None:
+    selected = pd.DataFrame(
+        {
+            "group": ["Entity_Law"] * 5 + ["Law_Process"] * 4,
+            # Entity_Law: median 5, three samples tie on it; Law_Process: median 5.5, none on it.
+            "term_count": [4, 5, 5, 5, 9, 4, 5, 6, 7],
+        }
+    )
+    settings = list(assign_settings(selected))
+    assert settings[:5] == ["intrinsic_reasoning"] + ["instruction_following"] * 4
+    assert settings[5:] == ["intrinsic_reasoning"] * 2 + ["instruction_following"] * 2
+
+
+def test_settings_split_at_the_median_of_each_group_after_the_filters() -> None:
+    # All_Three term counts 2, 2, 2, 4, 4, 5, 6, 6, 6, 30: median 4.5 before the filters. Density (3 terms
+    # or more) drops the 2s, the IQR filter the 30, leaving 4, 4, 5, 6, 6, 6: median 5.5, so the sample
+    # with 5 terms is intrinsic reasoning. Entity_Law's 4, 4, 4 sit at their own group's median.
+    counts = {"all": [2, 2, 2, 4, 4, 5, 6, 6, 6, 30], "el": [4, 4, 4]}
+    rows = [_row(f"all-{i}", "All_Three", n) for i, n in enumerate(counts["all"])]
+    rows += [_row(f"el-{i}", "Entity_Law", n) for i, n in enumerate(counts["el"])]
+    annotations = _annotations(rows)
+    pool = candidates(annotations, _checklists(list(annotations["sample_id"])), True)
+    kept, _ = quality_control(pool, min_terms=3, iqr=True, min_samples=4, log=lambda note: None)
+    bench = benchmark_table(pick_per_group(kept, n_per_group=20, seed=0)).set_index("sample_id")
+    assert set(bench.index) == {f"all-{i}" for i in range(3, 9)} | {"el-0", "el-1", "el-2"}
+    settings = bench["setting"]
+    assert settings["all-5"] == "intrinsic_reasoning"
+    assert settings["all-3"] == settings["all-4"] == "intrinsic_reasoning"
+    assert set(settings[["all-6", "all-7", "all-8"]]) == {"instruction_following"}
+    assert set(settings[["el-0", "el-1", "el-2"]]) == {"instruction_following"}
 
 
 def test_train_candidates_exclude_the_benchmark_and_the_table_prompts_them(annotations: pd.DataFrame) -> None:
@@ -149,7 +172,7 @@ def test_train_candidates_exclude_the_benchmark_and_the_table_prompts_them(annot
 
 
 def test_no_candidates_give_an_empty_benchmark_with_the_contract_columns(annotations: pd.DataFrame) -> None:
-    pool = candidates(annotations.iloc[0:0], _checklists([]), min_terms=1, require_text_checks=True)
+    pool = candidates(annotations.iloc[0:0], _checklists([]), require_text_checks=True)
     bench = benchmark_table(pick_per_group(pool, n_per_group=5, seed=0))
     assert bench.empty
     assert list(bench.columns) == ["sample_id", "group", "setting", "tracks", "term_count", "prompt", "plan"]

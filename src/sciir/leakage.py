@@ -37,13 +37,19 @@ def _text(value: Any) -> str:
     return "" if value is None or (isinstance(value, float) and pd.isna(value)) else str(value).strip()
 
 
-def source_figure(doi: Any, url: Any, figure_id: Any) -> str | None:
-    """The source figure of a panel: its article (a DOI without resolver prefix, in lower case; else the
-    URL) and the figure's id within it. None when the article or the figure id is unknown."""
+def source_article(doi: Any, url: Any) -> str | None:
+    """The source article of a panel: its DOI without resolver prefix, in lower case; else its URL. None
+    when both are unknown."""
     article = _text(doi).lower()
     for prefix in _DOI_PREFIXES:
         article = article.removeprefix(prefix)
-    article = article or _text(url)
+    return article or _text(url) or None
+
+
+def source_figure(doi: Any, url: Any, figure_id: Any) -> str | None:
+    """The source figure of a panel: its article (``source_article``) and the figure's id within it. None
+    when the article or the figure id is unknown."""
+    article = source_article(doi, url)
     figure = _text(figure_id)
     return f"{article}#{figure}" if article and figure else None
 
@@ -53,6 +59,15 @@ def source_figures(curated: pd.DataFrame) -> dict[str, str]:
     keys = {
         str(row.sample_id): source_figure(row.doi, row.url, row.figure_id)
         for row in curated[["sample_id", "doi", "url", "figure_id"]].itertuples(index=False)
+    }
+    return {sample: key for sample, key in keys.items() if key is not None}
+
+
+def source_articles(curated: pd.DataFrame) -> dict[str, str]:
+    """sample id -> source article, for every curated panel whose article is known."""
+    keys = {
+        str(sample): source_article(doi, url)
+        for sample, doi, url in zip(curated["sample_id"], curated["doi"], curated["url"], strict=True)
     }
     return {sample: key for sample, key in keys.items() if key is not None}
 

@@ -1,10 +1,11 @@
 """Benchmark selection of SciIR appendix C, and the train split (its leakage control: ``sciir.leakage``).
 
-Candidates are annotated samples with labels on at least two tracks. An optional IQR filter
-keeps term counts inside [Q1, Q3] (C.1); each candidate joins the group named by its exact label
-set (C.2); up to ``n_per_group`` per group are drawn by a seeded hash, independent of row order;
-within each group, samples below the group's median term count get the abstract prompt
-(intrinsic reasoning), the others the Sci-RCoT (instruction following) (C.3).
+Candidates are annotated samples with labels on at least two tracks; statistical quality control
+(C.1: term density and IQR filters) is ``sciir.quality_control``. Each candidate joins the group named by
+its exact label set (C.2); up to ``n_per_group`` per group are drawn by a seeded hash, independent of row
+order; within each group, samples below the median term count of the group's drawn samples (after the
+filters) get the abstract prompt (intrinsic reasoning), the others, ties at the median included, the
+Sci-RCoT (instruction following) (C.3).
 """
 
 from __future__ import annotations
@@ -57,11 +58,10 @@ def labelled(annotations: pd.DataFrame) -> pd.DataFrame:
 
 
 def candidates(
-    annotations: pd.DataFrame, checklists: pd.DataFrame, min_terms: int, require_text_checks: bool
+    annotations: pd.DataFrame, checklists: pd.DataFrame, require_text_checks: bool
 ) -> pd.DataFrame:
-    """Samples that may enter the benchmark: a group (two labels or more), both prompts, at least
-    ``min_terms`` terms, a checklist, and when required a text-rendering check (layer 1).
-    Adds ``group`` and ``term_count``."""
+    """Samples that may enter the benchmark: a group (two labels or more), both prompts, a checklist,
+    and when required a text-rendering check (layer 1). Adds ``group`` and ``term_count``."""
     pool = labelled(annotations)
     pool["group"] = pool["tracks"].map(group_of)
     pool["term_count"] = pool["terms"].map(lambda terms: len(_json_list(terms)))
@@ -70,20 +70,9 @@ def candidates(
         pool["group"].notna()
         & pool["sci_rcot"].notna()
         & pool["abstract_prompt"].notna()
-        & (pool["term_count"] >= min_terms)
         & pool["sample_id"].isin(set(questions["sample_id"]))
     )
     return pool[eligible]
-
-
-def iqr_filter(pool: pd.DataFrame, min_samples: int) -> tuple[pd.DataFrame, str]:
-    """Keep term counts within [Q1, Q3]; skipped below ``min_samples`` (quartiles of a few are noise).
-    Returns the kept rows and a sentence for the log."""
-    if len(pool) < min_samples:
-        return pool, f"IQR filter skipped: {len(pool)} candidates, fewer than iqr_min_samples={min_samples}"
-    q1, q3 = pool["term_count"].quantile([0.25, 0.75])
-    kept = pool[pool["term_count"].between(q1, q3)]
-    return kept, f"IQR filter kept {len(kept)} of {len(pool)} candidates with term counts in [{q1:g}, {q3:g}]"
 
 
 def draw_order(sample_id: str, seed: int) -> str:
@@ -99,7 +88,8 @@ def pick_per_group(pool: pd.DataFrame, n_per_group: int, seed: int) -> pd.DataFr
 
 
 def assign_settings(selected: pd.DataFrame) -> pd.Series:
-    """Per sample, intrinsic reasoning below its group's median term count, else instruction following."""
+    """Per sample, intrinsic reasoning below the median term count of its group in ``selected``, else
+    (at the median or above) instruction following."""
     median = selected.groupby("group")["term_count"].transform("median")
     return (selected["term_count"] < median).map({True: INTRINSIC_REASONING, False: INSTRUCTION_FOLLOWING})
 
@@ -112,7 +102,8 @@ def plan_json(required_text: object, relations: object) -> str:
 
 
 def benchmark_table(selected: pd.DataFrame) -> pd.DataFrame:
-    """The ``benchmark`` table: group, labelled tracks, setting, the setting's prompt and the plan of each sample."""
+    """The ``benchmark`` table: group, labelled tracks, setting, the setting's prompt and the plan of each
+    sample."""
     if selected.empty:
         return pd.DataFrame(columns=list(BENCHMARK_COLUMNS))
     table = selected.assign(setting=assign_settings(selected))

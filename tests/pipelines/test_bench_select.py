@@ -9,13 +9,17 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+import yaml
 from kedro.io import DataCatalog, MemoryDataset
 from kedro.runner import SequentialRunner
 from kedro_datasets.pandas import CSVDataset, ParquetDataset
 from PIL import Image
 
 from sciir.pipelines.bench_select import create_pipeline
+from sciir.pipelines.bench_select.nodes import BenchSelectParams
 from sciir.release_folder import ReleaseFolderDataset
+
+REPO = Path(__file__).resolve().parents[2]
 
 PARAMS = {
     "n_per_group": 3,
@@ -25,6 +29,8 @@ PARAMS = {
     "iqr_filter": True,
     "iqr_min_samples": 20,
     "image_dir": "data/03_primary/images",
+    "validation_fraction": 0.5,
+    "aibench_set": {"venue_column": "journal", "n_papers": None},
 }
 # sample id -> (entity, process, law, number of terms)
 SAMPLES = {
@@ -70,9 +76,12 @@ def _curated(sample_id: str) -> dict:
     source = SAME_FIGURE_AS.get(sample_id, sample_id)
     return {
         "sample_id": sample_id,
-        "doi": f"https://doi.org/10.1234/{source.upper()}" if sample_id in SAME_FIGURE_AS else f"10.1234/{source}",
+        "doi": f"https://doi.org/10.1234/{source.upper()}"
+        if sample_id in SAME_FIGURE_AS
+        else f"10.1234/{source}",
         "url": f"https://example.org/{sample_id}",
         "figure_id": "F1",
+        "panel_index": 0,
         "licence_name": "CC BY 4.0",
         "licence_url": "https://creativecommons.org/licenses/by/4.0/",
         "status": "kept",
@@ -112,10 +121,17 @@ def outputs(tmp_path_factory) -> dict:
             "curated": MemoryDataset(pd.DataFrame([_curated(sid) for sid in SAMPLES])),
             "curated_images": MemoryDataset({sid: (lambda sid=sid: _image(sid)) for sid in SAMPLES}),
             "articles": MemoryDataset(pd.DataFrame([_article(sid) for sid in SAMPLES])),
+            "aibench_graphs": MemoryDataset(
+                pd.DataFrame(
+                    {"sample_id": list(SAMPLES), "edges": json.dumps([["Term 0", "Term 1"]]), "status": "ok"}
+                )
+            ),
             "release": ReleaseFolderDataset(path=str(folder / "release"), rows_per_shard=3),
             "params:bench_select": MemoryDataset(PARAMS),
             "benchmark": ParquetDataset(filepath=str(folder / "benchmark.parquet")),
             "train_split": ParquetDataset(filepath=str(folder / "train_split.parquet")),
+            "validation_split": ParquetDataset(filepath=str(folder / "validation_split.parquet")),
+            "aibench_set": ParquetDataset(filepath=str(folder / "aibench_set.parquet")),
             "leakage_report": CSVDataset(filepath=str(folder / "leakage_report.csv")),
         }
     )
@@ -123,6 +139,8 @@ def outputs(tmp_path_factory) -> dict:
     return {
         "benchmark": catalog.load("benchmark"),
         "train_split": catalog.load("train_split"),
+        "validation_split": catalog.load("validation_split"),
+        "aibench_set": catalog.load("aibench_set"),
         "leakage_report": catalog.load("leakage_report"),
         "release_folder": folder / "release",
         **{name: dataset.load() for name, dataset in free.items()},
@@ -152,14 +170,31 @@ def test_benchmark_groups_settings_and_cap(outputs: dict) -> None:
     assert json.loads(bench.loc["ep2", "plan"]) == {"labels": ["Term 0"], "edges": []}
 
 
-def test_train_split_holds_every_other_labelled_sample_but_the_leaks(outputs: dict) -> None:
-    train = outputs["train_split"]
+def test_train_and_validation_hold_every_other_labelled_sample_but_the_leaks(outputs: dict) -> None:
+    train, validation = outputs["train_split"], outputs["validation_split"]
     bench_ids = set(outputs["benchmark"]["sample_id"])
-    assert not bench_ids & set(train["sample_id"])
+    assert not bench_ids & (set(train["sample_id"]) | set(validation["sample_id"]))
     labelled = {sid for sid, spec in SAMPLES.items() if any(spec[:3])}
-    assert set(train["sample_id"]) == labelled - bench_ids - {"e2", "e3"}
-    assert "e1" in set(train["sample_id"])
+    assert set(train["sample_id"]) | set(validation["sample_id"]) == labelled - bench_ids - {"e2", "e3"}
+    assert len(train) == len(validation) == 1  # two articles left, one held out whole
+    assert list(validation.columns) == list(train.columns) == ["sample_id", "prompt", "image_path"]
     assert set(train["image_path"]) == {f"data/03_primary/images/{sid}.png" for sid in train["sample_id"]}
+
+
+def test_the_aibench_set_takes_papers_uniformly_across_journals(outputs: dict) -> None:
+    chosen = outputs["aibench_set"]
+    assert chosen["venue"].value_counts().to_dict() == {"J. Test Biol.": 2, "Phys. Lett. Test": 2}
+    assert chosen["article"].is_unique and set(chosen["sample_id"]) <= set(SAMPLES)
+
+
+def test_the_configured_defaults_filter_as_the_paper_does() -> None:
+    conf = yaml.safe_load((REPO / "conf" / "base" / "parameters_bench_select.yml").read_text())[
+        "bench_select"
+    ]
+    settings = BenchSelectParams.model_validate(conf)
+    assert settings.min_terms == BenchSelectParams().min_terms == 4  # more than three terms
+    assert settings.iqr_filter and BenchSelectParams().iqr_filter
+    assert settings.aibench_set.venue_column == "journal"
 
 
 def test_release_card_counts_attributes_and_discloses_changes(outputs: dict) -> None:
@@ -208,7 +243,17 @@ def test_metrics(outputs: dict) -> None:
     metrics = outputs["bench_select_metrics"]
     assert metrics["group_All_Three"] == 3 and metrics["group_Entity_Process"] == 2
     assert metrics["benchmark_size"] == 7
-    assert metrics["train_size"] == 2  # the All_Three sample left out by the cap, and e1
+    assert metrics["train_size"] + metrics["validation_size"] == 2  # the All_Three left by the cap, and e1
+    assert metrics["train_articles"] == metrics["validation_articles"] == 1
+    # eight samples with two labels or more; 10 < iqr_min_samples, so the IQR filters keep them all
+    assert {name: metrics[name] for name in ("candidates_before", "after_density", "after_iqr_terms")} == {
+        "candidates_before": 8,
+        "after_density": 8,
+        "after_iqr_terms": 8,
+    }
+    assert metrics["after_iqr_rendered_text"] == metrics["after_iqr_retained_text"] == 8
+    assert metrics["aibench_set.papers"] == 4
+    assert metrics["aibench_set.venue.J_Test_Biol"] == metrics["aibench_set.venue.Phys_Lett_Test"] == 2
     assert metrics["setting_instruction_following"] + metrics["setting_intrinsic_reasoning"] == 7
     assert metrics["train_leaks_removed"] == 2
     assert metrics["train_leaks_same_source_figure"] == metrics["train_leaks_near_duplicate_image"] == 1
