@@ -138,7 +138,8 @@ def main() -> None:
     summary = {"backend": f"{backend} ({model})" if model else backend, **summary}
     _print(table, summary)
     if args.details:
-        print(relation_errors(truth, annotations).to_string(index=False))
+        errors = relation_errors(truth, annotations)
+        print(errors.to_string(index=False) if len(errors) else "wrong relations: none")
         unannotated = curated[
             curated["sample_id"].isin(set(truth["sample_id"]) - set(annotations["sample_id"]))
         ]
