@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import math
+import random
+import shutil
 
 import numpy as np
 import pytest
@@ -14,6 +16,7 @@ from sciir.tiny_models import ensure_tiny_pipeline
 from sciir.training import (
     CHECKPOINT_DIR,
     LoraTrainConfig,
+    StepRecord,
     add_lora_adapter,
     batch_indices,
     encode_examples,
@@ -63,6 +66,10 @@ def _config(**changes) -> LoraTrainConfig:
     return LoraTrainConfig(**(values | changes))
 
 
+def _losses(records: list[StepRecord]) -> list[float]:
+    return [record.loss for record in records]
+
+
 def test_unusable_images_are_skipped_with_a_reason_naming_the_file(tmp_path, caplog):
     good, corrupt, truncated = tmp_path / "good.png", tmp_path / "corrupt.png", tmp_path / "truncated.png"
     Image.new("RGB", (64, 48), (255, 255, 255)).save(good)
@@ -96,8 +103,8 @@ def test_a_few_steps_change_the_lora_weights_with_a_finite_loss(base_folder, ima
     trainable = add_lora_adapter(parts.unet, rank=4)
     assert trainable and all("lora" in name for name, p in parts.unet.named_parameters() if p.requires_grad)
     before = {name: weight.clone() for name, weight in lora_layers(parts.unet).items()}
-    losses = train_lora(parts, encode_examples(parts, images, chunk_size=2), _config(), checkpoint_dir=None)
-    assert len(losses) == 3 and all(math.isfinite(loss) for loss in losses)
+    records = train_lora(parts, encode_examples(parts, images, chunk_size=2), _config(), checkpoint_root=None)
+    assert [r.step for r in records] == [1, 2, 3] and all(math.isfinite(r.loss) for r in records)
     after = lora_layers(parts.unet)
     assert after.keys() == before.keys()
     assert any(not torch.equal(before[name], after[name]) for name in before)
@@ -107,10 +114,12 @@ def test_a_few_steps_change_the_lora_weights_with_a_finite_loss(base_folder, ima
 
 def test_saved_adapter_reloads_and_changes_the_output_for_the_same_seed(base_folder, images, tmp_path):
     config = _config(checkpoint_every=2)
-    losses = finetune_lora_adapter(base_folder, images, config, tmp_path / "lora")
+    losses = _losses(finetune_lora_adapter(base_folder, images, config, tmp_path / "lora"))
     assert (tmp_path / "lora" / "pytorch_lora_weights.safetensors").is_file()
-    assert (tmp_path / "lora" / CHECKPOINT_DIR / "step-000002" / "pytorch_lora_weights.safetensors").is_file()
-    assert finetune_lora_adapter(base_folder, images, config, tmp_path / "again") == losses  # seeded
+    assert (
+        tmp_path / "lora" / CHECKPOINT_DIR / "checkpoint-2" / "pytorch_lora_weights.safetensors"
+    ).is_file()
+    assert _losses(finetune_lora_adapter(base_folder, images, config, tmp_path / "again")) == losses  # seeded
 
     pipe = StableDiffusionPipeline.from_pretrained(base_folder, local_files_only=True)
     pipe.set_progress_bar_config(disable=True)
@@ -144,3 +153,61 @@ def test_the_adapter_bytes_do_not_depend_on_the_callers_thread_count(base_folder
         adapters.append((tmp_path / f"t{threads}" / "pytorch_lora_weights.safetensors").read_bytes())
     assert adapters[0] == adapters[1]
     assert torch.get_num_threads() == before  # the caller's setting is restored
+
+
+ADAPTER_FILE = "pytorch_lora_weights.safetensors"
+
+
+def test_a_resumed_run_reaches_the_same_adapter_bytes_as_an_uninterrupted_one(base_folder, images, tmp_path):
+    # A schedule with warmup and decay, so a scheduler state lost on resume would show in the weights.
+    config = _config(steps=6, lr_scheduler="cosine", lr_warmup_steps=2)
+    uninterrupted = finetune_lora_adapter(base_folder, images, config, tmp_path / "full")
+
+    checkpointed = config.model_copy(update={"checkpoint_every": 2, "checkpoints_total_limit": 2})
+    finetune_lora_adapter(base_folder, images, checkpointed, tmp_path / "cut")
+    checkpoints = tmp_path / "cut" / CHECKPOINT_DIR
+    assert sorted(p.name for p in checkpoints.iterdir()) == ["checkpoint-4", "checkpoint-6"]  # 2 dropped
+    # As if the run had stopped during step 5: only the checkpoint of step 4 is left.
+    shutil.rmtree(checkpoints / "checkpoint-6")
+    (tmp_path / "cut" / ADAPTER_FILE).unlink()
+
+    python_state, numpy_state = random.getstate(), np.random.get_state()
+    resumed = finetune_lora_adapter(
+        base_folder,
+        images,
+        checkpointed.model_copy(update={"resume_from_checkpoint": "latest"}),
+        tmp_path / "cut",
+    )
+    assert (tmp_path / "cut" / ADAPTER_FILE).read_bytes() == (tmp_path / "full" / ADAPTER_FILE).read_bytes()
+    assert _losses(resumed) == _losses(uninterrupted)
+    assert [r.learning_rate for r in resumed] == [r.learning_rate for r in uninterrupted]
+    assert len(set(r.learning_rate for r in resumed)) > 2
+    assert random.getstate() == python_state  # restoring the checkpoint's states did not leak out
+    assert np.array_equal(np.random.get_state()[1], numpy_state[1])
+
+    by_path = checkpointed.model_copy(update={"resume_from_checkpoint": str(checkpoints / "checkpoint-4")})
+    finetune_lora_adapter(base_folder, images, by_path, tmp_path / "elsewhere")
+    assert (tmp_path / "elsewhere" / ADAPTER_FILE).read_bytes() == (
+        tmp_path / "full" / ADAPTER_FILE
+    ).read_bytes()
+
+
+def test_resuming_refuses_a_checkpoint_of_other_settings(base_folder, images, tmp_path):
+    config = _config(steps=2, checkpoint_every=2)
+    finetune_lora_adapter(base_folder, images, config, tmp_path / "lora")
+    latest = config.model_copy(update={"resume_from_checkpoint": "latest"})
+    with pytest.raises(ValueError, match="learning_rate: 0.01 != 0.02"):
+        finetune_lora_adapter(
+            base_folder, images, latest.model_copy(update={"learning_rate": 2e-2}), tmp_path / "lora"
+        )
+    with pytest.raises(ValueError, match="another shape"):
+        finetune_lora_adapter(
+            base_folder, images, latest.model_copy(update={"lora_rank": 2}), tmp_path / "lora"
+        )
+    with pytest.raises(FileNotFoundError, match="not a checkpoint"):
+        finetune_lora_adapter(
+            base_folder,
+            images,
+            config.model_copy(update={"resume_from_checkpoint": str(tmp_path)}),
+            tmp_path / "x",
+        )

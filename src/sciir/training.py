@@ -4,23 +4,35 @@ The recipe follows diffusers' ``examples/text_to_image/train_text_to_image_lora.
 and text encoder, a LoRA on the UNet's attention projections, noise added at random timesteps,
 MSE between the UNet's prediction and its target, AdamW. The adapter is saved in diffusers' LoRA
 format (safetensors), so ``pipe.load_lora_weights(folder)`` reloads it. The base folder must have
-the Stable Diffusion layout (tokenizer, text_encoder, vae, unet, scheduler subfolders).
+the Stable Diffusion layout (tokenizer, text_encoder, vae, unet, scheduler subfolders). Checkpoints
+(``sciir.lora_checkpoints``) let a stopped run resume to the very weights an uninterrupted run reaches.
 """
 
 from __future__ import annotations
 
+import itertools
 import logging
 import math
+import random
 import shutil
+import time
 from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 from PIL import Image, ImageOps
 from pydantic import BaseModel, ConfigDict, NonNegativeInt, PositiveFloat, PositiveInt
+
+from sciir.lora_checkpoints import (
+    checkpoint_folder,
+    find_checkpoint,
+    load_checkpoint,
+    prune_checkpoints,
+    save_checkpoint,
+)
 
 if TYPE_CHECKING:
     import torch
@@ -43,13 +55,46 @@ class LoraTrainConfig(BaseModel):
     batch_size: PositiveInt
     learning_rate: PositiveFloat
     lora_rank: PositiveInt
+    # Module names (peft matches them as name suffixes) that get a LoRA: by default the attention
+    # projections, as diffusers' recipe for a pretrained UNet.
+    lora_target_modules: tuple[str, ...] = LORA_TARGET_MODULES
     seed: int
+    lr_scheduler: Literal["constant", "constant_with_warmup", "linear", "cosine"] = "constant"
+    lr_warmup_steps: NonNegativeInt = 0
     checkpoint_every: NonNegativeInt = 0
+    # Keep at most this many checkpoints, removing the oldest first (None: keep all).
+    checkpoints_total_limit: PositiveInt | None = None
+    # "latest" (the newest checkpoint under the adapter folder, if any), a checkpoint folder, or None.
+    resume_from_checkpoint: str | None = None
     device: str = "cpu"
     # Float sums on the CPU depend on the number of threads, and other libraries (Dask starts its
     # workers with OMP_NUM_THREADS=1) change torch's default: a fixed count makes a seeded run give the
     # same adapter bytes whatever ran before it in the process.
     cpu_threads: PositiveInt = 1
+
+
+# The settings that shape the sequence of weights: a checkpoint resumes only a run that agrees on them.
+TRAJECTORY_FIELDS = (
+    "resolution",
+    "steps",
+    "batch_size",
+    "learning_rate",
+    "lora_rank",
+    "lora_target_modules",
+    "seed",
+    "lr_scheduler",
+    "lr_warmup_steps",
+)
+
+
+@dataclass(frozen=True)
+class StepRecord:
+    """What one optimisation step did; ``samples_per_second`` is a wall-clock measure (MLflow only)."""
+
+    step: int
+    loss: float
+    learning_rate: float
+    samples_per_second: float
 
 
 @dataclass(frozen=True)
@@ -148,12 +193,14 @@ def load_diffusion_parts(model_path: str | Path) -> DiffusionParts:
     return parts
 
 
-def add_lora_adapter(unet: UNet2DConditionModel, rank: int) -> list[torch.nn.Parameter]:
-    """Add a LoRA of ``rank`` on the UNet's attention projections; returns its trainable parameters."""
+def add_lora_adapter(
+    unet: UNet2DConditionModel, rank: int, target_modules: Iterable[str] = LORA_TARGET_MODULES
+) -> list[torch.nn.Parameter]:
+    """Add a LoRA of ``rank`` on the UNet's ``target_modules``; returns its trainable parameters."""
     from peft import LoraConfig
 
     config = LoraConfig(
-        r=rank, lora_alpha=rank, init_lora_weights="gaussian", target_modules=list(LORA_TARGET_MODULES)
+        r=rank, lora_alpha=rank, init_lora_weights="gaussian", target_modules=list(target_modules)
     )
     unet.add_adapter(config)
     return [parameter for parameter in unet.parameters() if parameter.requires_grad]
@@ -259,37 +306,129 @@ def save_lora_adapter(unet: UNet2DConditionModel, folder: str | Path) -> Path:
     return folder
 
 
-def train_lora(
-    parts: DiffusionParts, encoded: EncodedExamples, config: LoraTrainConfig, checkpoint_dir: Path | None
-) -> list[float]:
-    """Optimise the UNet's LoRA (added by :func:`add_lora_adapter`) for ``config.steps`` steps.
+def _stream_seeds(seed: int) -> tuple[int, int]:
+    """Independent seeds for the batch order and for the noise, both derived from ``seed``."""
+    order, noise = np.random.SeedSequence(seed % 2**32).generate_state(2)
+    return int(order), int(noise)
 
-    Returns the loss of each step. Every ``config.checkpoint_every`` steps (when positive) the adapter so far is saved under
-    ``checkpoint_dir/step-<n>``.
+
+def _trajectory(config: LoraTrainConfig) -> dict[str, Any]:
+    """The settings that shape the run, as JSON values (a checkpoint stores them so)."""
+    return config.model_dump(mode="json", include=set(TRAJECTORY_FIELDS))
+
+
+def _check_same_trajectory(progress: Mapping[str, Any], config: LoraTrainConfig, folder: Path) -> None:
+    """Refuse a checkpoint of a run with other settings: resuming it would not continue that run."""
+    saved, current = progress["trajectory"], _trajectory(config)
+    differing = [f"{k}: {saved.get(k)!r} != {v!r}" for k, v in current.items() if saved.get(k) != v]
+    if differing:
+        raise ValueError(
+            f"checkpoint {folder} was saved by a run with other settings ({'; '.join(differing)})"
+        )
+
+
+def train_lora(
+    parts: DiffusionParts,
+    encoded: EncodedExamples,
+    config: LoraTrainConfig,
+    checkpoint_root: Path | None,
+    resume_from: Path | None = None,
+) -> list[StepRecord]:
+    """Optimise the UNet's LoRA (added by :func:`add_lora_adapter`) up to step ``config.steps``.
+
+    From ``resume_from`` (a checkpoint) the run continues at the step after the checkpoint's and
+    reaches the weights an uninterrupted run reaches. Every ``config.checkpoint_every`` steps (when
+    positive) a checkpoint is saved under ``checkpoint_root/checkpoint-<step>``, keeping the newest
+    ``config.checkpoints_total_limit``. Returns the record of every step, those before the checkpoint's
+    included.
 
     Raises:
         FloatingPointError: the loss stopped being finite (the learning rate is too high).
+        ValueError: the checkpoint was saved by a run with other settings.
     """
     import torch
+    from diffusers.optimization import get_scheduler
 
-    trainable = [parameter for parameter in parts.unet.parameters() if parameter.requires_grad]
-    optimizer = torch.optim.AdamW(trainable, lr=config.learning_rate)
-    generator = torch.Generator().manual_seed(config.seed)
+    trainable = {name: p for name, p in parts.unet.named_parameters() if p.requires_grad}
+    optimizer = torch.optim.AdamW(trainable.values(), lr=config.learning_rate)
+    scheduler = get_scheduler(
+        config.lr_scheduler,
+        optimizer,
+        num_warmup_steps=config.lr_warmup_steps,
+        num_training_steps=config.steps,
+    )
+    order_seed, noise_seed = _stream_seeds(config.seed)
+    generator = torch.Generator().manual_seed(noise_seed)
+    records: list[StepRecord] = []
+    if resume_from is not None:
+        progress = load_checkpoint(resume_from, trainable, optimizer, scheduler, generator)
+        _check_same_trajectory(progress, config, resume_from)
+        records = [StepRecord(**record) for record in progress["records"]]
+        logger.info("Resuming LoRA training from %s (step %d)", resume_from, len(records))
+    # The order is replayed from its seed, so the resumed run sees the batches the interrupted one would have.
+    order = batch_indices(
+        len(encoded), config.batch_size, config.steps, torch.Generator().manual_seed(order_seed)
+    )
     parts.unet.train()
-    losses: list[float] = []
-    batches = batch_indices(len(encoded), config.batch_size, config.steps, generator)
-    for step, indices in enumerate(batches, 1):
+    for step, indices in enumerate(itertools.islice(order, len(records), None), len(records) + 1):
+        started = time.perf_counter()
+        learning_rate = optimizer.param_groups[0]["lr"]
         loss = diffusion_loss(parts, encoded, indices, generator)
         loss.backward()
         optimizer.step()
+        scheduler.step()
         optimizer.zero_grad()
-        losses.append(float(loss.detach()))
-        if not math.isfinite(losses[-1]):
-            raise FloatingPointError(f"training loss is {losses[-1]} at step {step}; lower learning_rate")
-        if checkpoint_dir is not None and config.checkpoint_every and step % config.checkpoint_every == 0:
-            save_lora_adapter(parts.unet, checkpoint_dir / f"step-{step:06d}")
+        value = float(loss.detach())
+        if not math.isfinite(value):
+            raise FloatingPointError(f"training loss is {value} at step {step}; lower learning_rate")
+        speed = len(indices) / max(time.perf_counter() - started, 1e-9)
+        records.append(StepRecord(step, value, learning_rate, speed))
+        if checkpoint_root is not None and config.checkpoint_every and step % config.checkpoint_every == 0:
+            _save_training_checkpoint(
+                parts.unet, trainable, optimizer, scheduler, generator, records, config, checkpoint_root
+            )
     parts.unet.eval()
-    return losses
+    return records
+
+
+def _save_training_checkpoint(
+    unet: UNet2DConditionModel,
+    trainable: Mapping[str, torch.Tensor],
+    optimizer: torch.optim.Optimizer,
+    scheduler: torch.optim.lr_scheduler.LRScheduler,
+    generator: torch.Generator,
+    records: list[StepRecord],
+    config: LoraTrainConfig,
+    root: Path,
+) -> Path:
+    """A checkpoint of the run after its last record, with the adapter also in diffusers' format."""
+    if config.checkpoints_total_limit is not None:
+        prune_checkpoints(root, keep=config.checkpoints_total_limit - 1)  # room for the new one
+    folder = checkpoint_folder(root, records[-1].step)
+    save_lora_adapter(unet, folder)
+    progress = {
+        "step": records[-1].step,
+        "records": [asdict(record) for record in records],
+        "trajectory": _trajectory(config),
+    }
+    return save_checkpoint(folder, trainable, optimizer, scheduler, generator, progress)
+
+
+@contextmanager
+def seeded_random_states(seed: int) -> Iterator[None]:
+    """torch, numpy and Python seeded with ``seed`` inside; the caller's random states restored after."""
+    import torch
+
+    python_state, numpy_state = random.getstate(), np.random.get_state()
+    with torch.random.fork_rng():
+        random.seed(seed)
+        np.random.seed(seed % 2**32)
+        torch.manual_seed(seed)
+        try:
+            yield
+        finally:
+            random.setstate(python_state)
+            np.random.set_state(numpy_state)
 
 
 @contextmanager
@@ -307,30 +446,33 @@ def torch_threads(count: int) -> Iterator[None]:
 
 def finetune_lora_adapter(
     model_path: str | Path, images: list[TrainingImage], config: LoraTrainConfig, adapter_path: str | Path
-) -> list[float]:
+) -> list[StepRecord]:
     """Train a LoRA for the pipeline at ``model_path`` on ``images`` and save it to ``adapter_path``.
 
-    Deterministic for a given ``config.seed``; the caller's random state is left untouched.
-    Returns the loss of each step.
+    Deterministic for a given ``config.seed``, resumed or not; the caller's random states are left
+    untouched. Checkpoints live under ``adapter_path/checkpoints``; a run that does not resume
+    removes those of an earlier run. Returns the record of each step.
 
     Raises:
-        ValueError: ``images`` is empty.
+        ValueError: ``images`` is empty, or the checkpoint to resume was saved with other settings.
+        FileNotFoundError: ``config.resume_from_checkpoint`` names a folder that is not a checkpoint.
     """
-    import torch
-
     if not images:
         raise ValueError("no training images: LoRA fine-tuning needs at least one (image, caption) pair")
-    adapter_path = Path(adapter_path)
-    # Checkpoints of an earlier run would be mistaken for this run's.
-    shutil.rmtree(adapter_path / CHECKPOINT_DIR, ignore_errors=True)
-    checkpoint_dir = adapter_path / CHECKPOINT_DIR if config.checkpoint_every else None
-    with torch.random.fork_rng(), torch_threads(config.cpu_threads):
-        torch.manual_seed(config.seed)  # the LoRA's initial weights come from the global generator
+    checkpoint_root = Path(adapter_path) / CHECKPOINT_DIR
+    if config.resume_from_checkpoint is None:
+        # Checkpoints of an earlier run would be mistaken for this run's.
+        shutil.rmtree(checkpoint_root, ignore_errors=True)
+    resume_from = find_checkpoint(checkpoint_root, config.resume_from_checkpoint)
+    with seeded_random_states(config.seed), torch_threads(config.cpu_threads):
         parts = load_diffusion_parts(model_path)
-        add_lora_adapter(parts.unet, config.lora_rank)
+        # The LoRA's initial weights come from torch's global generator, seeded above.
+        add_lora_adapter(parts.unet, config.lora_rank, config.lora_target_modules)
         for model in (parts.text_encoder, parts.vae, parts.unet):
             model.to(config.device)
         encoded = encode_examples(parts, images, config.batch_size)
-        losses = train_lora(parts, encoded, config, checkpoint_dir)
+        records = train_lora(
+            parts, encoded, config, checkpoint_root if config.checkpoint_every else None, resume_from
+        )
     save_lora_adapter(parts.unet, adapter_path)
-    return losses
+    return records

@@ -83,7 +83,8 @@ def finetune_lora(
     images, skipped = load_training_images(rows, config.resolution)
     if not images:
         raise _no_usable_images_error(len(rows), skipped)
-    losses = finetune_lora_adapter(base_model_path, images, config, config.adapter_path)
+    records = finetune_lora_adapter(base_model_path, images, config, config.adapter_path)
+    losses = [record.loss for record in records]
     summary = {
         "base_model_path": base_model_path,
         "adapter_path": config.adapter_path,
