@@ -10,7 +10,9 @@ import numpy as np
 import pytest
 import torch
 from diffusers import StableDiffusionPipeline
+from peft.utils import get_peft_model_state_dict
 from PIL import Image
+from safetensors.torch import load_file
 
 from sciir.tiny_models import ensure_tiny_pipeline
 from sciir.training import (
@@ -28,6 +30,7 @@ from sciir.training import (
 )
 
 RESOLUTION = 32
+ADAPTER_FILE = "pytorch_lora_weights.safetensors"
 
 
 @pytest.fixture(scope="module")
@@ -112,14 +115,24 @@ def test_a_few_steps_change_the_lora_weights_with_a_finite_loss(base_folder, ima
     assert not frozen.requires_grad
 
 
-def test_saved_adapter_reloads_and_changes_the_output_for_the_same_seed(base_folder, images, tmp_path):
-    config = _config(checkpoint_every=2)
+def _reloaded_lora(pipe: StableDiffusionPipeline, folder, adapter_name: str) -> dict[str, torch.Tensor]:
+    """The LoRA tensors ``load_lora_weights`` put into the pipeline's UNet, under the file's key names."""
+    pipe.load_lora_weights(folder, adapter_name=adapter_name)
+    return {
+        f"unet.{k}": v for k, v in get_peft_model_state_dict(pipe.unet, adapter_name=adapter_name).items()
+    }
+
+
+def test_saved_adapter_reloads_whole_into_a_fresh_pipeline_and_changes_its_output(
+    base_folder, images, tmp_path
+):
+    # Attention projections and convolutions: a file mixing diffusers' and peft's key names loses the
+    # attention tensors on reload, silently; every tensor must come back.
+    config = _config(checkpoint_every=2, lora_target_modules=("to_q", "to_k", "to_v", "to_out.0", "conv1"))
     losses = _losses(finetune_lora_adapter(base_folder, images, config, tmp_path / "lora"))
-    assert (tmp_path / "lora" / "pytorch_lora_weights.safetensors").is_file()
-    assert (
-        tmp_path / "lora" / CHECKPOINT_DIR / "checkpoint-2" / "pytorch_lora_weights.safetensors"
-    ).is_file()
     assert _losses(finetune_lora_adapter(base_folder, images, config, tmp_path / "again")) == losses  # seeded
+    saved = load_file(tmp_path / "lora" / ADAPTER_FILE)
+    assert any(".to_q." in key for key in saved) and any(".conv1." in key for key in saved)
 
     pipe = StableDiffusionPipeline.from_pretrained(base_folder, local_files_only=True)
     pipe.set_progress_bar_config(disable=True)
@@ -129,10 +142,15 @@ def test_saved_adapter_reloads_and_changes_the_output_for_the_same_seed(base_fol
         return pipe("panel 0", num_inference_steps=2, generator=generator, output_type="np").images[0]
 
     base = render()
-    pipe.load_lora_weights(tmp_path / "lora")
+    reloaded = _reloaded_lora(pipe, tmp_path / "lora", "final")
+    assert reloaded.keys() == saved.keys()
+    assert all(torch.equal(reloaded[key], saved[key]) for key in saved)
     tuned = render()
     assert base.shape == tuned.shape
     assert np.abs(base - tuned).max() > 1e-3
+
+    checkpoint = tmp_path / "lora" / CHECKPOINT_DIR / "checkpoint-2"
+    assert _reloaded_lora(pipe, checkpoint, "step_2").keys() == saved.keys()  # checkpoints load the same way
 
 
 def test_training_without_images_is_refused(base_folder, tmp_path):
@@ -153,9 +171,6 @@ def test_the_adapter_bytes_do_not_depend_on_the_callers_thread_count(base_folder
         adapters.append((tmp_path / f"t{threads}" / "pytorch_lora_weights.safetensors").read_bytes())
     assert adapters[0] == adapters[1]
     assert torch.get_num_threads() == before  # the caller's setting is restored
-
-
-ADAPTER_FILE = "pytorch_lora_weights.safetensors"
 
 
 def test_a_resumed_run_reaches_the_same_adapter_bytes_as_an_uninterrupted_one(base_folder, images, tmp_path):

@@ -2,8 +2,8 @@
 
 The recipe follows diffusers' ``examples/text_to_image/train_text_to_image_lora.py``: frozen VAE
 and text encoder, a LoRA on the UNet's attention projections, noise added at random timesteps,
-MSE between the UNet's prediction and its target, AdamW. The adapter is saved in diffusers' LoRA
-format (safetensors), so ``pipe.load_lora_weights(folder)`` reloads it. The base folder must have
+MSE between the UNet's prediction and its target, AdamW. The adapter is saved by diffusers'
+``save_lora_weights`` (safetensors, peft key names), so ``pipe.load_lora_weights(folder)`` reloads it. The base folder must have
 the Stable Diffusion layout (tokenizer, text_encoder, vae, unet, scheduler subfolders). Checkpoints
 (``sciir.lora_checkpoints``) let a stopped run resume to the very weights an uninterrupted run reaches.
 """
@@ -288,15 +288,19 @@ def diffusion_loss(
 
 
 def lora_layers(unet: UNet2DConditionModel) -> dict[str, torch.Tensor]:
-    """The UNet's LoRA weights under diffusers' key names."""
-    from diffusers.utils import convert_state_dict_to_diffusers
+    """The UNet's LoRA weights under peft's key names (``<module>.lora_A.weight``, ``lora_B``).
+
+    Not converted with ``convert_state_dict_to_diffusers``: it renames only the attention projections,
+    and ``load_lora_weights`` reading such a mixed file (attention keys renamed, convolution keys not)
+    silently drops the renamed ones. Peft's names are what it reads for every module.
+    """
     from peft.utils import get_peft_model_state_dict
 
-    return convert_state_dict_to_diffusers(get_peft_model_state_dict(unet))
+    return get_peft_model_state_dict(unet)
 
 
 def save_lora_adapter(unet: UNet2DConditionModel, folder: str | Path) -> Path:
-    """Save the UNet's LoRA as safetensors in diffusers' format; ``load_lora_weights(folder)`` reloads it."""
+    """Save the UNet's LoRA as safetensors with diffusers' writer; ``load_lora_weights(folder)`` reloads it."""
     from diffusers import StableDiffusionPipeline
 
     folder = Path(folder)
