@@ -8,30 +8,9 @@ import pytest
 from sciir.backends.diagram import read_diagram
 from sciir.backends.ocr import JudgeItem, OcrReading, read_text
 from sciir.backends.visual_judge import answer_items
+from sciir.testing.drawings import draw_boxes
 
-FILL = "#dce6f2"
-
-
-def _draw(
-    boxes: list[str], edges: list[tuple[int, int]], free: list[str] = (), outlined: bool = False, pad: float = 0.3
-) -> bytes:
-    """Boxes (indexed labels, so one label may be drawn twice), arrows between them, and free text; ``pad``
-    (inches) keeps a one-row drawing tall enough that OCR takes its letters for text, not drawing."""
-    style = {"style": "filled", "fillcolor": "white", "color": "black", "penwidth": "2"} if outlined else {
-        "style": "rounded,filled", "fillcolor": FILL, "color": FILL
-    }
-    graph = graphviz.Digraph(
-        graph_attr={"rankdir": "TB", "dpi": "110", "bgcolor": "white", "pad": str(pad), "nodesep": "0.6"},
-        node_attr={"shape": "box", "fontname": "DejaVu Sans", "fontsize": "24", "margin": "0.3,0.12", **style},
-        edge_attr={"penwidth": "2", "arrowsize": "1.2", "color": "black"},
-    )
-    for index, label in enumerate(boxes):
-        graph.node(f"n{index}", label)
-    for index, text in enumerate(free):
-        graph.node(f"t{index}", text, shape="plaintext", style="")
-    for src, dst in edges:
-        graph.edge(f"n{src}", f"n{dst}")
-    return graph.pipe(format="png")
+_draw = draw_boxes
 
 
 def _answers(png: bytes, questions: dict[str, tuple[str, str, list[str]]]) -> dict[str, str | None]:

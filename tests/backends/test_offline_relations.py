@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import graphviz
 import pytest
 
 from sciir.backends.diagram import Shape, read_diagram
 from sciir.backends.ocr import read_text
 from sciir.backends.offline_relations import drawn_relations, figure_relations, shape_label, stated_relations
+from sciir.testing.drawings import draw_boxes
 
 LABELS = ["Glucose", "Pyruvate", "Lactate"]
 
@@ -32,22 +32,7 @@ def test_text_gives_only_explicit_directed_pairs_of_visible_labels(text: str, ex
     assert stated_relations(text, LABELS) == expected
 
 
-def _draw(boxes: list[str], edges: list[tuple[int, int]], free: list[str] = (), arrowheads: bool = True) -> bytes:
-    """Filled boxes joined by edges (with or without arrowheads) and labels outside any box."""
-    graph = graphviz.Digraph(
-        graph_attr={"rankdir": "TB", "dpi": "110", "bgcolor": "white", "pad": "0.3", "nodesep": "0.6"},
-        node_attr={"shape": "box", "fontname": "DejaVu Sans", "fontsize": "24", "margin": "0.3,0.12",
-                   "style": "rounded,filled", "fillcolor": "#dce6f2", "color": "#dce6f2"},
-        edge_attr={"penwidth": "2", "arrowsize": "1.2", "color": "black",
-                   "arrowhead": "normal" if arrowheads else "none"},
-    )  # fmt: skip
-    for index, label in enumerate(boxes):
-        graph.node(f"n{index}", label)
-    for index, text in enumerate(free):
-        graph.node(f"t{index}", text, shape="plaintext", style="")
-    for src, dst in edges:
-        graph.edge(f"n{src}", f"n{dst}")
-    return graph.pipe(format="png")
+_draw = draw_boxes
 
 
 def _relations(png: bytes, labels: list[str], text: str = "") -> list[tuple[str, str]]:
