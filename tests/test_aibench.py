@@ -30,29 +30,36 @@ from sciir.backends.base import VLMResult
 # Light -> Split; Split -> O2 and Split -> ETC (parallel); ETC -> Sugar. "Photosynthesis" is on no relation.
 TERMS = ["Photosynthesis", "Light", "Split", "O2", "ETC", "Sugar"]
 RELATIONS = [["Light", "Split"], ["Split", "O2"], ["Split", "ETC"], ["ETC", "Sugar"]]
+# The phases a method text would name, in order.
+PHASES = [["Light"], ["Split"], ["O2", "ETC"], ["Sugar"]]
 SETTINGS = QuestionSettings(seed=0, distractors=2, non_adjacent=2, max_pairs=4)
 
 
 @pytest.fixture
 def branching():
-    return build_logic_graph(TERMS, RELATIONS)
+    return build_logic_graph(TERMS, RELATIONS, PHASES)
 
 
 def _questions(graph, distractors=("Aspirin",), settings=SETTINGS):
     return aibench_questions("s1", graph, list(distractors), settings)
 
 
-def test_graph_stages_follow_the_longest_path_from_the_entry(branching) -> None:
+def test_graph_phases_are_the_declared_ones_and_its_ends_follow_the_flow(branching) -> None:
     assert branching.nodes == tuple(TERMS)
     assert branching.phases == (("Light",), ("Split",), ("O2", "ETC"), ("Sugar",))
-    assert branching.phase_of("Photosynthesis") is None
+    assert branching.phase_of("Photosynthesis") is None and branching.phase_of("ETC") == 2
     assert branching.entries == ["Light"] and branching.exits == ["O2", "Sugar"]
     assert branching.reachable("Split") == {"O2", "ETC", "Sugar"}
 
 
-def test_a_cycle_is_one_stage_and_a_skip_connection_does_not_pull_a_step_forward() -> None:
+def test_a_graph_whose_text_names_no_phases_gets_no_phase_questions() -> None:
+    graph = build_logic_graph(TERMS, RELATIONS)
+    assert graph.phases == ()
+    assert {q.level for _, q in _questions(graph)} == {1, 2, 4}
+
+
+def test_a_cycle_is_neither_entry_nor_exit_and_a_skip_connection_changes_no_end() -> None:
     graph = build_logic_graph([], [["A", "B"], ["B", "C"], ["C", "B"], ["C", "D"], ["A", "D"]])
-    assert graph.phases == (("A",), ("B", "C"), ("D",))
     assert graph.entries == ["A"] and graph.exits == ["D"]
 
 
@@ -107,7 +114,7 @@ def test_a_closed_loop_has_no_entry_or_exit_questions() -> None:
 def test_questions_are_deterministic_and_pairs_are_capped(branching) -> None:
     capped = QuestionSettings(seed=0, distractors=0, non_adjacent=1, max_pairs=1)
     first = _questions(branching, (), capped)
-    assert first == _questions(build_logic_graph(TERMS, RELATIONS), (), capped)
+    assert first == _questions(build_logic_graph(TERMS, RELATIONS, PHASES), (), capped)
     kinds = [q.kind for _, q in first]
     assert kinds.count("non_adjacent") == 1 and kinds.count("end_to_end") == 1
 

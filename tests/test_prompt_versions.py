@@ -6,6 +6,10 @@ from __future__ import annotations
 import mlflow
 
 from sciir.aibench.aesthetics import build_aesthetics_request
+from sciir.aibench.graph import build_logic_graph
+from sciir.aibench.graph_task import build_graph_request
+from sciir.aibench.question_task import build_questions_request
+from sciir.aibench.questions import QuestionSettings
 from sciir.aibench.solver import build_solver_request
 from sciir.annotation import TASKS, build_request
 from sciir.baseline_metrics import build_vqascore_request
@@ -33,6 +37,8 @@ def _every_request():
         context = {key: CONTEXT.get(key, "x") for key in spec.context_keys}
         yield build_request(task, context, b"png" if spec.sees_image else None)
     yield build_judge_request("Draw ATP.", CHECKLIST, b"png")
+    yield build_graph_request("ADP is turned into ATP.", "ATP synthase.", ["ATP"])
+    yield build_questions_request("s1", build_logic_graph(["ATP"], []), ["NADH"], QuestionSettings())
     yield build_solver_request(SOLVER_ITEMS, b"png")
     yield build_aesthetics_request(b"png")
     yield build_vqascore_request("Draw ATP.", b"png")

@@ -15,10 +15,11 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, Field, StringConstraints, ValidationError, model_validator
+from pydantic import BaseModel, Field, StringConstraints, model_validator
 
 from sciir.backends.base import VLMRequest, VLMResult
-from sciir.backends.strict_schema import omit_added_nulls, strict_model_schema
+from sciir.backends.strict_schema import strict_model_schema
+from sciir.tasks.parsing import TaskReplyError, parse_reply
 from sciir.tasks.prompts import PromptTemplate, prompt_template
 
 TRACKS = ("entity", "process", "law")
@@ -40,7 +41,7 @@ Score = Annotated[int, Field(ge=1, le=10)]
 Relation = Annotated[list[NonEmpty], Field(min_length=2, max_length=2)]
 
 
-class AnnotationError(ValueError):
+class AnnotationError(TaskReplyError):
     """A task's answer was missing or did not match its output schema."""
 
 
@@ -216,17 +217,7 @@ def build_request(task: str, context: Mapping[str, Any], image: bytes | None = N
 
 def parse_output(task: str, result: VLMResult) -> BaseModel:
     """The validated output of a task, or AnnotationError saying why the answer is unusable."""
-    if not result.ok:
-        raise AnnotationError(f"{task} failed: {result.failure}")
-    output = TASKS[task].output
-    try:
-        # A null in a field the strict schema made nullable means "left out": the model's default applies.
-        return output.model_validate(omit_added_nulls(result.output, output.model_json_schema()))
-    except ValidationError as error:
-        problems = "; ".join(
-            f"{'.'.join(map(str, e['loc'])) or 'answer'}: {e['msg']}" for e in error.errors()
-        )
-        raise AnnotationError(f"{task} answer does not match its schema: {problems}") from error
+    return parse_reply(TASKS[task].output, task, result, AnnotationError)
 
 
 def labels_from_scores(scores: TrackScores, tau: int) -> dict[str, bool]:

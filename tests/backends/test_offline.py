@@ -12,8 +12,8 @@ from PIL import Image, ImageDraw, ImageFont
 from sciir.annotation import Checklist, Reasoning, TrackScores, build_request, parse_output
 from sciir.backends.base import VLMRequest
 from sciir.backends.ocr import OcrLine, OcrReading, OcrWord
-from sciir.backends.offline import (
-    OfflineVLM,
+from sciir.backends.offline import OfflineVLM
+from sciir.tasks.annotation_rules import (
     figure_kind,
     plausible_labels,
     score_from_cues,
@@ -212,7 +212,7 @@ def test_judge_answers_what_the_drawing_shows_and_unknown_tasks_fail(offline: Of
         "law": None,  # not written in the image
         "unstructured": None,
     }
-    assert not unknown.ok and "no rule for task 'caption'" in unknown.failure
+    assert unknown.failure.startswith("offline backend: no task 'caption' is registered (known: ['abstract_prompt'")
 
 
 def test_answers_are_deterministic(figure: bytes) -> None:

@@ -31,6 +31,8 @@ from sciir.optional_inputs import MissingInput
 from sciir.pipelines.annotate.aibench_nodes import create_aibench_pipeline as annotate_aibench
 from sciir.pipelines.evaluate.aibench_nodes import baseline_metrics, image_jobs, vqascore_rows
 from sciir.pipelines.evaluate.aibench_nodes import create_aibench_pipeline as evaluate_aibench
+from sciir.tasks.offline_answers import aibench_questions as write_questions
+from sciir.tasks.registry import Sight
 
 FONT = Path(matplotlib.get_data_path()) / "fonts" / "ttf" / "DejaVuSans.ttf"
 STEPS = ["Mixing", "Heating", "Cooling"]
@@ -56,8 +58,59 @@ ANNOTATIONS = pd.DataFrame(
         _annotation("mol", ["Benzene"], []),
         _annotation("broken", None, None, "failed", "sample broken: reasoning failed: timeout"),
         _annotation("bare", [], []),
+        _annotation("garbled", ["Stirring"], []),
     ]
 )
+# The article texts the graphs are read from ("bare" has no method text).
+CURATED = pd.DataFrame(
+    {
+        "sample_id": ["flow", "mol", "broken", "bare", "garbled"],
+        "caption": ["Batch process.", "Benzene.", "", "A sketch.", "Stirring."],
+        "methods_text": [
+            "The batch is prepared by Mixing, then Heating; the product is finished by Cooling.",
+            "Benzene is drawn as a ring.",
+            "Unused.",
+            "",
+            "Stirring goes on for an hour.",
+        ],
+    }
+)
+# What a model reads from each method text; "garbled" names a component it does not list.
+GRAPH_REPLIES = {
+    "Batch process.": {
+        "components": [{"name": step, "kind": "module"} for step in STEPS],
+        "flows": [{"source": "Mixing", "target": "Heating"}, {"source": "Heating", "target": "Cooling"}],
+        "phases": [
+            {"name": "preparation", "components": ["Mixing"]},
+            {"name": "reaction", "components": ["Heating"]},
+            {"name": "finishing", "components": ["Cooling"]},
+        ],
+    },
+    "Benzene.": {"components": [{"name": "Benzene", "kind": "data"}], "flows": [], "phases": []},
+    "Stirring.": {
+        "components": [{"name": "Stirring", "kind": "module"}],
+        "flows": [{"source": "Stirring", "target": "Settling"}],
+        "phases": [],
+    },
+}
+
+
+class ScriptedAnnotator(VisionLanguageModel):
+    """Graphs as a model would read them (``GRAPH_REPLIES``, by caption); questions by the rule writer."""
+
+    def generate(self, requests: Sequence[VLMRequest]) -> list[VLMResult]:
+        return [
+            VLMResult(output=GRAPH_REPLIES[r.context["caption"]])
+            if r.task == "aibench_graph"
+            else write_questions(r, Sight(read=_no_reading))
+            for r in requests
+        ]
+
+
+def _no_reading(png: bytes):
+    raise AssertionError("writing questions reads no image")
+
+
 BENCHMARK = pd.DataFrame(
     {"sample_id": ["flow", "mol"], "prompt": ["SECRET flow prompt", "SECRET molecule prompt"]}
 )
@@ -114,7 +167,12 @@ def _run(pipeline, datasets: dict) -> dict:
 def annotated() -> dict:
     return _run(
         annotate_aibench(),
-        {"annotations": MemoryDataset(ANNOTATIONS), "params:aibench": MemoryDataset(PARAMS)},
+        {
+            "annotations": MemoryDataset(ANNOTATIONS),
+            "curated": MemoryDataset(CURATED),
+            "annotator": MemoryDataset(ScriptedAnnotator(), copy_mode="assign"),
+            "params:aibench": MemoryDataset(PARAMS),
+        },
     )
 
 
@@ -151,7 +209,7 @@ def evaluated(annotated: dict, tmp_path_factory: pytest.TempPathFactory) -> dict
 
 
 def test_pipelines_match_the_contract() -> None:
-    assert annotate_aibench().inputs() == {"annotations", "params:aibench"}
+    assert annotate_aibench().inputs() == {"annotations", "curated", "annotator", "params:aibench"}
     assert evaluate_aibench().inputs() == {
         "generations",
         "evaluation_benchmark",  # the catalog's benchmark or a benchmark file (evaluation_inputs)
@@ -167,14 +225,16 @@ def test_pipelines_match_the_contract() -> None:
     }  # fmt: skip
 
 
-def test_every_sample_gets_a_graph_or_a_reason(annotated: dict) -> None:
+def test_every_sample_gets_a_graph_from_its_method_text_or_a_reason(annotated: dict) -> None:
     graphs = annotated["aibench_graphs"].set_index("sample_id")
     assert json.loads(graphs.loc["flow", "phases"]) == [["Mixing"], ["Heating"], ["Cooling"]]
     assert graphs.loc["mol", "status"] == "ok" and json.loads(graphs.loc["mol", "edges"]) == []
     assert (
         graphs.loc["broken", "status"] == "skipped" and "reasoning failed" in graphs.loc["broken", "reason"]
     )
-    assert "no terms and no relations" in graphs.loc["bare", "reason"]
+    assert graphs.loc["bare", "reason"] == "sample bare: its article has no method text"
+    assert graphs.loc["garbled", "status"] == "failed" and pd.isna(graphs.loc["garbled", "nodes"])
+    assert "flows or phases name ['Settling'], which are not components" in graphs.loc["garbled", "reason"]
     qa = annotated["aibench_qa"]
     assert set(qa.sample_id) == {"flow", "mol"}
     assert set(qa[qa.sample_id == "flow"].level) == {1, 2, 3, 4} and set(qa[qa.sample_id == "mol"].level) == {
@@ -185,7 +245,8 @@ def test_every_sample_gets_a_graph_or_a_reason(annotated: dict) -> None:
     assert {json.loads(n)[0] for n in mol_distractors.nodes} <= set(STEPS)
     assert graphs.loc["flow", "n_questions"] == (qa.sample_id == "flow").sum()
     metrics = annotated["aibench_qa_metrics"]
-    assert metrics["graphs"] == 2.0 and metrics["skipped"] == 2.0 and metrics["questions"] == len(qa)
+    assert (metrics["graphs"], metrics["skipped"], metrics["failed"]) == (2.0, 2.0, 1.0)
+    assert metrics["graphs_with_phases"] == 1.0 and metrics["questions"] == len(qa)
 
 
 def test_the_solver_gets_one_request_per_image_and_never_the_prompt(evaluated: dict) -> None:
@@ -257,7 +318,7 @@ def test_vqascore_from_a_backend_without_logprobs_is_a_failed_row() -> None:
     scores = baseline_metrics({"m/flow": _canvas("white")}, BENCHMARK, params)
     rows = scores.set_index("sample_id")
     assert set(scores.status) == {"failed"} and scores.score.isna().all()
-    assert "no rule for task 'vqascore'" in rows.loc["flow", "reason"]
+    assert "offline backend has no rules for task 'vqascore'" in rows.loc["flow", "reason"]
     assert rows.loc["mol", "reason"] == "no image from model m for sample mol"
 
 

@@ -16,15 +16,18 @@ import pytest
 from PIL import Image, ImageDraw, ImageFont
 
 from sciir.aibench.aesthetics import build_aesthetics_request
-from sciir.aibench.graph import build_logic_graph
+from sciir.aibench.graph_task import build_graph_request, parse_graph_reply
 from sciir.aibench.params import QuestionSettings
-from sciir.aibench.questions import aibench_questions, qa_rows
+from sciir.aibench.question_task import build_questions_request, parse_questions_reply
+from sciir.aibench.questions import qa_rows
 from sciir.aibench.solver import build_solver_request, solver_items
 from sciir.annotation import TASKS, build_request, parse_output
 from sciir.backends.base import VLMRequest, VLMResult
 from sciir.backends.offline import OfflineVLM
 from sciir.backends.openai_compat import OpenAICompatibleVLM
 from sciir.judging import build_judge_request, checklist_items
+from sciir.screening import ScreenParams, screen_request
+from sciir.tasks.registry import TASKS as REGISTERED
 from sciir.testing.fake_openai_server import (
     FakeOpenAIServer,
     Fault,
@@ -332,16 +335,23 @@ def _every_task_with_an_offline_answer() -> dict[str, tuple[VLMRequest, dict]]:
         for q in checklist.questions
     )
     _answered(backend, build_judge_request("a glycolysis diagram", checklist_items(rows), png), answers)
-    graph = build_logic_graph(reasoning["terms"], reasoning["relations"])
-    questions = pd.DataFrame(qa_rows("s1", aibench_questions("s1", graph, ["Lactate"], QuestionSettings())))
+    graph_reply = _answered(
+        backend, build_graph_request(texts["methods_text"], texts["caption"], reasoning["terms"]), answers
+    )
+    graph = parse_graph_reply(VLMResult(output=graph_reply))
+    asked = build_questions_request("s1", graph, ["Lactate"], QuestionSettings())
+    written = parse_questions_reply(VLMResult(output=_answered(backend, asked, answers)), graph, ["Lactate"])
+    questions = pd.DataFrame(qa_rows("s1", written))
     _answered(backend, build_solver_request(solver_items(questions), png), answers)
     _answered(backend, build_aesthetics_request(png), answers)
+    _answered(backend, screen_request(png, texts["caption"], ScreenParams()), answers)
     return answers
 
 
 def test_one_request_of_every_task_is_accepted_in_strict_mode_and_its_reply_parsed() -> None:
     answers = _every_task_with_an_offline_answer()
-    assert set(answers) == {*TASKS, "judge", "aibench_qa", "aesthetics"}
+    # Every registered task but VQAScore, which asks for log-probabilities instead of JSON.
+    assert set(answers) == set(REGISTERED) - {"vqascore"}
     requests = [request for request, _ in answers.values()]
 
     def offline_answer(body: dict) -> str:

@@ -4,19 +4,11 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from sciir.aibench.questions import QuestionSettings
 from sciir.backends.base import window_setting
 from sciir.baseline_metrics import BaselineMetricsSettings
 
-
-class QuestionSettings(BaseModel):
-    """How many negatives each level draws, and the seed that orders the candidates."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    seed: int = 0
-    distractors: int = Field(default=3, ge=0)
-    non_adjacent: int = Field(default=2, ge=0)
-    max_pairs: int = Field(default=4, ge=0)
+__all__ = ["AIBenchParams", "QuestionSettings"]
 
 
 class AIBenchParams(BaseModel):

@@ -18,11 +18,24 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from pydantic import BaseModel, ConfigDict, Field
+
 from sciir.aibench.graph import LogicGraph
-from sciir.aibench.params import QuestionSettings
 
 LEVELS = (1, 2, 3, 4)
 LEVEL_NAMES = {1: "component existence", 2: "local topology", 3: "phase architecture", 4: "global semantics"}
+
+
+class QuestionSettings(BaseModel):
+    """How many negatives each level draws, and the seed that orders the candidates."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    seed: int = 0
+    distractors: int = Field(default=3, ge=0)
+    non_adjacent: int = Field(default=2, ge=0)
+    max_pairs: int = Field(default=4, ge=0)
+
 
 QA_COLUMNS = ("sample_id", "question_id", "level", "kind", "question", "gold_answer", "nodes", "phases")
 

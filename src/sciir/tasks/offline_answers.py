@@ -7,8 +7,17 @@ its rules can really see, abstaining on the rest; the rules themselves live besi
 
 from __future__ import annotations
 
+import re
+
+from pydantic import BaseModel
+
 from sciir.backends.base import VLMRequest, VLMResult
 from sciir.tasks.registry import Sight
+
+
+class _GraphContext(BaseModel):
+    methods_text: str
+    terms: list[str]
 
 
 def screen(request: VLMRequest, sight: Sight) -> VLMResult:
@@ -39,8 +48,53 @@ def aibench_by_text(request: VLMRequest, sight: Sight) -> VLMResult:
     return answer_aibench_by_ocr(request, sight.read)
 
 
-def abstain_on_aesthetics(request: VLMRequest, sight: Sight) -> VLMResult:
-    """Every criterion abstained on: rules over OCR cannot judge visual design."""
-    from sciir.backends.offline import abstain_on_aesthetics as abstain
+class _Criterion(BaseModel):
+    name: str
 
-    return abstain(request)
+
+class _AestheticsContext(BaseModel):
+    criteria: list[_Criterion]
+
+
+def abstain_on_aesthetics(request: VLMRequest, sight: Sight) -> VLMResult:
+    """Every rubric criterion unrated (null): no rule over OCR text can judge layout, legibility or colour."""
+    context = _AestheticsContext.model_validate(request.context)
+    if not context.criteria:
+        return VLMResult.failed("aesthetics request names no criteria (context key 'criteria')")
+    ratings = {criterion.name: None for criterion in context.criteria}
+    rationale = "abstained: the offline backend reads text only and cannot judge visual design"
+    return VLMResult(output={**ratings, "rationale": rationale})
+
+
+def aibench_graph(request: VLMRequest, sight: Sight) -> VLMResult:
+    """The method graph as far as plain rules can read prose: components are the figure's terms that the
+    method text names, flows the pairs of them one sentence states explicitly ("A is followed by B");
+    kinds and phases are left out (no rule can tell a module from data, or name a phase, honestly)."""
+    from sciir.backends.offline_relations import stated_relations
+
+    context = _GraphContext.model_validate(request.context)
+    text = context.methods_text
+    named = [
+        term for term in context.terms if re.search(rf"(?<!\w){re.escape(term)}(?!\w)", text, re.IGNORECASE)
+    ]
+    flows = stated_relations(text, named)
+    return VLMResult(
+        output={
+            "components": [{"name": name, "kind": None} for name in named],
+            "flows": [{"source": a, "target": b} for a, b in flows],
+            "phases": [],
+        }
+    )
+
+
+def aibench_questions(request: VLMRequest, sight: Sight) -> VLMResult:
+    """The four levels written by rule from the graph in the request (``sciir.aibench.questions``)."""
+    from sciir.aibench.graph_task import graph_from_json
+    from sciir.aibench.question_task import QuestionsContext, questions_output
+    from sciir.aibench.questions import aibench_questions as write_questions
+
+    context = QuestionsContext.model_validate(request.context)
+    graph = graph_from_json(context.graph)
+    return VLMResult(
+        output=questions_output(write_questions(context.sample_id, graph, context.distractors, context.settings))
+    )

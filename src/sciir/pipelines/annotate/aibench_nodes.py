@@ -1,34 +1,51 @@
-"""AIBench on the annotate side: each annotated sample's logic graph and its four levels of questions.
+"""AIBench on the annotate side: each annotated figure's logic graph, from its article's method text, and
+four levels of questions written from the graph, both asked of the annotator (tasks ``aibench_graph`` and
+``aibench_questions``, ``sciir.tasks.registry``).
 
-A sample gets a graph when its annotation is ``ok`` and names terms or relations; any other sample
-is kept in ``aibench_graphs`` as ``skipped`` with the reason, so none disappears silently.
-Distractors for level 1 are drawn from the components of all the other graphs.
+A sample gets a graph when its annotation is ``ok`` and its article has method text; every other sample is
+kept in ``aibench_graphs`` as ``skipped`` with the reason, and a sample whose graph or questions answer
+is unusable as ``failed`` with the reason, so none disappears silently. Distractors for level 1 are drawn
+from the components of all the other graphs.
 """
 
 from __future__ import annotations
 
 import json
 import logging
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 import pandas as pd
 from kedro.pipeline import Pipeline, node
 
-from sciir.aibench.graph import GRAPH_COLUMNS, LogicGraph, build_logic_graph
-from sciir.aibench.params import AIBenchParams
-from sciir.aibench.questions import LEVELS, QA_COLUMNS, aibench_questions, choose_distractors, qa_rows
+from sciir.aibench.graph import GRAPH_COLUMNS, LogicGraph
+from sciir.aibench.graph_task import GraphTaskError, build_graph_request, parse_graph_reply
+from sciir.aibench.params import AIBenchParams, QuestionSettings
+from sciir.aibench.question_task import build_questions_request, parse_questions_reply
+from sciir.aibench.questions import LEVELS, QA_COLUMNS, Question, choose_distractors, qa_rows
+from sciir.backends.base import VisionLanguageModel, VLMRequest, VLMResult
+from sciir.progress import Progress
 
 logger = logging.getLogger(__name__)
 
 
-@dataclass(frozen=True)
+@dataclass
 class SampleGraph:
-    """One sample's logic graph and the texts its distractors must not appear in."""
+    """One sample on its way: its texts, then its graph and questions, or why it has none."""
 
     sample_id: str
-    graph: LogicGraph
+    methods_text: str
+    caption: str
+    terms: list[str]
     own_texts: tuple[str, ...]
+    graph: LogicGraph | None = None
+    questions: list[tuple[str, Question]] = field(default_factory=list)
+    status: str = "ok"
+    reason: str | None = None
+
+    def fail(self, status: str, reason: str) -> None:
+        self.status, self.reason = status, reason
 
 
 def _json_list(value: Any) -> list[Any]:
@@ -39,33 +56,95 @@ def _text(value: Any) -> str:
     return value if isinstance(value, str) else ""
 
 
-def skip_reason(row: pd.Series) -> str | None:
-    """Why a sample gets no logic graph (None when it gets one)."""
-    if row["status"] != "ok":
-        return f"sample {row['sample_id']}: annotation {row['status']} ({row['reason']})"
-    if not _json_list(row["terms"]) and not _json_list(row["relations"]):
-        return f"sample {row['sample_id']}: the annotation names no terms and no relations"
-    return None
+def sample_graphs(annotations: pd.DataFrame, curated: pd.DataFrame) -> list[SampleGraph]:
+    """Every annotated sample with its article's method text and caption; those that cannot get a graph
+    are marked ``skipped`` with the reason."""
+    texts = curated.drop_duplicates("sample_id").set_index("sample_id")
+    samples = []
+    for row in annotations.to_dict("records"):
+        sample_id = str(row["sample_id"])
+        known = sample_id in texts.index
+        sample = SampleGraph(
+            sample_id,
+            _text(texts.at[sample_id, "methods_text"]) if known else "",
+            _text(texts.at[sample_id, "caption"]) if known else "",
+            _json_list(row["terms"]),
+            (*_json_list(row["required_text"]), _text(row["sci_rcot"]), _text(row["abstract_prompt"])),
+        )
+        if row["status"] != "ok":
+            sample.fail("skipped", f"sample {sample_id}: annotation {row['status']} ({row['reason']})")
+        elif not sample.methods_text.strip():
+            sample.fail("skipped", f"sample {sample_id}: its article has no method text")
+        samples.append(sample)
+    return samples
 
 
-def sample_graph(row: pd.Series) -> SampleGraph:
-    graph = build_logic_graph(_json_list(row["terms"]), _json_list(row["relations"]))
-    texts = (*_json_list(row["required_text"]), _text(row["sci_rcot"]), _text(row["abstract_prompt"]))
-    return SampleGraph(str(row["sample_id"]), graph, texts)
+def ask(
+    annotator: VisionLanguageModel,
+    label: str,
+    samples: Sequence[SampleGraph],
+    request_of: Callable[[SampleGraph], VLMRequest],
+    take: Callable[[SampleGraph, VLMResult], None],
+) -> None:
+    """Stream one request per sample through the annotator and hand each answer to ``take``; an unusable
+    answer fails that sample with the reason."""
+    if not samples:
+        return
+    results: dict[int, VLMResult] = {}
+    with Progress(label, len(samples)) as progress:
+
+        def arrived(position: int, result: VLMResult) -> None:
+            progress.add(result)
+            results[position] = result
+
+        annotator.generate_stream((request_of(sample) for sample in samples), arrived)
+    for position, sample in enumerate(samples):
+        try:
+            take(sample, results[position])
+        except GraphTaskError as error:
+            sample.fail("failed", f"sample {sample.sample_id}: {error}")
 
 
-def graph_row(
-    sample_id: str, graph: LogicGraph | None, n_questions: int, reason: str | None
-) -> dict[str, Any]:
-    """One ``aibench_graphs`` row; a skipped sample has null graph columns and its reason."""
+def take_graph(sample: SampleGraph, result: VLMResult) -> None:
+    sample.graph = parse_graph_reply(result)
+    if not sample.graph.nodes:
+        sample.fail("skipped", f"sample {sample.sample_id}: the method text names no component of the figure")
+
+
+def ask_questions(
+    annotator: VisionLanguageModel, samples: Sequence[SampleGraph], settings: QuestionSettings
+) -> None:
+    """The questions of every sample with a graph, distractors drawn from the other graphs' components."""
+    pool = sorted({name for sample in samples if sample.graph for name in sample.graph.nodes})
+    distractors = {
+        sample.sample_id: choose_distractors(sample.sample_id, sample.graph, sample.own_texts, pool, settings)
+        for sample in samples
+        if sample.graph
+    }
+
+    def take(sample: SampleGraph, result: VLMResult) -> None:
+        sample.questions = parse_questions_reply(result, sample.graph, distractors[sample.sample_id])
+
+    ask(
+        annotator,
+        "aibench questions",
+        samples,
+        lambda s: build_questions_request(s.sample_id, s.graph, distractors[s.sample_id], settings),
+        take,
+    )
+
+
+def graph_row(sample: SampleGraph) -> dict[str, Any]:
+    """One ``aibench_graphs`` row; a skipped or failed sample has null graph columns and its reason."""
+    graph = sample.graph if sample.status == "ok" else None
     return {
-        "sample_id": sample_id,
+        "sample_id": sample.sample_id,
         "nodes": json.dumps(list(graph.nodes), ensure_ascii=False) if graph else None,
         "edges": json.dumps([list(edge) for edge in graph.edges], ensure_ascii=False) if graph else None,
         "phases": json.dumps([list(phase) for phase in graph.phases], ensure_ascii=False) if graph else None,
-        "n_questions": n_questions,
-        "status": "skipped" if graph is None else "ok",
-        "reason": reason,
+        "n_questions": len(sample.questions) if graph else 0,
+        "status": sample.status,
+        "reason": sample.reason,
     }
 
 
@@ -75,6 +154,8 @@ def qa_metrics(graphs: pd.DataFrame, qa: pd.DataFrame) -> dict[str, float]:
         "samples": float(len(graphs)),
         "graphs": float((graphs["status"] == "ok").sum()),
         "skipped": float((graphs["status"] == "skipped").sum()),
+        "failed": float((graphs["status"] == "failed").sum()),
+        "graphs_with_phases": float((graphs["phases"].fillna("[]") != "[]").sum()),
         "questions": float(len(qa)),
         "gold_yes_share": float((qa["gold_answer"] == "yes").mean()) if len(qa) else 0.0,
     }
@@ -83,42 +164,37 @@ def qa_metrics(graphs: pd.DataFrame, qa: pd.DataFrame) -> dict[str, float]:
 
 
 def build_aibench_qa(
-    annotations: pd.DataFrame, params: dict[str, Any]
+    annotations: pd.DataFrame, curated: pd.DataFrame, annotator: VisionLanguageModel, params: dict[str, Any]
 ) -> tuple[pd.DataFrame, pd.DataFrame, dict[str, float]]:
-    """``aibench_graphs``, ``aibench_qa`` and their metrics from the annotations."""
+    """``aibench_graphs``, ``aibench_qa`` and their metrics: graphs from the method texts, then questions."""
     settings = AIBenchParams.model_validate(params).questions
-    reasons = {str(row["sample_id"]): skip_reason(row) for _, row in annotations.iterrows()}
-    samples = [
-        sample_graph(row) for _, row in annotations.iterrows() if reasons[str(row["sample_id"])] is None
-    ]
-    pool = sorted({name for sample in samples for name in sample.graph.nodes})
-    questions: dict[str, list[dict[str, Any]]] = {}
+    samples = sample_graphs(annotations, curated)
+    ask(
+        annotator,
+        "aibench graphs",
+        [s for s in samples if s.status == "ok"],
+        lambda s: build_graph_request(s.methods_text, s.caption, s.terms),
+        take_graph,
+    )
+    ask_questions(annotator, [s for s in samples if s.status == "ok"], settings)
     for sample in samples:
-        distractors = choose_distractors(sample.sample_id, sample.graph, sample.own_texts, pool, settings)
-        questions[sample.sample_id] = qa_rows(
-            sample.sample_id, aibench_questions(sample.sample_id, sample.graph, distractors, settings)
-        )
-    graphs_by_id = {sample.sample_id: sample.graph for sample in samples}
-    graph_rows = [
-        graph_row(sample_id, graphs_by_id.get(sample_id), len(questions.get(sample_id, [])), reason)
-        for sample_id, reason in reasons.items()
-    ]
-    for reason in filter(None, reasons.values()):
-        logger.info("aibench: no logic graph for %s", reason)
-    graphs = pd.DataFrame(graph_rows, columns=list(GRAPH_COLUMNS)).astype({"n_questions": "int64"})
-    qa = pd.DataFrame([row for rows in questions.values() for row in rows], columns=list(QA_COLUMNS))
-    qa = qa.astype({"level": "int64"})
+        if sample.status != "ok":
+            logger.info("aibench: no questions for %s", sample.reason)
+    graphs = pd.DataFrame([graph_row(s) for s in samples], columns=list(GRAPH_COLUMNS))
+    graphs = graphs.astype({"n_questions": "int64"})
+    rows = [row for s in samples if s.status == "ok" for row in qa_rows(s.sample_id, s.questions)]
+    qa = pd.DataFrame(rows, columns=list(QA_COLUMNS)).astype({"level": "int64"})
     return graphs, qa, qa_metrics(graphs, qa)
 
 
 def create_aibench_pipeline(**kwargs: Any) -> Pipeline:
-    """Annotate-side AIBench (inputs: annotations, params:aibench; outputs: aibench_graphs, aibench_qa,
-    aibench_qa_metrics)."""
+    """Annotate-side AIBench (inputs: annotations, curated, annotator, params:aibench; outputs:
+    aibench_graphs, aibench_qa, aibench_qa_metrics)."""
     return Pipeline(
         [
             node(
                 build_aibench_qa,
-                ["annotations", "params:aibench"],
+                ["annotations", "curated", "annotator", "params:aibench"],
                 ["aibench_graphs", "aibench_qa", "aibench_qa_metrics"],
                 name="build_aibench_qa",
             )
