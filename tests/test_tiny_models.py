@@ -66,3 +66,18 @@ def test_ensure_rebuilds_only_for_another_seed_or_an_incomplete_folder(tiny_fold
     assert not is_tiny_pipeline(other, seed=3)
     ensure_tiny_pipeline(other, seed=3)
     assert is_tiny_pipeline(other, seed=3)
+
+
+def test_latents_of_figures_are_about_unit_variance_and_barely_random(tiny_folder):
+    """As a trained VAE's: the scaled latent means have a variance near 1 and the posterior is narrow,
+    so training on sampled latents trains on the images and not on the encoder's noise."""
+    pipe = StableDiffusionPipeline.from_pretrained(tiny_folder, local_files_only=True)
+    figures = torch.zeros(2, 3, 64, 64)
+    figures[0, 0] = 1.0  # a red square on black
+    figures[1, :, 16:48, 16:48] = -1.0  # a dark square on grey
+    with torch.no_grad():
+        posterior = pipe.vae.encode(figures).latent_dist
+    scaled = posterior.mean * pipe.vae.config.scaling_factor
+    assert 0.5 < float(scaled.std()) < 2.0
+    # A random encoder's posterior std is 1, four times the spread of its means.
+    assert float(posterior.std.max()) < 0.05 * float(posterior.mean.std())

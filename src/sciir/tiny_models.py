@@ -18,9 +18,17 @@ if TYPE_CHECKING:
 
 MARKER_FILE = "sciir_tiny.json"
 # Bump when a configuration below changes, so copies saved by an older version are rebuilt.
-TINY_FORMAT_VERSION = 1
+TINY_FORMAT_VERSION = 2
 MAX_TOKENS = 77
 LATENT_SIZE = 32  # the VAE halves each side, so the pipeline's native size is 64 px
+LATENT_CHANNELS = 4
+# The random encoder's latent means have a standard deviation of about 0.25 on figures and on noise;
+# scaled by 4 they are about unit-variance, as Stable Diffusion's 0.18215 makes its latents.
+LATENT_SCALING = 4.0
+# A trained VAE's posterior is narrow; a random one's is as wide as the prior (std 1 against means of
+# std 0.25), so every sampled latent would be mostly noise and nothing could be learnt from the images.
+# A fixed log-variance of -12 (std 0.0025) makes it narrow.
+POSTERIOR_LOG_VARIANCE = -12.0
 BOS_TOKEN = "<|startoftext|>"
 EOS_TOKEN = "<|endoftext|>"
 
@@ -78,17 +86,34 @@ def _unet() -> UNet2DConditionModel:
 def _vae() -> AutoencoderKL:
     from diffusers import AutoencoderKL
 
-    return AutoencoderKL(
+    vae = AutoencoderKL(
         in_channels=3,
         out_channels=3,
         block_out_channels=(16, 32),
         down_block_types=("DownEncoderBlock2D", "DownEncoderBlock2D"),
         up_block_types=("UpDecoderBlock2D", "UpDecoderBlock2D"),
-        latent_channels=4,
+        latent_channels=LATENT_CHANNELS,
         layers_per_block=1,
         norm_num_groups=8,
         sample_size=LATENT_SIZE * 2,
+        scaling_factor=LATENT_SCALING,
     )
+    narrow_posterior(vae, POSTERIOR_LOG_VARIANCE)
+    return vae
+
+
+def narrow_posterior(vae: AutoencoderKL, log_variance: float) -> None:
+    """Make the encoder's posterior log-variance the constant ``log_variance`` whatever the image.
+
+    The moments' second half (after ``quant_conv``) is the log-variance: zero weights and a constant
+    bias fix it, leaving the means as they were.
+    """
+    import torch
+
+    channels = vae.config.latent_channels
+    with torch.no_grad():
+        vae.quant_conv.weight[channels:] = 0.0
+        vae.quant_conv.bias[channels:] = log_variance
 
 
 def _scheduler() -> DDIMScheduler:

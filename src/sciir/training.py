@@ -3,9 +3,10 @@
 The recipe follows diffusers' ``examples/text_to_image/train_text_to_image_lora.py``: frozen VAE
 and text encoder, a LoRA on the UNet's attention projections, noise added at random timesteps,
 MSE between the UNet's prediction and its target, AdamW. The adapter is saved by diffusers'
-``save_lora_weights`` (safetensors, peft key names), so ``pipe.load_lora_weights(folder)`` reloads it. The base folder must have
-the Stable Diffusion layout (tokenizer, text_encoder, vae, unet, scheduler subfolders). Checkpoints
-(``sciir.lora_checkpoints``) let a stopped run resume to the very weights an uninterrupted run reaches.
+``save_lora_weights`` (safetensors, peft key names), so ``pipe.load_lora_weights(folder)`` reloads
+it. The base folder must have the Stable Diffusion layout (tokenizer, text_encoder, vae, unet,
+scheduler subfolders). Checkpoints (``sciir.lora_checkpoints``) let a stopped run resume to the very
+weights an uninterrupted run reaches.
 """
 
 from __future__ import annotations
