@@ -17,6 +17,7 @@ from pydantic import ValidationError
 from sciir.pipelines.finetune import create_pipeline
 from sciir.pipelines.finetune.nodes import finetune_lora, prepare_base_model
 from sciir.tiny_models import MARKER_FILE
+from sciir.tracking import MetricsDataset
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -64,8 +65,10 @@ def test_pipeline_trains_an_adapter_and_logs_it(params, train_split, tmp_path, m
             "params:finetune": MemoryDataset(params),
             # As in the project's catalog; a memory dataset would be released after its last reader.
             "finetune_summary": JSONDataset(filepath=str(tmp_path / "finetune_summary.json")),
-            "finetune_metric_history": MemoryDataset(),
-            "finetune_metrics": MemoryDataset(),
+            "finetune_metric_history": MetricsDataset(
+                filepath=str(tmp_path / "history.json"), prefix="finetune"
+            ),
+            "finetune_metrics": MetricsDataset(filepath=str(tmp_path / "metrics.json"), prefix="finetune"),
         }
     )
     with mlflow.start_run() as run:
@@ -82,7 +85,10 @@ def test_pipeline_trains_an_adapter_and_logs_it(params, train_split, tmp_path, m
     assert {s["sample_id"] for s in summary["skipped"]} == {"corrupt", "missing"}
     assert all(s["image_path"] in s["reason"] for s in summary["skipped"])
 
+    # What DVC tracks holds no wall-clock measure: the same data and settings give the same files.
+    assert history.keys() == {"train_loss", "learning_rate"}
     assert [point["step"] for point in history["train_loss"]] == [1, 2, 3, 4]
+    assert [point["value"] for point in history["learning_rate"]] == [params["learning_rate"]] * 4
     assert metrics == {
         "final_loss": history["train_loss"][-1]["value"],
         "steps": 4.0,
@@ -91,6 +97,11 @@ def test_pipeline_trains_an_adapter_and_logs_it(params, train_split, tmp_path, m
     }
 
     run_id = run.info.run_id
+    for name in ("train_loss", "learning_rate", "samples_per_second"):
+        points = mlflow_store.get_metric_history(run_id, f"finetune.{name}")
+        assert sorted(point.step for point in points) == [1, 2, 3, 4], name
+    assert all(p.value > 0 for p in mlflow_store.get_metric_history(run_id, "finetune.samples_per_second"))
+    assert mlflow_store.get_run(run_id).data.metrics["finetune.train_seconds"] > 0
     assert "pytorch_lora_weights.safetensors" in _artifact_names(mlflow_store, run_id, "finetune/adapter")
     assert _artifact_names(mlflow_store, run_id, "finetune/validation") == ["s0.png", "s1.png"]
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import tempfile
+import time
 from pathlib import Path
 from typing import Any
 
@@ -12,12 +13,19 @@ from pydantic import PositiveInt
 
 from sciir.backends.base import GenerationRequest
 from sciir.tiny_models import ensure_tiny_pipeline
-from sciir.tracking import log_artifacts
-from sciir.training import LoraTrainConfig, SkippedImage, finetune_lora_adapter, load_training_images
+from sciir.tracking import log_artifacts, log_metrics
+from sciir.training import (
+    LoraTrainConfig,
+    SkippedImage,
+    StepRecord,
+    finetune_lora_adapter,
+    load_training_images,
+)
 
 logger = logging.getLogger(__name__)
 
 TINY_BASE_MODEL = "tiny"
+METRICS_PREFIX = "finetune"
 TRAIN_COLUMNS = ("sample_id", "prompt", "image_path")
 VALIDATION_IMAGES = 2
 VALIDATION_STEPS = 4
@@ -66,14 +74,27 @@ def _no_usable_images_error(n_rows: int, skipped: list[SkippedImage]) -> ValueEr
     return ValueError(f"no usable training image among {n_rows} train_split row(s): {reasons}")
 
 
+def step_series(records: list[StepRecord], field: str) -> list[dict[str, float]]:
+    """One field of the step records as a per-step metric series ``[{"value", "step"}]``."""
+    return [{"value": float(getattr(record, field)), "step": record.step} for record in records]
+
+
+def log_training_speed(records: list[StepRecord]) -> int:
+    """Samples per second of each step, to the active MLflow run only: a wall-clock measure differs on
+    every run, so it stays out of the DVC metrics files. Returns how many points were logged."""
+    return log_metrics({"samples_per_second": step_series(records, "samples_per_second")}, METRICS_PREFIX)
+
+
 def finetune_lora(
     train_split: pd.DataFrame, base_model_path: str, params: dict[str, Any]
 ) -> tuple[dict[str, Any], dict[str, list[dict[str, float]]], dict[str, float]]:
     """Train the LoRA adapter and describe the run.
 
     Returns:
-        The summary (paths, settings, final loss, skipped images with reasons), the per-step loss
-        history ``{"train_loss": [{"value", "step"}]}`` and the scalar metrics.
+        The summary (paths, settings, final loss, skipped images with reasons), the per-step history
+        ``{"train_loss" | "learning_rate": [{"value", "step"}]}`` and the scalar metrics (with
+        ``train_seconds``, which the metrics dataset logs to MLflow and keeps out of DVC's file).
+        Samples per second per step go straight to the active MLflow run.
 
     Raises:
         ValueError: no row of the train split has a usable image.
@@ -83,7 +104,10 @@ def finetune_lora(
     images, skipped = load_training_images(rows, config.resolution)
     if not images:
         raise _no_usable_images_error(len(rows), skipped)
+    started = time.perf_counter()
     records = finetune_lora_adapter(base_model_path, images, config, config.adapter_path)
+    train_seconds = time.perf_counter() - started
+    log_training_speed(records)
     losses = [record.loss for record in records]
     summary = {
         "base_model_path": base_model_path,
@@ -99,12 +123,16 @@ def finetune_lora(
         "seed": config.seed,
         "lora_rank": config.lora_rank,
     }
-    history = {"train_loss": [{"value": loss, "step": step} for step, loss in enumerate(losses, 1)]}
+    history = {
+        "train_loss": step_series(records, "loss"),
+        "learning_rate": step_series(records, "learning_rate"),
+    }
     metrics = {
         "final_loss": losses[-1],
         "steps": float(len(losses)),
         "n_train": float(len(images)),
         "n_skipped": float(len(skipped)),
+        "train_seconds": train_seconds,
     }
     return summary, history, metrics
 
