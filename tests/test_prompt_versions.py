@@ -15,6 +15,7 @@ from sciir.annotation import TASKS, build_request
 from sciir.baseline_metrics import build_vqascore_request
 from sciir.hooks import ProjectHooks
 from sciir.judging import build_judge_request
+from sciir.planning import PlannerSettings, build_plan_request
 from sciir.screening import ScreenParams, screen_request
 from sciir.tasks.registry import prompt_versions
 
@@ -39,6 +40,7 @@ def _every_request():
     yield build_judge_request("Draw ATP.", CHECKLIST, b"png")
     yield build_graph_request("ADP is turned into ATP.", "ATP synthase.", ["ATP"])
     yield build_questions_request("s1", build_logic_graph(["ATP"], []), ["NADH"], QuestionSettings())
+    yield build_plan_request("Draw ATP.", PlannerSettings())
     yield build_solver_request(SOLVER_ITEMS, b"png")
     yield build_aesthetics_request(b"png")
     yield build_vqascore_request("Draw ATP.", b"png")

@@ -87,7 +87,7 @@ def manifest_by_key(manifest: pd.DataFrame) -> dict[str, dict]:
 def test_two_generators_give_images_manifest_and_metrics(benchmark: pd.DataFrame) -> None:
     grey = GreySquares(fail_on=["s-b-p0"])
     generators = {"programmatic": ProgrammaticGenerator(), "grey": grey}
-    images, manifest, metrics = generate_images(benchmark, FINETUNE_SUMMARY, generators, PARAMS)
+    images, _plans, manifest, metrics = generate_images(benchmark, FINETUNE_SUMMARY, generators, PARAMS)
 
     assert list(manifest.columns) == [
         "model",
@@ -125,7 +125,7 @@ def test_two_generators_give_images_manifest_and_metrics(benchmark: pd.DataFrame
 
 def test_models_select_generators_and_unknown_names_list_the_available(benchmark: pd.DataFrame) -> None:
     generators = {"programmatic": ProgrammaticGenerator(), "grey": GreySquares()}
-    images, manifest, metrics = generate_images(benchmark, {}, generators, {**PARAMS, "models": ["grey"]})
+    images, _plans, manifest, metrics = generate_images(benchmark, {}, generators, {**PARAMS, "models": ["grey"]})
     assert set(manifest["model"]) == {"grey"} and len(images) == 3
     assert sorted(metrics) == ["grey.failed", "grey.ok", "grey.seconds"]
 
@@ -142,7 +142,7 @@ def test_unreadable_plans_corrupt_images_and_crashes_become_failed_rows(benchmar
         "crashing": Crashing(),
         "reference": PlanReferenceRenderer(),
     }
-    images, manifest, _ = generate_images(benchmark, {}, generators, PARAMS)
+    images, _plans, manifest, _ = generate_images(benchmark, {}, generators, PARAMS)
 
     rows = manifest_by_key(manifest)
     assert len(rows) == 9
@@ -164,7 +164,7 @@ def test_unreadable_plans_corrupt_images_and_crashes_become_failed_rows(benchmar
 
 def test_adapter_of_the_finetune_run_is_recorded_for_generators_that_load_it(benchmark: pd.DataFrame) -> None:
     generators = {"tuned": GreySquares(lora_path="data/06_models/lora"), "grey": GreySquares()}
-    _, manifest, _ = generate_images(benchmark, FINETUNE_SUMMARY, generators, PARAMS)
+    _, _plans, manifest, _ = generate_images(benchmark, FINETUNE_SUMMARY, generators, PARAMS)
     metas = {row["model"]: json.loads(row["meta"]) for _, row in manifest.iterrows()}
     assert metas["tuned"]["adapter"] == {
         "lora_path": "data/06_models/lora",

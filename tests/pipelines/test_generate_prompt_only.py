@@ -118,7 +118,7 @@ def generated(tiny_pipeline: str) -> dict[str, Any]:
         diffusers = spies["tiny_diffusers"].inner
         recorder = RecordingPipeline(diffusers._loaded_pipeline())
         diffusers._pipeline = recorder
-        _, manifest, _ = generate_images(benchmark, {}, dict(spies), PARAMS)
+        _, _plans, manifest, _ = generate_images(benchmark, {}, dict(spies), PARAMS)
         payloads = [request.body for request in server.requests]
     return {
         "benchmark": benchmark,

@@ -26,6 +26,7 @@ from sciir.backends.base import VLMRequest, VLMResult
 from sciir.backends.offline import OfflineVLM
 from sciir.backends.openai_compat import OpenAICompatibleVLM
 from sciir.judging import build_judge_request, checklist_items
+from sciir.planning import PlannerSettings, build_plan_request
 from sciir.screening import ScreenParams, screen_request
 from sciir.tasks.registry import TASKS as REGISTERED
 from sciir.testing.fake_openai_server import (
@@ -319,7 +320,7 @@ def _every_task_with_an_offline_answer() -> dict[str, tuple[VLMRequest, dict]]:
     _answered(backend, build_request("track_scores", texts, png), answers)
     reasoning = _answered(backend, build_request("reasoning", texts, png), answers)
     known = {**texts, **reasoning, "tracks": ["process"]}
-    _answered(backend, build_request("abstract_prompt", _context("abstract_prompt", known)), answers)
+    abstract = _answered(backend, build_request("abstract_prompt", _context("abstract_prompt", known)), answers)
     plan = _context("checklist", known)
     checklist = parse_output(
         "checklist", VLMResult(output=_answered(backend, build_request("checklist", plan), answers))
@@ -345,6 +346,9 @@ def _every_task_with_an_offline_answer() -> dict[str, tuple[VLMRequest, dict]]:
     _answered(backend, build_solver_request(solver_items(questions), png), answers)
     _answered(backend, build_aesthetics_request(png), answers)
     _answered(backend, screen_request(png, texts["caption"], ScreenParams()), answers)
+    # No rule writes a plan (it takes a language model's knowledge): a plan as a planner model writes one.
+    plan = 'Style: flow diagram on white. Required text: "Glucose", "Pyruvate". "Glucose" -> "Pyruvate".'
+    answers["planner"] = (build_plan_request(abstract["prompt"], PlannerSettings()), {"plan": plan})
     return answers
 
 

@@ -60,9 +60,14 @@ def make_backend(
     """Build one configured backend, wrapped in the response cache when there is one.
 
     A generator entry may set ``role`` (``contestant``, the default, or ``reference``); it is kept on
-    the generator (and its cache wrapper), never passed to the backend or put in its cache key.
+    the generator (and its cache wrapper), never passed to the backend or put in its cache key. A
+    contestant may set ``planner`` (a vision-language backend entry, plus ``max_words``): a language model
+    then rewrites each prompt into a Sci-RCoT plan that the generator draws (``sciir.planning``).
     """
     config = dict(spec)
+    planner = config.pop("planner", None) if kind == "generator" else None
+    if planner is not None:
+        return planned_generator(name, config, planner, cache, credentials)
     backend_name = config.pop("backend", None)
     if not backend_name:
         raise DatasetError(f"backend entry {name!r} has no 'backend' key (which registered backend to use)")
@@ -75,6 +80,32 @@ def make_backend(
     if isinstance(backend, ImageGenerator):
         backend.role = generator_role(name, backend, role)
     return _WRAPPERS[kind](backend, cache) if cache is not None else backend
+
+
+def planned_generator(
+    name: str,
+    spec: dict[str, Any],
+    planner: Any,
+    cache: ResponseCache | None,
+    credentials: dict[str, Any] | None,
+) -> Backend:
+    """The generator of ``spec`` drawing the plans of its ``planner`` entry (both cached).
+
+    Raises:
+        DatasetError: the planner entry is not a mapping, or the generator is a reference (a reference
+            draws the annotation's own plan).
+    """
+    from sciir.planning import PlannedGenerator, PlannerSettings
+
+    if not isinstance(planner, dict):
+        raise DatasetError(f"generator {name!r}: planner must be a backend entry (backend, config), got {planner!r}")
+    planner = dict(planner)
+    settings = PlannerSettings(max_words=planner.pop("max_words", PlannerSettings().max_words))
+    generator = make_backend(name, "generator", spec, cache, credentials)
+    if generator.role == "reference":
+        raise DatasetError(f"generator {name!r}: a reference draws the annotation's plan; it takes no planner")
+    language_model = make_backend(f"{name}.planner", "vlm", planner, cache, None)
+    return PlannedGenerator(generator, language_model, settings)
 
 
 class BackendDataset(AbstractDataset[None, Backend]):

@@ -144,6 +144,12 @@ TASKS: dict[str, ModelTask] = {
             {"offline": "sciir.tasks.offline_answers:abstain_on_aesthetics"},
         ),
         ModelTask(
+            "planner",
+            "a generation prompt rewritten into a Sci-RCoT plan before synthesis (SciIR 4, Qwen-Image-SciIR)",
+            "sciir.planning",
+            "sciir.planning:Plan",
+        ),
+        ModelTask(
             "vqascore",
             "P(yes) of 'Does this figure show ...?' from first-token log-probabilities (Lin et al. 2024)",
             "sciir.baseline_metrics",

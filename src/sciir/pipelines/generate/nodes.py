@@ -250,15 +250,23 @@ def image_or_reason(model: str, result: GenerationResult) -> tuple[ImageLoader |
         return None, str(error)
 
 
+def plan_text(result: GenerationResult) -> str | None:
+    """The Sci-RCoT a planned generator drew for this result (``sciir.planning``), else None."""
+    planner = result.meta.get("planner")
+    return planner.get("plan") if isinstance(planner, dict) else None
+
+
 def collect_model(
     model: str,
     generator: ImageGenerator,
     requests: Sequence[GenerationRequest],
     params: GenerateParams,
     adapter: dict[str, Any] | None,
-) -> tuple[dict[str, ImageLoader], list[dict[str, Any]]]:
-    """Run one generator over the requests: its images by ``<model>/<sample_id>`` and its manifest rows."""
+) -> tuple[dict[str, ImageLoader], list[dict[str, Any]], dict[str, str]]:
+    """Run one generator over the requests: its images and the plans a planner wrote for them, both by
+    ``<model>/<sample_id>``, and its manifest rows."""
     images: dict[str, ImageLoader] = {}
+    plans: dict[str, str] = {}
     rows: list[dict[str, Any]] = []
     for result, seconds in run_generator(model, generator, requests, params.batch_size):
         if adapter is not None:
@@ -266,8 +274,10 @@ def collect_model(
         loader, reason = image_or_reason(model, result)
         if loader is not None:
             images[f"{model}/{result.sample_id}"] = loader
+            if (plan := plan_text(result)) is not None:
+                plans[f"{model}/{result.sample_id}"] = plan
         rows.append(manifest_row(model, generator, params.seed, result, seconds, reason))
-    return images, rows
+    return images, rows, plans
 
 
 def unreadable_plan_rows(
@@ -313,7 +323,7 @@ def generate_images(
     finetune_summary: dict[str, Any],
     generators: dict[str, ImageGenerator],
     params: dict[str, Any],
-) -> tuple[dict[str, ImageLoader], pd.DataFrame, dict[str, float]]:
+) -> tuple[dict[str, ImageLoader], dict[str, str], pd.DataFrame, dict[str, float]]:
     """Every selected generator on every benchmark sample, with the same seed for all.
 
     ``finetune_summary`` orders this pipeline after finetune and is recorded in the manifest
@@ -323,22 +333,25 @@ def generate_images(
     its reason and no image; the run goes on.
 
     Returns:
-        Image loaders keyed ``<model>/<sample_id>`` (saved lazily by the PartitionedDataset),
-        the generation manifest, and generate_metrics.
+        Image loaders keyed ``<model>/<sample_id>`` (saved lazily by the PartitionedDataset), the plans
+        of planned generators under the same keys (saved beside the images as text), the generation
+        manifest, and generate_metrics.
     """
     config = GenerateParams.model_validate(params)
     selected = select_generators(generators, config.models)
     contestant_requests = build_requests(benchmark, config)
     position = {sample_id: index for index, sample_id in enumerate(benchmark["sample_id"])}
     images: dict[str, ImageLoader] = {}
+    plans: dict[str, str] = {}
     rows: list[dict[str, Any]] = []
     for model, generator in selected.items():
         requests, unreadable = requests_for_role(generator.role, benchmark, config, contestant_requests)
         logger.info("generate %s (%s): %d samples", model, generator.role, len(requests))
         adapter = adapter_record(generator, finetune_summary)
-        model_images, model_rows = collect_model(model, generator, requests, config, adapter)
+        model_images, model_rows, model_plans = collect_model(model, generator, requests, config, adapter)
         images.update(model_images)
+        plans.update(model_plans)
         model_rows += unreadable_plan_rows(model, generator, unreadable, config.seed)
         rows.extend(sorted(model_rows, key=lambda row: position[row["sample_id"]]))
     manifest = pd.DataFrame(rows, columns=MANIFEST_COLUMNS)
-    return images, manifest, generation_metrics(manifest, selected)
+    return images, plans, manifest, generation_metrics(manifest, selected)
