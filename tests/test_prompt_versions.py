@@ -13,6 +13,7 @@ from sciir.aibench.questions import QuestionSettings
 from sciir.aibench.solver import build_solver_request
 from sciir.annotation import TASKS, build_request
 from sciir.baseline_metrics import build_vqascore_request
+from sciir.best_of_n import build_score_request
 from sciir.hooks import ProjectHooks
 from sciir.judging import build_judge_request
 from sciir.planning import PlannerSettings, build_plan_request
@@ -41,6 +42,7 @@ def _every_request():
     yield build_graph_request("ADP is turned into ATP.", "ATP synthase.", ["ATP"])
     yield build_questions_request("s1", build_logic_graph(["ATP"], []), ["NADH"], QuestionSettings())
     yield build_plan_request("Draw ATP.", PlannerSettings())
+    yield build_score_request('Draw "ATP".', b"png")
     yield build_solver_request(SOLVER_ITEMS, b"png")
     yield build_aesthetics_request(b"png")
     yield build_vqascore_request("Draw ATP.", b"png")

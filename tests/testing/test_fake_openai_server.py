@@ -25,6 +25,7 @@ from sciir.annotation import TASKS, build_request, parse_output
 from sciir.backends.base import VLMRequest, VLMResult
 from sciir.backends.offline import OfflineVLM
 from sciir.backends.openai_compat import OpenAICompatibleVLM
+from sciir.best_of_n import build_score_request
 from sciir.judging import build_judge_request, checklist_items
 from sciir.planning import PlannerSettings, build_plan_request
 from sciir.screening import ScreenParams, screen_request
@@ -346,6 +347,7 @@ def _every_task_with_an_offline_answer() -> dict[str, tuple[VLMRequest, dict]]:
     _answered(backend, build_solver_request(solver_items(questions), png), answers)
     _answered(backend, build_aesthetics_request(png), answers)
     _answered(backend, screen_request(png, texts["caption"], ScreenParams()), answers)
+    _answered(backend, build_score_request("Draw \"Glucose\" -> \"Pyruvate\".", png), answers)
     # No rule writes a plan (it takes a language model's knowledge): a plan as a planner model writes one.
     plan = 'Style: flow diagram on white. Required text: "Glucose", "Pyruvate". "Glucose" -> "Pyruvate".'
     answers["planner"] = (build_plan_request(abstract["prompt"], PlannerSettings()), {"plan": plan})

@@ -61,13 +61,13 @@ def make_backend(
 
     A generator entry may set ``role`` (``contestant``, the default, or ``reference``); it is kept on
     the generator (and its cache wrapper), never passed to the backend or put in its cache key. A
-    contestant may set ``planner`` (a vision-language backend entry, plus ``max_words``): a language model
-    then rewrites each prompt into a Sci-RCoT plan that the generator draws (``sciir.planning``).
+    contestant may set ``best_of`` (``n`` and a ``selector`` vision-language backend entry) and ``planner``
+    (a vision-language backend entry, plus ``max_words``): see ``wrapped_generator``.
     """
     config = dict(spec)
-    planner = config.pop("planner", None) if kind == "generator" else None
-    if planner is not None:
-        return planned_generator(name, config, planner, cache, credentials)
+    wrappers = {key: config.pop(key) for key in ("best_of", "planner") if kind == "generator" and key in config}
+    if wrappers:
+        return wrapped_generator(name, config, wrappers, cache, credentials)
     backend_name = config.pop("backend", None)
     if not backend_name:
         raise DatasetError(f"backend entry {name!r} has no 'backend' key (which registered backend to use)")
@@ -82,30 +82,47 @@ def make_backend(
     return _WRAPPERS[kind](backend, cache) if cache is not None else backend
 
 
-def planned_generator(
+def _wrapper_entry(name: str, key: str, entry: Any) -> dict[str, Any]:
+    if not isinstance(entry, dict):
+        raise DatasetError(f"generator {name!r}: {key} must be a backend entry (backend, config), got {entry!r}")
+    return dict(entry)
+
+
+def wrapped_generator(
     name: str,
     spec: dict[str, Any],
-    planner: Any,
+    wrappers: dict[str, Any],
     cache: ResponseCache | None,
     credentials: dict[str, Any] | None,
 ) -> Backend:
-    """The generator of ``spec`` drawing the plans of its ``planner`` entry (both cached).
+    """The generator of ``spec`` with its test-time scaling: ``best_of`` (draw n, a selector keeps the
+    best; ``sciir.best_of_n``) and then ``planner`` (a language model plans each prompt first;
+    ``sciir.planning``). Generator, selector and planner are each cached.
 
     Raises:
-        DatasetError: the planner entry is not a mapping, or the generator is a reference (a reference
-            draws the annotation's own plan).
+        DatasetError: a wrapper entry is not a mapping, or the generator is a reference (it draws the
+            annotation's plan and is never ranked, so it is neither planned nor selected).
     """
+    from sciir.best_of_n import BestOfNGenerator, BestOfSettings
     from sciir.planning import PlannedGenerator, PlannerSettings
 
-    if not isinstance(planner, dict):
-        raise DatasetError(f"generator {name!r}: planner must be a backend entry (backend, config), got {planner!r}")
-    planner = dict(planner)
-    settings = PlannerSettings(max_words=planner.pop("max_words", PlannerSettings().max_words))
     generator = make_backend(name, "generator", spec, cache, credentials)
     if generator.role == "reference":
-        raise DatasetError(f"generator {name!r}: a reference draws the annotation's plan; it takes no planner")
-    language_model = make_backend(f"{name}.planner", "vlm", planner, cache, None)
-    return PlannedGenerator(generator, language_model, settings)
+        raise DatasetError(
+            f"generator {name!r}: a reference draws the annotation's plan; it takes no {' or '.join(wrappers)}"
+        )
+    if (best_of := wrappers.get("best_of")) is not None:
+        entry = _wrapper_entry(name, "best_of", best_of)
+        settings = BestOfSettings(n=entry.pop("n", BestOfSettings().n))
+        selector = _wrapper_entry(name, "best_of.selector", entry.pop("selector", None))
+        judge = make_backend(f"{name}.selector", "vlm", selector, cache, None)
+        generator = BestOfNGenerator(generator, judge, settings)
+    if (planner := wrappers.get("planner")) is not None:
+        entry = _wrapper_entry(name, "planner", planner)
+        plan_settings = PlannerSettings(max_words=entry.pop("max_words", PlannerSettings().max_words))
+        language_model = make_backend(f"{name}.planner", "vlm", entry, cache, None)
+        generator = PlannedGenerator(generator, language_model, plan_settings)
+    return generator
 
 
 class BackendDataset(AbstractDataset[None, Backend]):

@@ -98,3 +98,23 @@ def aibench_questions(request: VLMRequest, sight: Sight) -> VLMResult:
     return VLMResult(
         output=questions_output(write_questions(context.sample_id, graph, context.distractors, context.settings))
     )
+
+
+def candidate_score(request: VLMRequest, sight: Sight) -> VLMResult:
+    """Best-of-N by text rendering only: the share of the prompt's quoted strings read with exact spelling,
+    as 1-10; abstained (null) when the prompt quotes nothing or a string unread may still be drawn."""
+    from sciir.backends.programmatic import quoted_spans
+
+    labels = list(dict.fromkeys(text for text, _ in quoted_spans(str(request.context.get("prompt", "")))))
+    if not labels:
+        return VLMResult(output={"score": None, "rationale": "abstained: the prompt quotes no text to check"})
+    if len(request.images) != 1:
+        raise ValueError(f"needs exactly one image, got {len(request.images)}")
+    reading = sight.read(request.images[0])
+    found = [label for label in labels if reading.find(label) is not None]
+    counted = f"{len(found)} of {len(labels)} quoted strings read with exactly their spelling"
+    if len(found) < len(labels) and not reading.reliable:
+        rationale = f"abstained: {counted}, and the text read is unreliable ({reading.why_unreliable()})"
+        return VLMResult(output={"score": None, "rationale": rationale})
+    score = 1 + round(9 * len(found) / len(labels))
+    return VLMResult(output={"score": score, "rationale": f"text rendering only: {counted}"})

@@ -150,6 +150,13 @@ TASKS: dict[str, ModelTask] = {
             "sciir.planning:Plan",
         ),
         ModelTask(
+            "candidate_score",
+            "1-10 for one candidate image against its prompt, to keep the best of N (AIBench 4)",
+            "sciir.best_of_n",
+            "sciir.best_of_n:CandidateScore",
+            {"offline": "sciir.tasks.offline_answers:candidate_score"},
+        ),
+        ModelTask(
             "vqascore",
             "P(yes) of 'Does this figure show ...?' from first-token log-probabilities (Lin et al. 2024)",
             "sciir.baseline_metrics",
