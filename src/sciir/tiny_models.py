@@ -8,9 +8,10 @@ tokenizer is a byte-level CLIP tokenizer without merges (one token per byte), bu
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+
+from sciir.saved_pipelines import ensure_marked, holds, save_marked
 
 if TYPE_CHECKING:
     from diffusers import AutoencoderKL, DDIMScheduler, StableDiffusionPipeline, UNet2DConditionModel
@@ -158,26 +159,14 @@ def _marker(seed: int) -> dict[str, Any]:
 
 def is_tiny_pipeline(folder: str | Path, seed: int) -> bool:
     """Whether ``folder`` holds a complete tiny pipeline saved by this version with ``seed``."""
-    marker = Path(folder) / MARKER_FILE
-    try:
-        return json.loads(marker.read_text()) == _marker(seed)
-    except (OSError, ValueError):
-        return False
+    return holds(folder, MARKER_FILE, _marker(seed))
 
 
 def save_tiny_pipeline(folder: str | Path, seed: int = 0) -> Path:
-    """Build the tiny pipeline and save it (safetensors) so ``from_pretrained(folder)`` loads it offline."""
-    folder = Path(folder)
-    folder.mkdir(parents=True, exist_ok=True)
-    (folder / MARKER_FILE).unlink(missing_ok=True)
-    build_tiny_pipeline(seed).save_pretrained(folder, safe_serialization=True)
-    # Written last: a folder whose save was interrupted has no marker and is rebuilt.
-    (folder / MARKER_FILE).write_text(json.dumps(_marker(seed)) + "\n")
-    return folder
+    """Build the tiny pipeline and save it so ``from_pretrained(folder)`` loads it offline."""
+    return save_marked(folder, MARKER_FILE, _marker(seed), lambda: build_tiny_pipeline(seed))
 
 
 def ensure_tiny_pipeline(folder: str | Path, seed: int = 0) -> Path:
     """The tiny pipeline in ``folder``, built only when absent, incomplete or saved with another seed."""
-    if is_tiny_pipeline(folder, seed):
-        return Path(folder)
-    return save_tiny_pipeline(folder, seed)
+    return ensure_marked(folder, MARKER_FILE, _marker(seed), lambda: build_tiny_pipeline(seed))
