@@ -1,6 +1,9 @@
 """The dataset release of bench_select (SciIR appendix A.3): each split's samples with their image,
 annotation and attribution, the statistics plot, and the dataset card (``sciir.release_folder`` writes
-them as a folder that ``datasets.load_dataset`` reads)."""
+them as a folder that ``datasets.load_dataset`` reads).
+
+The splits are ``train``, ``validation`` (whole source articles held out of train by
+``sciir.validation_split``; published only when it has samples) and ``benchmark``."""
 
 from __future__ import annotations
 
@@ -46,15 +49,20 @@ def _split_table(
 def release_splits(
     benchmark: pd.DataFrame,
     train_split: pd.DataFrame,
+    validation_split: pd.DataFrame,
     annotations: pd.DataFrame,
     curated: pd.DataFrame,
     articles: pd.DataFrame,
     images: Mapping[str, Any],
 ) -> dict[str, pd.DataFrame]:
-    """``train`` and ``benchmark`` tables, each row with a maker of its image's PNG bytes (read when the
-    release is written) in ``image``; a sample without its image is refused, naming it."""
+    """``train``, ``validation`` (only when it has samples: an empty split is no split) and ``benchmark``
+    tables, each row with a maker of its image's PNG bytes (read when the release is written) in
+    ``image``; a sample without its image is refused, naming it."""
+    parts = {"train": train_split, "validation": validation_split, "benchmark": benchmark}
     splits = {}
-    for split, rows in (("train", train_split), ("benchmark", benchmark)):
+    for split, rows in parts.items():
+        if split == "validation" and rows.empty:
+            continue
         missing = sorted(set(rows["sample_id"]) - set(images))
         if missing:
             raise ValueError(f"release: {len(missing)} {split} samples have no curated image: {missing[:10]}")
@@ -138,13 +146,15 @@ def _yaml_header(splits: Mapping[str, pd.DataFrame]) -> list[str]:
 def build_release(
     benchmark: pd.DataFrame,
     train_split: pd.DataFrame,
+    validation_split: pd.DataFrame,
     annotations: pd.DataFrame,
     curated: pd.DataFrame,
     articles: pd.DataFrame,
     images: Mapping[str, Any],
 ) -> Release:
-    """The release of ``benchmark`` and ``train_split``: tables with images, card and statistics plot."""
-    splits = release_splits(benchmark, train_split, annotations, curated, articles, images)
+    """The release of ``benchmark``, ``train_split`` and (when not empty) ``validation_split``: tables
+    with images, card and statistics plot."""
+    splits = release_splits(benchmark, train_split, validation_split, annotations, curated, articles, images)
     return Release(
         card=release_card(benchmark, splits), splits=splits, plots={"statistics.png": statistics_plot(splits)}
     )
@@ -199,10 +209,38 @@ def _attribution_table(sources: pd.DataFrame) -> list[str]:
     )
 
 
+SPLIT_TITLES = {
+    "benchmark": "SciIR-Bench (benchmark)",
+    "train": "train split",
+    "validation": "validation split",
+}
+
+
+def _contents_rows(splits: Mapping[str, pd.DataFrame]) -> list[list[str]]:
+    """One row per published split, the benchmark first: its title and sample count."""
+    order = ["benchmark", *(split for split in splits if split != "benchmark")]
+    return [[SPLIT_TITLES.get(split, split), str(len(splits[split]))] for split in order]
+
+
+def _leakage_note(splits: Mapping[str, pd.DataFrame]) -> list[str]:
+    """What keeps the benchmark out of the other splits, and the validation split out of train when the
+    release has one."""
+    if "validation" not in splits:
+        return [
+            "No benchmark sample is in the train split, nor another panel of a benchmark figure or a",
+            "near-duplicate of a benchmark image (leakage control of bench_select).",
+        ]
+    return [
+        "No benchmark sample is in the train or validation split, nor another panel of a benchmark figure",
+        "or a near-duplicate of a benchmark image (leakage control of bench_select). The validation split",
+        "holds whole source articles kept out of training: no article has samples in both the train and",
+        "the validation split, so validation measures generalisation, not memory.",
+    ]
+
+
 def release_card(benchmark: pd.DataFrame, splits: Mapping[str, pd.DataFrame]) -> str:
     """The dataset card (markdown with the YAML header ``datasets`` reads): contents, benchmark
     composition, statistics per track, group and journal, changes made, licence, attribution."""
-    train_split = splits["train"]
     sources = pd.concat(
         [table.assign(split=split) for split, table in splits.items()], ignore_index=True
     ).sort_values(["split", "sample_id"], ignore_index=True)
@@ -216,13 +254,9 @@ def release_card(benchmark: pd.DataFrame, splits: Mapping[str, pd.DataFrame]) ->
         "",
         "## Contents",
         "",
-        *_markdown_table(
-            ["part", "samples"],
-            [["SciIR-Bench (benchmark)", str(len(benchmark))], ["train split", str(len(train_split))]],
-        ),
+        *_markdown_table(["part", "samples"], _contents_rows(splits)),
         "",
-        "No benchmark sample is in the train split, nor another panel of a benchmark figure or a",
-        "near-duplicate of a benchmark image (leakage control of bench_select).",
+        *_leakage_note(splits),
         "",
         "## SciIR-Bench by group and setting",
         "",

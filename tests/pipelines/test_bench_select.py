@@ -17,6 +17,7 @@ from PIL import Image
 
 from sciir.pipelines.bench_select import create_pipeline
 from sciir.pipelines.bench_select.nodes import BenchSelectParams
+from sciir.release import build_release
 from sciir.release_folder import ReleaseFolderDataset
 
 REPO = Path(__file__).resolve().parents[2]
@@ -203,6 +204,9 @@ def test_release_card_counts_attributes_and_discloses_changes(outputs: dict) -> 
     assert "# SciIR dataset release" in card and "![Samples per track, group and journal]" in card
     assert "| Entity_Process | 1 | 1 | 2 |" in card
     assert "| **total** |" in card
+    assert "| validation split | 1 |" in card and "| train split | 1 |" in card
+    assert "  - split: validation\n    path: data/validation-*.parquet" in card
+    assert "no article has samples in" in card
     assert "| J. Test Biol. |" in card and "| Phys. Lett. Test |" in card
     assert "cropped" in card and "resized" in card and "standardised" in card
     for sample_id in set(outputs["benchmark"]["sample_id"]) | set(outputs["train_split"]["sample_id"]):
@@ -217,9 +221,14 @@ def test_the_release_loads_with_datasets_images_and_attribution_included(outputs
     datasets = pytest.importorskip("datasets")
     folder = outputs["release_folder"]
     release = datasets.load_dataset(str(folder), cache_dir=str(folder.parent / "hf_cache"))
-    assert set(release) == {"train", "benchmark"}
+    assert set(release) == {"train", "validation", "benchmark"}  # validation_fraction 0.5
     assert sorted(release["benchmark"]["sample_id"]) == sorted(outputs["benchmark"]["sample_id"])
     assert sorted(release["train"]["sample_id"]) == sorted(outputs["train_split"]["sample_id"])
+    assert sorted(release["validation"]["sample_id"]) == sorted(outputs["validation_split"]["sample_id"])
+    assert release["validation"].num_rows == 1
+    # whole articles: no DOI has samples in both train and validation
+    assert not set(release["validation"]["doi"]) & set(release["train"]["doi"])
+    assert release["validation"].features == release["train"].features
     assert len(list((folder / "data").glob("benchmark-*.parquet"))) == 3  # 7 rows, 3 a shard
     row = next(r for r in release["benchmark"] if r["sample_id"] == "ep2")
     assert row["image"].size == (128, 128)
@@ -228,6 +237,20 @@ def test_the_release_loads_with_datasets_images_and_attribution_included(outputs
     assert json.loads(row["authors"]) == ["Ada ep2"] and json.loads(row["changes"]) == ["cropped", "resized"]
     assert row["label_entity"] is True and row["prompt"].startswith("Style: diagram.")
     assert (folder / "plots" / "statistics.png").read_bytes().startswith(b"\x89PNG")
+
+
+def test_an_empty_validation_split_is_not_published(outputs: dict) -> None:
+    """validation_fraction 0 leaves the validation split empty: the release has train and benchmark only."""
+    annotations = pd.read_parquet(outputs["release_folder"].parent / "annotations.parquet")
+    empty = outputs["validation_split"].iloc[0:0]
+    curated = pd.DataFrame([_curated(sid) for sid in SAMPLES])
+    articles = pd.DataFrame([_article(sid) for sid in SAMPLES])
+    images = {sid: (lambda sid=sid: _image(sid)) for sid in SAMPLES}
+    release = build_release(
+        outputs["benchmark"], outputs["train_split"], empty, annotations, curated, articles, images
+    )
+    assert set(release.splits) == {"train", "benchmark"}
+    assert "validation" not in release.card  # neither a split, nor a row, nor a note
 
 
 def test_the_leakage_report_says_what_was_removed_and_why(outputs: dict) -> None:

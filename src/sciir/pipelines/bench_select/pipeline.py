@@ -46,7 +46,15 @@ def create_pipeline(**kwargs) -> Pipeline:
             ),
             node(
                 build_release,
-                ["benchmark", "train_split", "annotations", "curated", "articles", "curated_images"],
+                [
+                    "benchmark",
+                    "train_split",
+                    "validation_split",
+                    "annotations",
+                    "curated",
+                    "articles",
+                    "curated_images",
+                ],
                 "release",
                 name="build_release",
             ),
