@@ -3,7 +3,10 @@ the versions as MLflow params."""
 
 from __future__ import annotations
 
+import json
+
 import mlflow
+import pandas as pd
 
 from sciir.aibench.aesthetics import build_aesthetics_request
 from sciir.aibench.graph import build_logic_graph
@@ -12,10 +15,12 @@ from sciir.aibench.question_task import build_questions_request
 from sciir.aibench.questions import QuestionSettings
 from sciir.aibench.solver import build_solver_request
 from sciir.annotation import TASKS, build_request
+from sciir.backends.programmatic import ProgrammaticGenerator
 from sciir.baseline_metrics import build_vqascore_request
 from sciir.best_of_n import build_score_request
 from sciir.hooks import ProjectHooks
 from sciir.judging import build_judge_request
+from sciir.pipelines.generate.aibench_nodes import generate_aibench_images
 from sciir.planning import PlannerSettings, build_plan_request
 from sciir.screening import ScreenParams, screen_request
 from sciir.tasks.registry import prompt_versions
@@ -49,8 +54,18 @@ def _every_request():
     yield screen_request(b"png", "ATP synthase.", ScreenParams())
 
 
+def _illustration_version() -> str:
+    """The prompt version an AIBench illustration's manifest row records (a generator request carries no
+    version: the prompt text itself is in its cache key)."""
+    aibench_set = pd.DataFrame({"sample_id": ["s1"], "methods_text": ['"ADP" -> "ATP".']})
+    generators = {"programmatic": ProgrammaticGenerator()}
+    _, manifest, _ = generate_aibench_images(aibench_set, {}, generators, {"width": 64, "height": 64})
+    return json.loads(manifest["meta"].iloc[0])["prompt_version"]
+
+
 def test_every_task_sends_the_version_listed_for_it():
     sent = {request.task: request.template_version for request in _every_request()}
+    sent["aibench_illustration"] = _illustration_version()
     assert sent == prompt_versions()
 
 

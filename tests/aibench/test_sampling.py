@@ -32,7 +32,9 @@ def _tables(panels: list[dict], venues: dict[str, str | None]) -> tuple[pd.DataF
     annotations = frame[["sample_id", "score_process"]].assign(status="ok")
     graphs = frame[["sample_id", "edges"]].assign(status=frame["graph_status"])
     curated = frame[["sample_id", "doi", "figure_id", "panel_index"]].assign(
-        url=[f"https://doi.org/{doi}" for doi in frame["doi"]], status="kept"
+        url=[f"https://doi.org/{doi}" for doi in frame["doi"]],
+        status="kept",
+        methods_text=[f"The method of {doi}." for doi in frame["doi"]],
     )
     articles = pd.DataFrame({"doi": list(venues), "journal": list(venues.values())})
     return annotations, graphs, curated, articles
@@ -110,6 +112,8 @@ def test_the_main_illustration_ranks_process_then_data_flows_then_figure_order()
     assert sorted(chosen["sample_id"]) == ["a-process", "b-many", "c-fig2-p0", "d-graph"]
     assert list(chosen.columns) == list(AIBENCH_SET_COLUMNS)
     assert chosen.set_index("sample_id").loc["b-many", "n_edges"] == 5
+    # each illustration carries its article's method text, which contestants draw it from
+    assert chosen.set_index("sample_id").loc["b-many", "methods_text"] == "The method of 10.1/b."
 
 
 def test_a_venue_column_that_articles_lack_is_named() -> None:

@@ -1,9 +1,12 @@
 """AIBench end to end in memory: annotations -> logic graphs and questions -> solver, aesthetics, scores.
 
-Three models draw two benchmark samples ("flow", a three-step process, and "mol", one molecule):
+Four contestants drew the two papers of the AIBench set ("flow", a three-step process, and "mol", one
+molecule) from their method text (``aibench_generations`` and its manifest):
 always_yes/*: white images; the scripted solver answers "yes" to everything and rates 4 on each criterion.
 cautious/flow: black image; the solver says "no" on level 1, abstains elsewhere, invents an id.
-cautious/mol: no image.     down/flow: red image; every request about it fails.     down/mol: no image.
+cautious/mol: its generation failed (the manifest says why).
+down/flow: red image; every request about it fails.     down/mol: no manifest row, no image.
+blind/*: every generation failed, so it has no image at all; it is examined all the same (coverage 0).
 """
 
 from __future__ import annotations
@@ -29,7 +32,7 @@ from sciir.backends.offline import OfflineVLM
 from sciir.baseline_metrics import BASELINE_COLUMNS, CLIP_SKIPPED, VQASCORE_SKIPPED
 from sciir.optional_inputs import MissingInput
 from sciir.pipelines.annotate.aibench_nodes import create_aibench_pipeline as annotate_aibench
-from sciir.pipelines.evaluate.aibench_nodes import baseline_metrics, image_jobs, vqascore_rows
+from sciir.pipelines.evaluate.aibench_nodes import baseline_metrics, examine_images, image_jobs, vqascore_rows
 from sciir.pipelines.evaluate.aibench_nodes import create_aibench_pipeline as evaluate_aibench
 from sciir.tasks.offline_answers import aibench_questions as write_questions
 from sciir.tasks.registry import Sight
@@ -114,6 +117,33 @@ def _no_reading(png: bytes):
 BENCHMARK = pd.DataFrame(
     {"sample_id": ["flow", "mol"], "prompt": ["SECRET flow prompt", "SECRET molecule prompt"]}
 )
+AIBENCH_SET = pd.DataFrame(
+    {"sample_id": ["flow", "mol"], "methods_text": ["SECRET flow method.", "SECRET molecule method."]}
+)
+NO_LABEL = "prompt for sample {} quotes no label to draw"
+
+
+def _manifest(rows: list[tuple[str, str, str | None]]) -> pd.DataFrame:
+    """Generation manifest rows (model, sample, failure reason or None)."""
+    return pd.DataFrame(
+        [
+            {"model": model, "sample_id": sample, "status": "failed" if reason else "ok", "reason": reason}
+            for model, sample, reason in rows
+        ]
+    )
+
+
+MANIFEST = _manifest(
+    [
+        ("always_yes", "flow", None),
+        ("always_yes", "mol", None),
+        ("blind", "flow", NO_LABEL.format("flow")),
+        ("blind", "mol", NO_LABEL.format("mol")),
+        ("cautious", "flow", None),
+        ("cautious", "mol", NO_LABEL.format("mol")),
+        ("down", "flow", None),
+    ]
+)
 
 
 def _canvas(colour: str):
@@ -157,6 +187,27 @@ class ScriptedSolver(VisionLanguageModel):
         )
 
 
+def _examination(illustrations, manifest, judge, qa, **overrides) -> dict:
+    """The evaluate-side AIBench pipeline's inputs as MemoryDatasets (``overrides`` replace values)."""
+    values = {
+        "aibench_generations": illustrations,
+        "aibench_generation_manifest": manifest,
+        "aibench_set": AIBENCH_SET,
+        "evaluation_aibench_qa": qa,
+        "generations": GENERATIONS,
+        "evaluation_benchmark": BENCHMARK,
+        "judge": judge,
+        "params:aibench": PARAMS,
+        "params:evaluate.verdicts_file": None,
+        "params:evaluate.images_dir": None,
+    } | overrides
+    assign = {"aibench_generations", "generations", "judge"}
+    return {
+        name: MemoryDataset(value, copy_mode="assign") if name in assign else MemoryDataset(value)
+        for name, value in values.items()
+    }
+
+
 def _run(pipeline, datasets: dict) -> dict:
     catalog = DataCatalog(datasets)
     free = SequentialRunner().run(pipeline, catalog)
@@ -180,16 +231,8 @@ def annotated() -> dict:
 def evaluated(annotated: dict, tmp_path_factory: pytest.TempPathFactory) -> dict:
     folder = tmp_path_factory.mktemp("aibench")
     solver = ScriptedSolver()
-    datasets = {
-        "generations": MemoryDataset(GENERATIONS, copy_mode="assign"),
-        "evaluation_benchmark": MemoryDataset(BENCHMARK),
-        "evaluation_aibench_qa": MemoryDataset(annotated["aibench_qa"]),
-        "judge": MemoryDataset(
-            CachedVLM(solver, ResponseCache(folder / "responses.sqlite")), copy_mode="assign"
-        ),
-        "params:aibench": MemoryDataset(PARAMS),
-        "params:evaluate.verdicts_file": MemoryDataset(None),
-        "params:evaluate.images_dir": MemoryDataset(None),
+    judge = CachedVLM(solver, ResponseCache(folder / "responses.sqlite"))
+    datasets = _examination(GENERATIONS, MANIFEST, judge, annotated["aibench_qa"]) | {
         # The catalog's file formats, so the tables must be saveable.
         "aibench_answers": ParquetDataset(filepath=str(folder / "answers.parquet")),
         "aesthetics_ratings": ParquetDataset(filepath=str(folder / "ratings.parquet")),
@@ -211,9 +254,12 @@ def evaluated(annotated: dict, tmp_path_factory: pytest.TempPathFactory) -> dict
 def test_pipelines_match_the_contract() -> None:
     assert annotate_aibench().inputs() == {"annotations", "curated", "annotator", "params:aibench"}
     assert evaluate_aibench().inputs() == {
-        "generations",
-        "evaluation_benchmark",  # the catalog's benchmark or a benchmark file (evaluation_inputs)
+        "aibench_generations",  # the contestants' illustrations of the AIBench set, from the method text
+        "aibench_generation_manifest",
+        "aibench_set",
         "evaluation_aibench_qa",
+        "generations",  # baseline metrics: the SciIR-Bench images against their prompts
+        "evaluation_benchmark",  # the catalog's benchmark or a benchmark file (evaluation_inputs)
         "judge",
         "params:aibench",
         "params:evaluate.verdicts_file",
@@ -259,11 +305,20 @@ def test_the_solver_gets_one_request_per_image_and_never_the_prompt(evaluated: d
 def test_answers_record_every_question_with_reasons(evaluated: dict, annotated: dict) -> None:
     answers = evaluated["aibench_answers"]
     n_questions = len(annotated["aibench_qa"])
-    assert len(answers) == 3 * n_questions  # every model x every question, answered or not
+    assert len(answers) == 4 * n_questions  # every model x every question, answered or not
     cautious = answers[answers.model == "cautious"].set_index("sample_id")
-    assert set(cautious.loc["mol", "reason"]) == {"no image from model cautious for sample mol"}
+    assert set(cautious.loc["mol", "reason"]) == {
+        f"no image from model cautious for sample mol: {NO_LABEL.format('mol')}"
+    }
     down = answers[(answers.model == "down") & (answers.sample_id == "flow")]
     assert set(down.reason) == {"solver request for down/flow failed: scripted outage"}
+    down_mol = answers[(answers.model == "down") & (answers.sample_id == "mol")]
+    assert set(down_mol.reason) == {"no image from model down for sample mol: no image file"}
+    blind = answers[answers.model == "blind"]
+    assert len(blind) == n_questions and set(blind.status) == {"failed"}
+    assert {reason.split(": ", 1)[1] for reason in blind.reason} == {
+        NO_LABEL.format(s) for s in ("flow", "mol")
+    }
     assert answers.loc[answers.status != "answered", "correct"].isna().all()
     assert "invented" not in set(answers.question_id)
 
@@ -283,6 +338,9 @@ def test_scores_are_accuracies_over_answered_questions_with_coverage(
     assert scores.loc["cautious", "coverage"] == pytest.approx(len(flow_l1) / len(qa))
     assert pd.isna(scores.loc["cautious", "level2"]) and scores.loc["cautious", "coverage_level2"] == 0.0
     assert pd.isna(scores.loc["down", "overall"]) and scores.loc["down", "coverage"] == 0.0
+    # a contestant that could draw nothing is scored with coverage 0, never left out
+    assert pd.isna(scores.loc["blind", "overall"]) and scores.loc["blind", "coverage"] == 0.0
+    assert scores.loc["blind", "n_questions"] == len(qa) and scores.loc["blind", "n_answered"] == 0
 
 
 def test_aesthetics_baseline_and_metrics(evaluated: dict, annotated: dict) -> None:
@@ -299,6 +357,7 @@ def test_aesthetics_baseline_and_metrics(evaluated: dict, annotated: dict) -> No
         (annotated["aibench_qa"].gold_answer == "yes").mean()
     )
     assert metrics["cautious.missing_images"] == 1.0 and metrics["down.missing_images"] == 1.0
+    assert metrics["blind.missing_images"] == 2.0
     assert metrics["aibench_qa_failed_requests"] == 1.0 and metrics["aesthetics_failed_requests"] == 1.0
     assert metrics["aibench_qa_ignored_answers"] == 1.0
     # 4 images that exist x (questions, aesthetics); always_yes's two white images ask the same aesthetics question.
@@ -360,15 +419,13 @@ def _flow_png() -> Image.Image:
 
 
 def test_the_offline_judge_answers_component_existence_only(annotated: dict) -> None:
-    datasets = {
-        "generations": MemoryDataset({"drawn/flow": _flow_png}, copy_mode="assign"),
-        "evaluation_benchmark": MemoryDataset(BENCHMARK.iloc[:1]),
-        "evaluation_aibench_qa": MemoryDataset(annotated["aibench_qa"]),
-        "judge": MemoryDataset(OfflineVLM(), copy_mode="assign"),
-        "params:aibench": MemoryDataset(PARAMS),
-        "params:evaluate.verdicts_file": MemoryDataset(None),
-        "params:evaluate.images_dir": MemoryDataset(None),
-    }
+    datasets = _examination(
+        {"drawn/flow": _flow_png},
+        _manifest([("drawn", "flow", None)]),
+        OfflineVLM(),
+        annotated["aibench_qa"],
+        aibench_set=AIBENCH_SET.iloc[:1],
+    )
     outputs = _run(evaluate_aibench(), datasets)
     scores = outputs["aibench_metrics"]
     assert scores["drawn.level1"] == 1.0 and scores["drawn.coverage_level1"] == 1.0
@@ -378,38 +435,42 @@ def test_the_offline_judge_answers_component_existence_only(annotated: dict) -> 
 
 def test_image_branches_are_skipped_with_one_line_without_images(caplog) -> None:
     missing = MissingInput(location="data/07_model_output/generations", written_by="generate")
-    datasets = {
-        "generations": MemoryDataset(missing, copy_mode="assign"),
-        "evaluation_benchmark": MemoryDataset(BENCHMARK.iloc[:1]),
-        "evaluation_aibench_qa": MemoryDataset(
-            MissingInput(location="aibench_qa.parquet", written_by="annotate")
-        ),
-        "judge": MemoryDataset(OfflineVLM(), copy_mode="assign"),
-        "params:aibench": MemoryDataset(PARAMS),
-        "params:evaluate.verdicts_file": MemoryDataset(None),
-        "params:evaluate.images_dir": MemoryDataset(None),
-    }
+    datasets = _examination(
+        MissingInput(location="data/07_model_output/aibench_generations", written_by="generate"),
+        MissingInput(location="aibench_generation_manifest.parquet", written_by="generate"),
+        OfflineVLM(),
+        MissingInput(location="aibench_qa.parquet", written_by="annotate"),
+        generations=missing,
+    )
     with caplog.at_level(logging.INFO):
         outputs = _run(evaluate_aibench(), datasets)
     assert not [key for key in outputs["aibench_metrics"] if key.startswith("drawn.")]
     skipped = [r.getMessage() for r in caplog.records if "skipped" in r.getMessage()]
     assert any(
         "AIBench examination skipped" in m
-        and "generations (data/07_model_output/generations)" in m
+        and "aibench_generation_manifest (aibench_generation_manifest.parquet)" in m
         and "aibench_qa (aibench_qa.parquet) not found" in m
         for m in skipped
     )
     assert any("baseline metrics skipped" in m for m in skipped)
+    drawn = {"drawn/flow": _flow_png}
     # with a verdicts file nothing looks at images, even when every input exists
-    datasets |= {
-        "generations": MemoryDataset({"drawn/flow": _flow_png}, copy_mode="assign"),
-        "params:evaluate.verdicts_file": MemoryDataset("answers.csv"),
-    }
-    datasets["judge"] = MemoryDataset(RefusingJudge(), copy_mode="assign")
+    datasets = _examination(
+        drawn, _manifest([("drawn", "flow", None)]), RefusingJudge(), pd.DataFrame(), generations=drawn
+    )
+    datasets["params:evaluate.verdicts_file"] = MemoryDataset("answers.csv")
     caplog.clear()
     with caplog.at_level(logging.INFO):
         _run(evaluate_aibench(), datasets)
     assert "evaluate.verdicts_file is set (answers.csv)" in caplog.text
+    # a folder of the user's SciIR-Bench images holds no AIBench illustration: the examination says so
+    manifest = _manifest([("drawn", "flow", None)])
+    caplog.clear()
+    with caplog.at_level(logging.INFO):
+        answers, ratings, _ = examine_images(
+            drawn, manifest, AIBENCH_SET, pd.DataFrame(), RefusingJudge(), PARAMS, None, "my_images"
+        )
+    assert answers.empty and ratings.empty and "evaluate.images_dir is set (my_images)" in caplog.text
 
 
 class RefusingJudge(OfflineVLM):

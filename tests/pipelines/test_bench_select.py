@@ -87,6 +87,7 @@ def _curated(sample_id: str) -> dict:
         "licence_url": "https://creativecommons.org/licenses/by/4.0/",
         "status": "kept",
         "changes": json.dumps(["cropped", "resized"]),
+        "methods_text": f"Methods of {source}.",
     }
 
 
@@ -186,6 +187,8 @@ def test_the_aibench_set_takes_papers_uniformly_across_journals(outputs: dict) -
     chosen = outputs["aibench_set"]
     assert chosen["venue"].value_counts().to_dict() == {"J. Test Biol.": 2, "Phys. Lett. Test": 2}
     assert chosen["article"].is_unique and set(chosen["sample_id"]) <= set(SAMPLES)
+    # read back from parquet, each paper with its method text (what generate draws it from)
+    assert list(chosen.methods_text) == [_curated(sid)["methods_text"] for sid in chosen.sample_id]
 
 
 def test_the_configured_defaults_filter_as_the_paper_does() -> None:

@@ -16,10 +16,14 @@ from kedro_datasets.partitions import PartitionedDataset
 from PIL import Image
 
 from sciir.backends.base import GenerationRequest, GenerationResult, ImageGenerator
+from sciir.backends.cache import CachedGenerator, ResponseCache
 from sciir.backends.plan_reference import PlanReferenceRenderer
 from sciir.backends.programmatic import ProgrammaticGenerator
+from sciir.optional_inputs import MissingInput
 from sciir.pipelines.generate import create_pipeline
+from sciir.pipelines.generate.aibench_nodes import generate_aibench_images
 from sciir.pipelines.generate.nodes import generate_images
+from sciir.tasks.prompts import prompt_template
 
 PARAMS = {"seed": 7, "width": 256, "height": 256, "models": None}
 FINETUNE_SUMMARY = {"adapter_path": "data/06_models/lora", "steps": 8, "final_loss": 0.5, "skipped": []}
@@ -125,7 +129,9 @@ def test_two_generators_give_images_manifest_and_metrics(benchmark: pd.DataFrame
 
 def test_models_select_generators_and_unknown_names_list_the_available(benchmark: pd.DataFrame) -> None:
     generators = {"programmatic": ProgrammaticGenerator(), "grey": GreySquares()}
-    images, _plans, manifest, metrics = generate_images(benchmark, {}, generators, {**PARAMS, "models": ["grey"]})
+    images, _plans, manifest, metrics = generate_images(
+        benchmark, {}, generators, {**PARAMS, "models": ["grey"]}
+    )
     assert set(manifest["model"]) == {"grey"} and len(images) == 3
     assert sorted(metrics) == ["grey.failed", "grey.ok", "grey.seconds"]
 
@@ -181,16 +187,91 @@ def test_pipeline_runs_in_kedro_and_saves_png_partitions(benchmark: pd.DataFrame
             "generations": PartitionedDataset(
                 path=str(tmp_path), dataset={"type": "pillow.ImageDataset"}, filename_suffix=".png"
             ),
+            "aibench_generations": PartitionedDataset(
+                path=str(tmp_path / "aibench"),
+                dataset={"type": "pillow.ImageDataset"},
+                filename_suffix=".png",
+            ),
             "benchmark": MemoryDataset(benchmark),
+            "aibench_set": MemoryDataset(AIBENCH_SET),
             "finetune_summary": MemoryDataset(FINETUNE_SUMMARY),
             "generators": MemoryDataset({"programmatic": ProgrammaticGenerator()}, copy_mode="assign"),
             "params:generate": MemoryDataset(PARAMS),
         }
     )
     SequentialRunner().run(create_pipeline(), catalog)
-    assert sorted(path.relative_to(tmp_path).as_posix() for path in tmp_path.rglob("*.png")) == [
+    assert sorted(path.relative_to(tmp_path).as_posix() for path in tmp_path.glob("programmatic/*.png")) == [
         f"programmatic/{sample_id}.png" for sample_id in benchmark["sample_id"]
     ]
+    # the AIBench illustrations in their own folder: only the paper whose method text quotes labels
+    assert [path.name for path in (tmp_path / "aibench").rglob("*.png")] == ["quoted.png"]
+    assert list(catalog["aibench_generation_manifest"].load()["status"]) == ["ok", "failed", "failed"]
     assert Image.open(tmp_path / "programmatic" / "s-b-p0.png").size == (256, 256)
     assert list(catalog["generation_manifest"].load()["status"]) == ["ok"] * 3
     assert catalog["generate_metrics"].load()["programmatic.ok"] == 3
+
+
+# ---- the AIBench set, drawn from each paper's method text
+
+AIBENCH_SET = pd.DataFrame(
+    {
+        "sample_id": ["quoted", "prose", "empty"],
+        "methods_text": [
+            'Reads pass "Trimming" -> "Alignment" before "Calling".',
+            "Trimming is followed by alignment.",
+            "  ",
+        ],
+        "venue": ["V1", "V2", "V1"],
+    }
+)
+
+
+def test_contestants_draw_the_aibench_set_from_the_method_text(tmp_path: Path) -> None:
+    grey, reference = GreySquares(), PlanReferenceRenderer()
+    generators = {"programmatic": ProgrammaticGenerator(), "grey": grey, "reference": reference}
+    images, manifest, metrics = generate_aibench_images(AIBENCH_SET, FINETUNE_SUMMARY, generators, PARAMS)
+    assert set(manifest["model"]) == {"programmatic", "grey"}  # a reference draws plans: never asked
+    # the prompt: the task's instruction around the method text, nothing else (no caption, no graph)
+    template = prompt_template("aibench_illustration")
+    assert [request.prompt for request in grey.seen] == [
+        template.render(methods_text=text.strip()) for text in AIBENCH_SET["methods_text"][:2]
+    ]
+    assert {(r.seed, r.width, r.height) for r in grey.seen} == {(7, 256, 256)}
+    rows = manifest.set_index(["model", "sample_id"])
+    assert list(manifest["sample_id"]) == ["quoted", "prose", "empty"] * 2  # the set's order per model
+    # the code-based baseline draws the quoted labels and stated arrows; plain prose quotes none
+    assert rows.loc[("programmatic", "quoted"), "status"] == "ok"
+    assert "quotes no label" in rows.loc[("programmatic", "prose"), "reason"]
+    for model in ("programmatic", "grey"):  # a paper without method text is never sent, and says why
+        assert rows.loc[(model, "empty"), "reason"] == "AIBench sample empty has no method text to draw from"
+    assert set(images) == {"programmatic/quoted", "grey/quoted", "grey/prose"}
+    sent = manifest[manifest["sample_id"] != "empty"]  # each row of a prompt sent names its version
+    assert {json.loads(meta)["prompt_version"] for meta in sent["meta"]} == {template.version}
+    assert (metrics["programmatic.ok"], metrics["programmatic.failed"]) == (1.0, 2.0)
+    assert (metrics["grey.ok"], metrics["grey.failed"]) == (2.0, 1.0)
+
+
+def test_the_aibench_generation_is_configurable() -> None:
+    generators = {"grey": GreySquares(), "other": GreySquares(), "reference": PlanReferenceRenderer()}
+    only = PARAMS | {"aibench": {"models": ["other"]}}
+    _, manifest, _ = generate_aibench_images(AIBENCH_SET, FINETUNE_SUMMARY, generators, only)
+    assert set(manifest["model"]) == {"other"}
+    off = PARAMS | {"aibench": {"enabled": False}}
+    images, manifest, metrics = generate_aibench_images(AIBENCH_SET, FINETUNE_SUMMARY, generators, off)
+    assert images == {} and manifest.empty and metrics == {}
+    missing = MissingInput(location="aibench_set.parquet", written_by="bench_select")
+    assert generate_aibench_images(missing, FINETUNE_SUMMARY, generators, PARAMS)[1].empty
+    with pytest.raises(ValueError, match=r"names reference generator\(s\) \['reference'\]"):
+        generate_aibench_images(
+            AIBENCH_SET, FINETUNE_SUMMARY, generators, PARAMS | {"aibench": {"models": ["reference"]}}
+        )
+
+
+def test_a_rerun_of_the_aibench_generation_draws_nothing_again(tmp_path: Path) -> None:
+    grey = GreySquares()
+    cache = ResponseCache(tmp_path / "responses.sqlite")
+    first = generate_aibench_images(AIBENCH_SET, {}, {"grey": CachedGenerator(grey, cache)}, PARAMS)
+    again = generate_aibench_images(AIBENCH_SET, {}, {"grey": CachedGenerator(grey, cache)}, PARAMS)
+    assert len(grey.seen) == 2  # the two papers with method text, drawn once
+    assert again[2]["grey.cache_hits"] == 2.0 and again[2]["grey.cache_misses"] == 0.0
+    assert set(again[0]) == set(first[0])

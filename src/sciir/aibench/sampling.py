@@ -8,6 +8,9 @@ paper's candidates are its kept panels whose annotation gave a logic graph (``ai
 pipelines, stages connected by arrows: what an architecture figure is), the number of data flows in its
 logic graph, then the earliest figure and panel (an overview figure usually comes first).
 
+Each chosen illustration carries its article's method text (``curated``'s ``methods_text``): AIBench's
+contestants draw the illustration from it (``sciir.aibench.illustration``).
+
 Papers are grouped by the venue column of ``articles`` (``journal`` by default). The papers of each venue
 are put in a seeded order (a hash of seed and article, independent of row order) and taken in turns, one
 per venue per turn, the venues of a turn also in seeded order: any prefix of the draw has per-venue counts
@@ -32,6 +35,7 @@ AIBENCH_SET_COLUMNS = (
     "panel_index",
     "score_process",
     "n_edges",
+    "methods_text",
 )
 _DIGITS = re.compile(r"(\d+)")
 
@@ -66,7 +70,7 @@ def illustrations(
     venue_column: str,
 ) -> pd.DataFrame:
     """Every candidate illustration: a kept panel with an ``ok`` annotation and logic graph, its source
-    article and venue, and what ranks it (``AIBENCH_SET_COLUMNS``)."""
+    article and venue, what ranks it, and its article's method text (``AIBENCH_SET_COLUMNS``)."""
     kept = curated[curated["status"] == "kept"]
     article_of, venues = source_articles(kept), _venues(articles, venue_column)
     ok_graphs = graphs[graphs["status"] == "ok"].set_index("sample_id")["edges"]
@@ -80,9 +84,10 @@ def illustrations(
             "panel_index": int(panel),
             "score_process": float(scores[sample]) if pd.notna(scores[sample]) else 0.0,
             "n_edges": _count(ok_graphs[sample]),
+            "methods_text": methods_text if isinstance(methods_text, str) else None,
         }
-        for sample, figure_id, panel in zip(
-            kept["sample_id"], kept["figure_id"], kept["panel_index"], strict=True
+        for sample, figure_id, panel, methods_text in zip(
+            kept["sample_id"], kept["figure_id"], kept["panel_index"], kept["methods_text"], strict=True
         )
         if sample in ok_graphs.index and sample in scores.index and venues.get(article_of.get(sample, ""))
     ]

@@ -40,7 +40,8 @@ class ModelTask:
     name: str
     summary: str
     requests: str  # the module that builds the task's requests and parses its replies
-    reply_schema: str | None  # "module:attribute": a JSON schema dict or a pydantic model; None = logprobs
+    # "module:attribute": a JSON schema dict or a pydantic model; None: no JSON reply (logprobs, an image)
+    reply_schema: str | None
     answerers: Mapping[str, str] = field(default_factory=dict)  # reader kind -> "module:function"
 
     @property
@@ -155,6 +156,12 @@ TASKS: dict[str, ModelTask] = {
             "sciir.best_of_n",
             "sciir.best_of_n:CandidateScore",
             {"offline": "sciir.tasks.offline_answers:candidate_score"},
+        ),
+        ModelTask(
+            "aibench_illustration",
+            "the generation prompt of an AIBench illustration: the paper's method text (AIBench 3.1, B.4)",
+            "sciir.aibench.illustration",
+            None,
         ),
         ModelTask(
             "vqascore",

@@ -1,10 +1,13 @@
-"""AIBench on the evaluate side: the solver answers each image's questions, the judge rates aesthetics,
-baseline metrics (CLIPScore, VQAScore) are computed when configured, and everything is scored.
+"""AIBench on the evaluate side: the solver answers the questions of each AIBench illustration, the judge
+rates its aesthetics, baseline metrics (CLIPScore, VQAScore) of the SciIR-Bench images are computed when
+configured, and everything is scored.
 
-Every generating model (the ``<model>`` part of the ``generations`` keys) is expected to have drawn
-every benchmark sample. A missing or unreadable image gives rows marked ``failed`` with the reason,
-so it lowers coverage and is never scored as wrong. The solver sees the image alone, never the
-generation prompt (AIBench section 3.5).
+The AIBench examination reads ``aibench_generations``: each contestant's illustration of each paper of
+the AIBench set, drawn from the paper's method text by generate (``sciir.pipelines.generate.aibench_nodes``),
+with its manifest. Every model of that manifest (or with an image there) is expected to have drawn every
+paper of ``aibench_set``. A failed generation (with the generator's reason), a missing or an unreadable
+image gives rows marked ``failed`` with the reason, so it lowers coverage and is never scored as wrong.
+The solver sees the image alone, never the generation prompt (AIBench section 3.5).
 """
 
 from __future__ import annotations
@@ -61,17 +64,21 @@ from sciir.baseline_metrics import (
 from sciir.generated_images import (
     ExpectedImage,
     ImageLoaders,
+    ManifestEntries,
     NoImageError,
     image_models,
     image_source,
     load_image,
     load_payload,
+    manifest_entries,
     missing_per_model,
+    model_names,
+    unavailable_reason,
 )
 from sciir.image_payload import backend_image_limits
 from sciir.known_files import KnownFiles, with_image
 from sciir.long_lists import log_list
-from sciir.optional_inputs import is_missing
+from sciir.optional_inputs import MissingInput, is_missing
 from sciir.progress import Progress
 
 logger = logging.getLogger(__name__)
@@ -163,18 +170,18 @@ def missing_images(asked: Sequence[Asked]) -> dict[str, int]:
 # ---- the solver answers every question of an image in one request; the judge rates its aesthetics
 
 
-def questions_by_sample(benchmark: pd.DataFrame, aibench_qa: pd.DataFrame) -> dict[str, pd.DataFrame]:
-    """The AIBench questions of each benchmark sample (samples without any are logged)."""
-    questions = {sample: frame for sample, frame in aibench_qa.groupby("sample_id", sort=False)}
-    without = [sample for sample in benchmark["sample_id"] if sample not in questions]
+def questions_by_sample(sample_ids: Sequence[str], aibench_qa: pd.DataFrame) -> dict[str, pd.DataFrame]:
+    """The AIBench questions of each of ``sample_ids`` (samples without any are logged)."""
+    questions = {str(sample): frame for sample, frame in aibench_qa.groupby("sample_id", sort=False)}
+    without = [sample for sample in sample_ids if sample not in questions]
     log_list(
         logger,
         logging.WARNING,
-        "benchmark samples have no AIBench questions",
+        "AIBench-set samples have no AIBench questions",
         without,
         "no_aibench_questions",
     )
-    return {sample: questions[sample] for sample in benchmark["sample_id"] if sample in questions}
+    return {sample: questions[sample] for sample in sample_ids if sample in questions}
 
 
 def image_requests(job: ExpectedImage, items: Mapping[str, list[dict[str, Any]]]) -> dict[str, VLMRequest]:
@@ -211,6 +218,29 @@ def image_branch_skip(verdicts_file: str | None, **inputs: Any) -> str | None:
     return f"{', '.join(missing)} not found" if missing else None
 
 
+def examination_skip(verdicts_file: str | None, images_dir: str | None, **inputs: Any) -> str | None:
+    """Why the AIBench examination does not run (see :func:`image_branch_skip`); also when
+    ``evaluate.images_dir`` is set, as that folder holds SciIR-Bench images, not AIBench illustrations."""
+    skip = image_branch_skip(verdicts_file, **inputs)
+    if skip is None and images_dir:
+        return (
+            f"evaluate.images_dir is set ({images_dir}): it holds SciIR-Bench images, and the AIBench "
+            "illustrations are read from aibench_generations"
+        )
+    return skip
+
+
+def examination_jobs(
+    images: ImageLoaders, manifest: ManifestEntries, sample_ids: Sequence[str]
+) -> tuple[list[ExpectedImage], dict[ExpectedImage, str]]:
+    """Every model of the manifest or the images x every sample, and why each pair that cannot be
+    examined cannot (a failed generation with its reason, no file)."""
+    models = model_names((model for model, _ in manifest), images)
+    jobs = [ExpectedImage(model, sample) for model in models for sample in sample_ids]
+    reasons = {job: unavailable_reason(job, manifest, images) for job in jobs}
+    return jobs, {job: reason for job, reason in reasons.items() if reason is not None}
+
+
 def _no_examination(reason: str) -> tuple[pd.DataFrame, pd.DataFrame, dict[str, Any]]:
     logger.info("AIBench examination skipped: %s", reason)
     summary = {"missing_images": {}, "failed_requests": {}, "ignored_answers": [], "cache": {}}
@@ -218,41 +248,50 @@ def _no_examination(reason: str) -> tuple[pd.DataFrame, pd.DataFrame, dict[str, 
 
 
 def examine_images(
-    generations: ImageLoaders,
-    benchmark: pd.DataFrame,
-    aibench_qa: pd.DataFrame,
+    aibench_generations: ImageLoaders | MissingInput,
+    aibench_generation_manifest: pd.DataFrame | MissingInput,
+    aibench_set: pd.DataFrame | MissingInput,
+    aibench_qa: pd.DataFrame | MissingInput,
     judge: VisionLanguageModel,
     params: dict[str, Any],
     verdicts_file: str | None = None,
     images_dir: str | None = None,
 ) -> tuple[pd.DataFrame, pd.DataFrame, dict[str, Any]]:
-    """Every model's image of every benchmark sample: the solver answers its AIBench questions (one
-    request, the image alone) and the judge rates its aesthetics (one request).
+    """Every model's illustration of every AIBench-set paper: the solver answers its AIBench questions
+    (one request, the image alone) and the judge rates its aesthetics (one request).
 
     Returns ``aibench_answers`` (one row per model, sample and question), ``aesthetics_ratings`` (one row
     per model and sample) and a run summary: missing images per model, failed requests per task, the
     answers given to unknown question ids, and the judge's cache stats. Skipped with one log line (empty
-    tables) when ``verdicts_file`` is set or an input does not exist yet. The images are the judge's:
-    the ``images_dir`` folder when set, else the generations.
+    tables) when ``verdicts_file`` or ``images_dir`` is set, or the AIBench set, its questions or the
+    AIBench generation manifest do not exist yet. A manifest without images (every generation failed)
+    is examined: each pair fails with its generation's reason.
     """
-    generations = image_source(generations, images_dir)
-    skip = image_branch_skip(
-        verdicts_file, generations=generations, benchmark=benchmark, aibench_qa=aibench_qa
+    skip = examination_skip(
+        verdicts_file,
+        images_dir,
+        aibench_generation_manifest=aibench_generation_manifest,
+        aibench_set=aibench_set,
+        aibench_qa=aibench_qa,
     )
     if skip:
         return _no_examination(skip)
+    images: ImageLoaders = {} if is_missing(aibench_generations) else aibench_generations
     settings = AIBenchParams.model_validate(params)
-    questions = questions_by_sample(benchmark, aibench_qa)
+    sample_ids = [str(sample) for sample in aibench_set["sample_id"]]
+    questions = questions_by_sample(sample_ids, aibench_qa)
     items = {sample: solver_items(frame) for sample, frame in questions.items()}
-    jobs = image_jobs(generations, list(benchmark["sample_id"]))
-    asked = ask_per_image(
-        jobs,
-        generations,
+    jobs, unavailable = examination_jobs(images, manifest_entries(aibench_generation_manifest), sample_ids)
+    answered = ask_per_image(
+        [job for job in jobs if job not in unavailable],
+        images,
         judge,
         lambda job: image_requests(job, items),
         settings.window,
         "examine_aibench_images",
     )
+    by_job = {item.job: item for item in answered}
+    asked = [by_job.get(job) or Asked(job, {}, unavailable[job]) for job in jobs]
     answers: list[dict[str, Any]] = []
     ignored: list[str] = []
     for item in asked:
@@ -260,16 +299,12 @@ def examine_images(
             rows, extra = solver_answer_rows(item, questions[item.job.sample_id])
             answers += rows
             ignored += extra
-    ratings = [
-        aesthetics_row(item.job.model, item.job.sample_id, aesthetics_rating(item)) for item in asked
-    ]
+    ratings = [aesthetics_row(item.job.model, item.job.sample_id, aesthetics_rating(item)) for item in asked]
     for message in ignored:
         logger.warning(message)
     summary = {
         "missing_images": missing_images(asked),
-        "failed_requests": {
-            task: failed_requests(asked, task) for task in (SOLVER_TASK, AESTHETICS_TASK)
-        },
+        "failed_requests": {task: failed_requests(asked, task) for task in (SOLVER_TASK, AESTHETICS_TASK)},
         "ignored_answers": ignored,
         "cache": dict(getattr(judge, "stats", {}) or {}),
     }
@@ -421,9 +456,7 @@ def summarise_aibench(
     """``aibench_metrics``: per model the AIBench scores, aesthetics and baseline means with coverage,
     missing images; for the judge its failed requests per task, ignored answers and cache counts."""
     metrics = metrics_from_table(aibench_scores, lambda model, column: f"{model}.{column}")
-    metrics |= metrics_from_table(
-        aesthetics_scores, lambda model, column: f"{model}.aesthetics.{column}"
-    )
+    metrics |= metrics_from_table(aesthetics_scores, lambda model, column: f"{model}.aesthetics.{column}")
     for row in baseline_summary(baseline_scores).itertuples(index=False):
         metrics[f"{row.model}.{row.metric}"] = float(row.mean)
         metrics[f"{row.model}.{row.metric}.coverage"] = float(row.coverage)
@@ -438,16 +471,18 @@ def summarise_aibench(
 
 
 def create_aibench_pipeline(**kwargs: Any) -> Pipeline:
-    """Evaluate-side AIBench (inputs: generations, evaluation_benchmark, evaluation_aibench_qa, judge,
-    params:aibench, params:evaluate.verdicts_file, params:evaluate.images_dir; outputs:
-    aibench_answers, aibench_scores, aesthetics_ratings, aesthetics_scores, baseline_scores, aibench_metrics)."""
+    """Evaluate-side AIBench (inputs: aibench_generations, aibench_generation_manifest, aibench_set,
+    evaluation_aibench_qa, generations and evaluation_benchmark (baseline metrics), judge, params:aibench,
+    params:evaluate.verdicts_file, params:evaluate.images_dir; outputs: aibench_answers, aibench_scores,
+    aesthetics_ratings, aesthetics_scores, baseline_scores, aibench_metrics)."""
     return Pipeline(
         [
             node(
                 examine_images,
                 [
-                    "generations",
-                    "evaluation_benchmark",
+                    "aibench_generations",
+                    "aibench_generation_manifest",
+                    "aibench_set",
                     "evaluation_aibench_qa",
                     "judge",
                     "params:aibench",

@@ -12,6 +12,7 @@ import json
 import logging
 import time
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -38,6 +39,16 @@ MANIFEST_COLUMNS = ["model", "sample_id", "backend", "role", "seed", "status", "
 ADAPTER_FIELDS = ("adapter_path", "base_model_path", "steps", "final_loss", "lora_rank", "seed")
 
 
+class AIBenchGenerationParams(BaseModel):
+    """``params:generate.aibench``: whether the contestants draw the AIBench set, and which of them."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    enabled: bool = True
+    # None: every contestant among ``generate.models``; else these generators (contestants only).
+    models: list[str] | None = None
+
+
 class GenerateParams(BaseModel):
     """``params:generate``. One seed for every sample and model, so model comparisons are paired."""
 
@@ -48,6 +59,7 @@ class GenerateParams(BaseModel):
     height: int = Field(default=1024, gt=0)
     models: list[str] | None = None
     batch_size: int = Field(default=8, gt=0)
+    aibench: AIBenchGenerationParams = Field(default_factory=AIBenchGenerationParams)
 
 
 def select_generators(
@@ -261,16 +273,16 @@ def collect_model(
     generator: ImageGenerator,
     requests: Sequence[GenerationRequest],
     params: GenerateParams,
-    adapter: dict[str, Any] | None,
+    meta: dict[str, Any],
 ) -> tuple[dict[str, ImageLoader], list[dict[str, Any]], dict[str, str]]:
     """Run one generator over the requests: its images and the plans a planner wrote for them, both by
-    ``<model>/<sample_id>``, and its manifest rows."""
+    ``<model>/<sample_id>``, and its manifest rows (each result's meta with ``meta`` added)."""
     images: dict[str, ImageLoader] = {}
     plans: dict[str, str] = {}
     rows: list[dict[str, Any]] = []
     for result, seconds in run_generator(model, generator, requests, params.batch_size):
-        if adapter is not None:
-            result = result.model_copy(update={"meta": {**result.meta, "adapter": adapter}})
+        if meta:
+            result = result.model_copy(update={"meta": {**result.meta, **meta}})
         loader, reason = image_or_reason(model, result)
         if loader is not None:
             images[f"{model}/{result.sample_id}"] = loader
@@ -280,13 +292,14 @@ def collect_model(
     return images, rows, plans
 
 
-def unreadable_plan_rows(
-    model: str, generator: ImageGenerator, unreadable: dict[str, str], seed: int
+def unsent_rows(
+    model: str, generator: ImageGenerator, unsent: dict[str, str], seed: int
 ) -> list[dict[str, Any]]:
-    """Failed rows for the samples whose plan could not be read: they were never sent to the reference."""
+    """Failed rows for the samples never sent to the generator (a plan or a prompt that could not be
+    made), each with its reason."""
     return [
         manifest_row(model, generator, seed, GenerationResult(sample_id=sample_id), 0.0, reason)
-        for sample_id, reason in unreadable.items()
+        for sample_id, reason in unsent.items()
     ]
 
 
@@ -340,18 +353,51 @@ def generate_images(
     config = GenerateParams.model_validate(params)
     selected = select_generators(generators, config.models)
     contestant_requests = build_requests(benchmark, config)
-    position = {sample_id: index for index, sample_id in enumerate(benchmark["sample_id"])}
+    drawn = draw_every_sample(
+        selected,
+        lambda generator: requests_for_role(generator.role, benchmark, config, contestant_requests),
+        list(benchmark["sample_id"]),
+        config,
+        finetune_summary,
+    )
+    return drawn.images, drawn.plans, drawn.manifest, generation_metrics(drawn.manifest, selected)
+
+
+RequestsOf = Callable[[ImageGenerator], tuple[Sequence[GenerationRequest], dict[str, str]]]
+
+
+@dataclass(frozen=True)
+class Drawn:
+    """What the generators drew: images and plans by ``<model>/<sample_id>``, and the manifest."""
+
+    images: dict[str, ImageLoader]
+    plans: dict[str, str]
+    manifest: pd.DataFrame
+
+
+def draw_every_sample(
+    generators: dict[str, ImageGenerator],
+    requests_of: RequestsOf,
+    sample_order: Sequence[str],
+    config: GenerateParams,
+    finetune_summary: dict[str, Any],
+    meta: dict[str, Any] | None = None,
+) -> Drawn:
+    """Each generator on the requests ``requests_of`` gives it (with the samples never sent and why),
+    manifest rows in ``sample_order`` per model; ``meta`` is added to every row's meta, and so is the
+    adapter record of a generator that loads the finetuned LoRA."""
+    position = {sample_id: index for index, sample_id in enumerate(sample_order)}
     images: dict[str, ImageLoader] = {}
     plans: dict[str, str] = {}
     rows: list[dict[str, Any]] = []
-    for model, generator in selected.items():
-        requests, unreadable = requests_for_role(generator.role, benchmark, config, contestant_requests)
+    for model, generator in generators.items():
+        requests, unsent = requests_of(generator)
         logger.info("generate %s (%s): %d samples", model, generator.role, len(requests))
         adapter = adapter_record(generator, finetune_summary)
-        model_images, model_rows, model_plans = collect_model(model, generator, requests, config, adapter)
+        row_meta = {**(meta or {}), **({"adapter": adapter} if adapter is not None else {})}
+        model_images, model_rows, model_plans = collect_model(model, generator, requests, config, row_meta)
         images.update(model_images)
         plans.update(model_plans)
-        model_rows += unreadable_plan_rows(model, generator, unreadable, config.seed)
+        model_rows += unsent_rows(model, generator, unsent, config.seed)
         rows.extend(sorted(model_rows, key=lambda row: position[row["sample_id"]]))
-    manifest = pd.DataFrame(rows, columns=MANIFEST_COLUMNS)
-    return images, plans, manifest, generation_metrics(manifest, selected)
+    return Drawn(images, plans, pd.DataFrame(rows, columns=MANIFEST_COLUMNS))

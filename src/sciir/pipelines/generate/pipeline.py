@@ -1,15 +1,18 @@
-"""Generate pipeline wiring: benchmark x generators -> images, manifest, metrics."""
+"""Generate pipeline wiring: benchmark x generators -> images, manifest, metrics; and the AIBench set x
+contestants -> AIBench images, manifest, metrics."""
 
 from __future__ import annotations
 
 from kedro.pipeline import Pipeline, node
 
+from sciir.pipelines.generate.aibench_nodes import generate_aibench_images
 from sciir.pipelines.generate.nodes import generate_images
 
 
 def create_pipeline(**kwargs) -> Pipeline:
-    """The ``generate`` pipeline (inputs: benchmark, finetune_summary, generators, params:generate;
-    outputs: generations, generation_plans, generation_manifest, generate_metrics)."""
+    """The ``generate`` pipeline (inputs: benchmark, aibench_set, finetune_summary, generators,
+    params:generate; outputs: generations, generation_plans, generation_manifest, generate_metrics,
+    aibench_generations, aibench_generation_manifest, generate_aibench_metrics)."""
     return Pipeline(
         [
             node(
@@ -17,6 +20,12 @@ def create_pipeline(**kwargs) -> Pipeline:
                 ["benchmark", "finetune_summary", "generators", "params:generate"],
                 ["generations", "generation_plans", "generation_manifest", "generate_metrics"],
                 name="generate_images",
-            )
+            ),
+            node(
+                generate_aibench_images,
+                ["aibench_set", "finetune_summary", "generators", "params:generate"],
+                ["aibench_generations", "aibench_generation_manifest", "generate_aibench_metrics"],
+                name="generate_aibench_images",
+            ),
         ]
     )
