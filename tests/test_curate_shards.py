@@ -143,9 +143,11 @@ def test_a_killed_run_resumes_at_the_shard_level(
     assert sorted(images) == sorted(fresh_images)
     assert all(images[name].read() == fresh_images[name].read() for name in images)
 
-    # A run that finished leaves nothing to resume: the next one computes every shard again.
-    curate_figures(figures, articles, shard_params(shards, processes=False))
-    assert not set(_finished(shards).values()) & set(after.values())
+    # A run that finished is reused whole by an unchanged rerun: no shard is computed again.
+    rerun, rerun_images = curate_figures(figures, articles, shard_params(shards, processes=False))
+    assert _finished(shards) == after
+    pd.testing.assert_frame_equal(rerun, curated)
+    assert sorted(rerun_images) == sorted(images)
 
 
 @pytest.mark.skipif(os.name != "posix", reason="a named pipe stands in for a file whose read never ends")
@@ -188,7 +190,8 @@ def test_a_run_starts_from_the_shards_of_its_plan_that_are_whole(tmp_path: Path)
     assert (folder / "whole" / ROWS).is_file()
 
     store.complete()
-    assert ShardStore(str(folder)).begin(["whole"]) == {}  # after a complete run: afresh
+    assert list(ShardStore(str(folder)).begin(["whole"])) == ["whole"]  # a complete run's shards too
+    assert list(ShardStore(str(folder)).begin(["other"])) == []
     assert [path.name for path in folder.iterdir()] == [MANIFEST]
 
 
@@ -206,6 +209,15 @@ def test_an_image_written_by_a_worker_is_saved_as_a_link_to_it(tmp_path: Path) -
     LinkedImageFileDataset(filepath=str(from_bytes)).save(source.read_bytes())
     assert from_bytes.read_bytes() == source.read_bytes()
     assert from_bytes.stat().st_ino != source.stat().st_ino
+
+
+def test_other_code_gives_new_shard_keys(tmp_path: Path, shard_params, monkeypatch) -> None:
+    settings = CurateParams.model_validate(shard_params(tmp_path / "shards", processes=False))
+    figures = [_figure_row("f1", tmp_path / "f1.png")]
+    first = shard_key(figures, [None], settings)
+    assert shard_key(figures, [None], settings) == first
+    monkeypatch.setattr("sciir.pipelines.curate.shards.code_fingerprint", lambda: "edited code")
+    assert shard_key(figures, [None], settings) != first
 
 
 def test_a_detector_retrained_into_the_same_file_gives_new_shard_keys(tmp_path: Path, shard_params) -> None:

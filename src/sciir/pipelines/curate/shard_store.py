@@ -7,10 +7,10 @@ Layout of the folder (``params:curate.shards.folder``, any fsspec path the worke
     <shard key>/<sample_id>.png  the standardised image of each kept panel
     <shard key>/shard.json  which run computed the shard (the run id), and its counts
 
-A shard's key is a hash of its figures (their rows and image files' sizes and times) and the settings,
-so a shard is reused only for the same input. A run starts by reading the manifest: after a complete
-run everything is cleared (a new run starts afresh), after a crashed one the finished shards of this
-run's plan are kept and the rest of the folder removed.
+A shard's key is a hash of its figures (their rows and image files' sizes and times), the settings and
+the project's code, so a shard is reused only for the same input worked on by the same code. A run starts
+by reading the manifest: the finished shards of this run's plan are kept (whether the last run
+completed or crashed) and the rest of the folder removed, so an unchanged rerun computes nothing.
 """
 
 from __future__ import annotations
@@ -62,16 +62,12 @@ class ShardStore:
 
     def begin(self, keys: Iterable[str]) -> dict[str, ShardSummary]:
         """Prepare the folder for a run of the shards ``keys``; the finished ones it can reuse."""
-        lines = self._manifest_lines()
         wanted = set(keys)
-        if any(line.get("complete") for line in lines):
-            finished: dict[str, ShardSummary] = {}
-        else:
-            finished = {
-                line["key"]: ShardSummary(**line)
-                for line in lines
-                if line.get("key") in wanted and self._fs.exists(self._local(line["key"], ROWS))
-            }
+        finished = {
+            line["key"]: ShardSummary(**line)
+            for line in self._manifest_lines()
+            if line.get("key") in wanted and self._fs.exists(self._local(line["key"], ROWS))
+        }
         self._remove_all_but(set(finished))
         self._write_manifest(finished.values())
         return finished
@@ -98,7 +94,7 @@ class ShardStore:
         self._append(asdict(summary))
 
     def complete(self) -> None:
-        """Note the run finished: the next run starts afresh."""
+        """Note the run finished (for people reading the manifest; a rerun reuses its shards all the same)."""
         self._append({"complete": True})
 
     # ---- written by the worker that computes the shard

@@ -15,6 +15,8 @@ import os
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
 from typing import Any
 
 from sciir.image_payload import ImageFile
@@ -59,10 +61,26 @@ def _settings_fingerprint(settings: CurateParams) -> dict[str, Any]:
     return dumped
 
 
+@lru_cache(maxsize=1)
+def code_fingerprint() -> str:
+    """A digest of the project's Python source: a shard computed by other code is not reused.
+
+    All of ``sciir``, not only curate's modules, so no helper a figure's work imports is missed; a change
+    anywhere recomputes curate once. System programs (Tesseract, OpenCV's data) are not part of it.
+    """
+    package = Path(__file__).resolve().parents[2]
+    digest = hashlib.sha256()
+    for source in sorted(package.rglob("*.py")):
+        digest.update(f"{source.relative_to(package).as_posix()}\0".encode())
+        digest.update(source.read_bytes())
+    return digest.hexdigest()
+
+
 def shard_key(
     figures: Sequence[dict[str, Any]], methods: Sequence[str | None], settings: CurateParams
 ) -> str:
     content = {
+        "code": code_fingerprint(),
         "settings": _settings_fingerprint(settings),
         "figures": [
             {**figure, "methods_text": text, "image_file": _file_stamp(str(figure["image_path"]))}
