@@ -278,8 +278,21 @@ def session_script(commands: list[Command], logs: Path) -> str:
         if command.text in SERVERS:
             lines.append(_server_step(command.text, SERVERS[command.text], log))
         else:
-            lines.append(f"{{ {command.text}\n}} > {log}.log 2>&1 < /dev/null; echo $? > {log}.rc\n")
+            lines.append(
+                f"started=$SECONDS\n{{ {command.text}\n}} > {log}.log 2>&1 < /dev/null; echo $? > {log}.rc\n"
+                f"echo $((SECONDS - started)) > {log}.seconds\n"
+            )
     return "".join(lines)
+
+
+def slowest_steps(commands: list[Command], logs: Path, count: int = 8) -> list[str]:
+    """The ``count`` slowest commands of a session, with their whole seconds, slowest first."""
+    timed = [
+        (int((logs / f"{index}.seconds").read_text()), command.label)
+        for index, command in enumerate(commands)
+        if (logs / f"{index}.seconds").is_file()
+    ]
+    return [f"{seconds:5d} s  {label}" for seconds, label in sorted(timed, reverse=True)[:count]]
 
 
 @pytest.fixture(scope="module")
@@ -295,6 +308,8 @@ def session(project: Path, tmp_path_factory) -> Path:
         timeout=SESSION_TIMEOUT_S,
         check=True,
     )
+    # Shown with the test's output (pytest -rA, or on a failure): where the session's time goes.
+    print("slowest documented commands:\n" + "\n".join(slowest_steps(ALL_BLOCKS, logs)))
     return logs
 
 
