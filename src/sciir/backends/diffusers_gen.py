@@ -3,7 +3,10 @@
 The pipeline is loaded on the first ``generate`` call (importing this module imports no torch).
 Each request gets its own generator seeded with ``request.seed``, so an image depends only on
 the request and the configuration; it is generated at ``resolution`` and resized to the
-requested size. A prompt longer than the text encoder reads is cut at a word boundary
+requested size. Up to ``batch_size`` prompts go through the pipeline in one call, each with its own
+seeded generator (diffusers draws each sample's starting noise from its own generator), and the
+pipeline batches classifier-free guidance's two passes itself; a batch that fails is retried one
+request at a time, so a bad request fails alone. A prompt longer than the text encoder reads is cut at a word boundary
 (:mod:`sciir.backends.prompt_fit`): one warning per generator, and the image's meta says how many
 words were kept.
 """
@@ -35,6 +38,7 @@ class DiffusersGenerator(ImageGenerator):
         device: torch device the pipeline runs on.
         dtype: torch dtype name for the weights, e.g. ``float32`` or ``bfloat16``.
         resolution: side in pixels the pipeline generates at; None uses the pipeline's own default.
+        batch_size: prompts per pipeline call (1: one at a time).
         extra: further keyword arguments for every pipeline call (e.g. ``negative_prompt``).
     """
 
@@ -48,8 +52,11 @@ class DiffusersGenerator(ImageGenerator):
         device: str = "cpu",
         dtype: str = "float32",
         resolution: int | None = None,
+        batch_size: int = 1,
         **extra: Any,
     ) -> None:
+        if batch_size < 1:
+            raise ValueError(f"diffusers generator: batch_size must be at least 1, got {batch_size}")
         super().__init__(
             pipeline_path=pipeline_path,
             lora_path=lora_path,
@@ -58,6 +65,7 @@ class DiffusersGenerator(ImageGenerator):
             device=device,
             dtype=dtype,
             resolution=resolution,
+            batch_size=batch_size,
             **extra,
         )
         self.pipeline_path = Path(pipeline_path)
@@ -67,6 +75,7 @@ class DiffusersGenerator(ImageGenerator):
         self.device = device
         self.dtype = dtype
         self.resolution = resolution
+        self.batch_size = batch_size
         self.call_kwargs = extra
         self._pipeline: Any = None
         self._said_prompts_are_cut = False
@@ -85,7 +94,10 @@ class DiffusersGenerator(ImageGenerator):
         except Exception as error:  # any load error (missing file, bad config) is this batch's failure
             reason = f"could not load the diffusers pipeline: {type(error).__name__}: {error}"
             return [GenerationResult(sample_id=r.sample_id, failure=reason) for r in requests]
-        return [self._generate_one(pipeline, request) for request in requests]
+        results: list[GenerationResult] = []
+        for start in range(0, len(requests), self.batch_size):
+            results += self._generate_batch(pipeline, requests[start : start + self.batch_size])
+        return results
 
     def _loaded_pipeline(self) -> Any:
         if self._pipeline is None:
@@ -114,15 +126,36 @@ class DiffusersGenerator(ImageGenerator):
         pipeline.set_progress_bar_config(disable=True)
         return pipeline.to(self.device)
 
-    def _generate_one(self, pipeline: Any, request: GenerationRequest) -> GenerationResult:
-        prompt = self._fitted(pipeline, request.prompt)
+    def _generate_batch(self, pipeline: Any, batch: Sequence[GenerationRequest]) -> list[GenerationResult]:
+        """Results for ``batch`` from one pipeline call; when that call fails, from one call per request."""
+        prompts = [self._fitted(pipeline, request.prompt) for request in batch]
+        if len(batch) > 1:
+            try:
+                images = self._render(pipeline, batch, [prompt.text for prompt in prompts])
+            except Exception as error:  # retried one by one below, so only a bad request fails
+                logger.info(
+                    "a batch of %d failed (%s); generating its requests one at a time", len(batch), error
+                )
+            else:
+                return [self._result(r, p, i) for r, p, i in zip(batch, prompts, images, strict=True)]
+        return [
+            self._generate_one(pipeline, request, prompt)
+            for request, prompt in zip(batch, prompts, strict=True)
+        ]
+
+    def _generate_one(
+        self, pipeline: Any, request: GenerationRequest, prompt: FittedPrompt
+    ) -> GenerationResult:
         try:
-            image = self._render(pipeline, request, prompt.text)
-        except Exception as error:  # one bad request must not stop the batch
+            (image,) = self._render(pipeline, [request], [prompt.text])
+        except Exception as error:  # one bad request must not stop the others
             reason = (
                 f"diffusers generation failed for sample {request.sample_id}: {type(error).__name__}: {error}"
             )
             return GenerationResult(sample_id=request.sample_id, failure=reason)
+        return self._result(request, prompt, image)
+
+    def _result(self, request: GenerationRequest, prompt: FittedPrompt, image: Any) -> GenerationResult:
         buffer = io.BytesIO()
         image.save(buffer, format="PNG")
         meta = {"backend": BACKEND_NAME, "lora": self.lora_path is not None, "steps": self.steps}
@@ -145,21 +178,24 @@ class DiffusersGenerator(ImageGenerator):
             )
         return fitted
 
-    def _render(self, pipeline: Any, request: GenerationRequest, prompt: str) -> Any:
-        """One PIL image for the request, at the requested size."""
+    def _render(self, pipeline: Any, requests: Sequence[GenerationRequest], prompts: list[str]) -> list[Any]:
+        """One PIL image per request from one pipeline call, each from its own seed, at its requested size."""
         import torch
         from PIL import Image
 
         size = {"height": self.resolution, "width": self.resolution} if self.resolution else {}
         output = pipeline(
-            prompt,
+            prompts,
             num_inference_steps=self.steps,
             guidance_scale=self.guidance_scale,
-            generator=torch.Generator(device=self.device).manual_seed(request.seed),
+            generator=[torch.Generator(device=self.device).manual_seed(r.seed) for r in requests],
             **size,
             **self.call_kwargs,
         )
-        image = output.images[0].convert("RGB")
-        if image.size != (request.width, request.height):
-            image = image.resize((request.width, request.height), Image.Resampling.LANCZOS)
-        return image
+        images = []
+        for request, image in zip(requests, output.images, strict=True):
+            image = image.convert("RGB")
+            if image.size != (request.width, request.height):
+                image = image.resize((request.width, request.height), Image.Resampling.LANCZOS)
+            images.append(image)
+        return images
