@@ -96,6 +96,30 @@ def test_every_figure_is_kept_or_rejected_with_a_reason(first_run, project):
     assert (curated[curated.status == "rejected"].reason.str.len() > 0).all()
 
 
+def test_aibench_examines_each_contestants_illustrations_drawn_from_the_method_text(first_run, project):
+    data = project / "data"
+    aibench_set = pd.read_parquet(data / "05_model_input" / "aibench_set.parquet")
+    qa = pd.read_parquet(data / "04_feature" / "aibench_qa.parquet")
+    manifest = pd.read_parquet(data / "07_model_output" / "aibench_generation_manifest.parquet")
+    scores = pd.read_csv(data / "08_reporting" / "aibench_scores.csv").set_index("model")
+    assert len(aibench_set) and aibench_set["methods_text"].str.strip().str.len().gt(0).all()
+    # every contestant drew every paper (or says why not); references are never asked
+    assert set(manifest["role"]) == {"contestant"} and "reference_renderer" not in set(manifest["model"])
+    assert len(manifest) == manifest["model"].nunique() * len(aibench_set)
+    failed = manifest[manifest["status"] == "failed"]
+    assert failed["reason"].str.len().gt(0).all()
+    drawn = {path.relative_to(data / "07_model_output" / "aibench_generations").as_posix()
+             for path in (data / "07_model_output" / "aibench_generations").rglob("*.png")}  # fmt: skip
+    ok = manifest[manifest["status"] == "ok"]
+    assert {f"{m}/{s}.png" for m, s in zip(ok["model"], ok["sample_id"], strict=True)} <= drawn
+    # each contestant is examined on the AIBench set's questions; what it could not draw lowers coverage
+    assert set(scores.index) == set(manifest["model"])
+    assert (scores["n_questions"] == qa["sample_id"].isin(aibench_set["sample_id"]).sum()).all()
+    for model, rows in manifest.groupby("model"):
+        if (rows["status"] == "failed").all():
+            assert scores.loc[model, "coverage"] == 0.0 and scores.loc[model, "n_answered"] == 0
+
+
 def test_second_run_makes_no_model_calls(second_run):
     for stage, metrics in second_run.items():
         misses = {k: v for k, v in metrics.items() if k.endswith("cache_misses")}
