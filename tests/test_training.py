@@ -12,20 +12,19 @@ import torch
 from diffusers import StableDiffusionPipeline
 from peft.utils import get_peft_model_state_dict
 from PIL import Image
-from safetensors.torch import load_file
+from safetensors import safe_open
+from safetensors.torch import load_file, save_file
 
+from sciir.noise_prediction import load_recipe, lora_layers
 from sciir.tiny_models import ensure_tiny_pipeline
 from sciir.training import (
     CHECKPOINT_DIR,
     LoraTrainConfig,
     StepRecord,
-    add_lora_adapter,
     batch_indices,
-    encode_examples,
+    canonical_safetensors_header,
     finetune_lora_adapter,
-    load_diffusion_parts,
     load_training_images,
-    lora_layers,
     train_lora,
 )
 
@@ -102,16 +101,17 @@ def test_each_pass_visits_every_example_once():
 
 
 def test_a_few_steps_change_the_lora_weights_with_a_finite_loss(base_folder, images):
-    parts = load_diffusion_parts(base_folder)
-    trainable = add_lora_adapter(parts.unet, rank=4)
-    assert trainable and all("lora" in name for name, p in parts.unet.named_parameters() if p.requires_grad)
-    before = {name: weight.clone() for name, weight in lora_layers(parts.unet).items()}
-    records = train_lora(parts, encode_examples(parts, images, chunk_size=2), _config(), checkpoint_root=None)
+    recipe = load_recipe(base_folder, _config())
+    unet = recipe.denoiser
+    trainable = [name for name, p in unet.named_parameters() if p.requires_grad]
+    assert trainable and all("lora" in name for name in trainable)
+    before = {name: weight.clone() for name, weight in lora_layers(unet).items()}
+    records = train_lora(recipe, recipe.encode(images, 2), _config(), checkpoint_root=None)
     assert [r.step for r in records] == [1, 2, 3] and all(math.isfinite(r.loss) for r in records)
-    after = lora_layers(parts.unet)
+    after = lora_layers(unet)
     assert after.keys() == before.keys()
     assert any(not torch.equal(before[name], after[name]) for name in before)
-    frozen = dict(parts.unet.named_parameters())["conv_in.weight"]
+    frozen = dict(unet.named_parameters())["conv_in.weight"]
     assert not frozen.requires_grad
 
 
@@ -226,3 +226,19 @@ def test_resuming_refuses_a_checkpoint_of_other_settings(base_folder, images, tm
             config.model_copy(update={"resume_from_checkpoint": str(tmp_path)}),
             tmp_path / "x",
         )
+
+
+def test_the_adapter_header_is_canonical_whatever_order_the_metadata_was_written_in(tmp_path):
+    """safetensors writes its metadata map in hash order, which differs between processes."""
+    tensors = {"b": torch.arange(3.0), "a": torch.ones(2)}
+    paths = [tmp_path / "first.safetensors", tmp_path / "second.safetensors"]
+    save_file(tensors, paths[0], metadata={"format": "pt", "lora_adapter_metadata": "{}", "z": "1"})
+    save_file(tensors, paths[1], metadata={"z": "1", "lora_adapter_metadata": "{}", "format": "pt"})
+    for path in paths:
+        canonical_safetensors_header(path)
+    assert paths[0].read_bytes() == paths[1].read_bytes()
+    assert b'{"format":"pt","lora_adapter_metadata":"{}","z":"1"}' in paths[0].read_bytes()[:200]
+    reloaded = load_file(paths[0])
+    assert all(torch.equal(reloaded[name], tensor) for name, tensor in tensors.items())
+    with safe_open(paths[0], "pt") as handle:
+        assert handle.metadata() == {"format": "pt", "lora_adapter_metadata": "{}", "z": "1"}

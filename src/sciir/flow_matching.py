@@ -1,12 +1,13 @@
-"""LoRA fine-tuning of a Qwen-Image pipeline with the rectified-flow (flow-matching) objective.
+"""The flow-matching family of the LoRA recipe: Qwen-Image's transformer, rectified-flow objective.
 
 The objective follows diffusers' ``train_dreambooth_lora_sd3.py`` / ``train_dreambooth_lora_qwen_image.py``:
 sigmas drawn from a density (logit-normal or uniform) over the scheduler's training sigmas, the noisy
 input ``(1 - sigma) * latents + sigma * noise``, the velocity target ``noise - latents``, and a per-sample
 weighting of the squared error. The transformer is frozen but for a peft LoRA; the VAE and the text encoder
-run once, before training, so each step touches the transformer only. The adapter is saved with diffusers'
-``save_lora_weights`` and its peft configuration (alpha included), so ``pipe.load_lora_weights(folder)``
-reloads exactly the weights trained.
+run once, before training (their output cached by :mod:`sciir.encoding_cache`), so each step touches the
+transformer only. The adapter is saved with diffusers' ``save_lora_weights`` and its peft configuration
+(alpha included), so ``pipe.load_lora_weights(folder)`` reloads exactly the weights trained. The shared
+loop, checkpoints and options live in :mod:`sciir.training`.
 """
 
 from __future__ import annotations
@@ -15,10 +16,20 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, PositiveFloat, PositiveInt
+
+from sciir.training import (
+    LoraRecipe,
+    LoraTrainConfig,
+    LossWeighting,
+    TimestepDensity,
+    TrainingImage,
+    lora_config,
+    peft_lora_layers,
+    save_diffusers_lora,
+)
 
 if TYPE_CHECKING:
     import torch
@@ -26,28 +37,6 @@ if TYPE_CHECKING:
 
 # The attention projections of both streams (image and text) of every Qwen-Image block.
 FLOW_LORA_TARGET_MODULES = ("to_q", "to_k", "to_v", "to_out.0", "add_q_proj", "add_k_proj", "add_v_proj")
-TimestepDensity = Literal["logit_normal", "uniform"]
-LossWeighting = Literal["none", "sigma_sqrt", "cosmap"]
-
-
-class FlowLoraConfig(BaseModel):
-    """What one flow-matching LoRA run does."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    steps: PositiveInt
-    batch_size: PositiveInt
-    learning_rate: PositiveFloat
-    lora_rank: PositiveInt
-    lora_alpha: PositiveFloat
-    lora_target_modules: tuple[str, ...] = FLOW_LORA_TARGET_MODULES
-    seed: int
-    timestep_density: TimestepDensity = "logit_normal"
-    logit_mean: float = 0.0
-    logit_std: float = 1.0
-    loss_weighting: LossWeighting = "none"
-    # A fixed thread count keeps a seeded CPU run's float sums, and so its adapter, the same.
-    cpu_threads: PositiveInt = 1
 
 
 def sample_density(
@@ -129,28 +118,66 @@ class EncodedFlowExamples:
         return int(self.latents.shape[0])
 
 
+def _padded(tensors: list[torch.Tensor], length: int) -> torch.Tensor:
+    """Tensors of shape (n, tokens, ...) zero-padded along the tokens to ``length``, concatenated."""
+    import torch
+    import torch.nn.functional as functional
+
+    # pad() lists (before, after) pairs from the last axis back; the tokens are axis 1.
+    return torch.cat([functional.pad(t, [0, 0] * (t.ndim - 2) + [0, length - t.shape[1]]) for t in tensors])
+
+
+def encode_captions(
+    pipe: QwenImagePipeline, captions: Sequence[str], chunk_size: int
+) -> tuple[torch.Tensor, torch.Tensor | None]:
+    """Caption embeddings ``chunk_size`` at a time, zero-padded to the longest with a mask, as the pipeline
+    pads a batch; the mask is None when no caption is padded (the transformer then attends to every token)."""
+    import torch
+
+    device = pipe.vae.device
+    embeds, masks = [], []
+    for start in range(0, len(captions), chunk_size):
+        chunk_embeds, chunk_mask = pipe.encode_prompt(
+            list(captions[start : start + chunk_size]), device=device
+        )
+        if chunk_mask is None:
+            chunk_mask = torch.ones(chunk_embeds.shape[:2], dtype=torch.long, device=device)
+        embeds.append(chunk_embeds)
+        masks.append(chunk_mask)
+    length = max(embed.shape[1] for embed in embeds)
+    mask = _padded(masks, length)
+    return _padded(embeds, length), None if bool(mask.all()) else mask
+
+
 def encode_flow_examples(
-    pipe: QwenImagePipeline, pixels: np.ndarray, captions: Sequence[str]
+    pipe: QwenImagePipeline, pixels: np.ndarray, captions: Sequence[str], chunk_size: int = 8
 ) -> EncodedFlowExamples:
-    """Latents of ``pixels`` ((n, 3, h, w) in [-1, 1]) as the pipeline's decoder expects them, and captions.
+    """Latents of ``pixels`` ((n, 3, h, w) in [-1, 1]) as the pipeline's decoder expects them, and captions,
+    ``chunk_size`` at a time on the VAE's device.
 
     The posterior's mode is used: a trained VAE's posterior is narrow, so little is lost, while a random
     one's is as wide as its prior, and sampling it would bury the images under noise.
+
+    Raises:
+        ValueError: images and captions differ in number.
     """
     import torch
 
     if len(pixels) != len(captions):
         raise ValueError(f"{len(pixels)} images but {len(captions)} captions")
     vae = pipe.vae
+    shape = (1, vae.config.z_dim, 1, 1)
+    mean = torch.tensor(vae.config.latents_mean, device=vae.device).reshape(shape)
+    std = torch.tensor(vae.config.latents_std, device=vae.device).reshape(shape)
+    latents = []
     with torch.no_grad():
-        # The Qwen-Image VAE is a video VAE: an image is a one-frame clip.
-        frames = torch.from_numpy(np.asarray(pixels, dtype=np.float32))[:, :, None]
-        latents = vae.encode(frames.to(vae.dtype)).latent_dist.mode()[:, :, 0]
-        shape = (1, vae.config.z_dim, 1, 1)
-        mean = torch.tensor(vae.config.latents_mean).reshape(shape)
-        std = torch.tensor(vae.config.latents_std).reshape(shape)
-        embeds, mask = pipe.encode_prompt(list(captions), device=torch.device("cpu"))
-    return EncodedFlowExamples(latents=(latents - mean) / std, caption_embeds=embeds, caption_mask=mask)
+        for start in range(0, len(pixels), chunk_size):
+            # The Qwen-Image VAE is a video VAE: an image is a one-frame clip.
+            chunk = np.asarray(pixels[start : start + chunk_size], dtype=np.float32)
+            frames = torch.from_numpy(chunk)[:, :, None].to(vae.device, vae.dtype)
+            latents.append((vae.encode(frames).latent_dist.mode()[:, :, 0] - mean) / std)
+        embeds, mask = encode_captions(pipe, captions, chunk_size)
+    return EncodedFlowExamples(latents=torch.cat(latents), caption_embeds=embeds, caption_mask=mask)
 
 
 def flow_matching_loss_at(
@@ -183,124 +210,73 @@ def flow_matching_loss(
     examples: EncodedFlowExamples,
     indices: torch.Tensor,
     training_sigmas: torch.Tensor,
-    config: FlowLoraConfig,
+    config: LoraTrainConfig,
     generator: torch.Generator,
 ) -> torch.Tensor:
     """The weighted flow-matching loss of one batch with fresh noise at sigmas drawn from the density."""
     import torch
 
-    noise = torch.randn(examples.latents[indices].shape, generator=generator)
+    device = examples.latents.device
+    # Random numbers are drawn on the CPU so a seed gives the same run on any device.
+    noise = torch.randn(examples.latents[indices].shape, generator=generator).to(device)
     points = sample_density(
         len(indices), config.timestep_density, config.logit_mean, config.logit_std, generator
     )
-    sigmas = pick_training_sigmas(points, training_sigmas)
+    sigmas = pick_training_sigmas(points, training_sigmas).to(device)
     return flow_matching_loss_at(transformer, examples, indices, noise, sigmas, config.loss_weighting)
 
 
-def add_flow_lora(transformer: QwenImageTransformer2DModel, config: FlowLoraConfig) -> None:
-    """Freeze the transformer and add a trainable LoRA on ``config.lora_target_modules``."""
-    from peft import LoraConfig
-
+def add_flow_lora(transformer: QwenImageTransformer2DModel, config: LoraTrainConfig) -> None:
+    """Freeze the transformer and add a trainable LoRA on ``config.lora_target_modules`` (by default the
+    attention projections of both streams)."""
     transformer.requires_grad_(False)
-    lora = LoraConfig(
-        r=config.lora_rank,
-        lora_alpha=config.lora_alpha,
-        init_lora_weights="gaussian",
-        target_modules=list(config.lora_target_modules),
-    )
-    transformer.add_adapter(lora)
+    targets = config.lora_target_modules or FLOW_LORA_TARGET_MODULES
+    transformer.add_adapter(lora_config(config.lora_rank, config.lora_alpha, targets))
 
 
 def flow_lora_layers(transformer: QwenImageTransformer2DModel) -> dict[str, torch.Tensor]:
     """The transformer's LoRA weights under peft's key names."""
-    from peft.utils import get_peft_model_state_dict
-
-    return get_peft_model_state_dict(transformer)
+    return peft_lora_layers(transformer)
 
 
 def save_flow_lora(transformer: QwenImageTransformer2DModel, folder: str | Path) -> Path:
-    """Save the LoRA with its peft configuration, so ``load_lora_weights`` scales it by the trained alpha."""
+    """Save the LoRA so ``QwenImagePipeline.load_lora_weights(folder)`` reloads it, scaled by the trained
+    alpha."""
     from diffusers import QwenImagePipeline
 
-    folder = Path(folder)
-    QwenImagePipeline.save_lora_weights(
-        save_directory=folder,
-        transformer_lora_layers=flow_lora_layers(transformer),
-        transformer_lora_adapter_metadata=transformer.peft_config["default"].to_dict(),
-        safe_serialization=True,
-    )
-    return folder
+    return save_diffusers_lora(QwenImagePipeline, "transformer", transformer, folder)
 
 
-@dataclass(frozen=True)
-class FlowLoraRun:
-    """What a run produced: the loss of each step and the LoRA weights it saved (peft key names)."""
+def load_recipe(model_path: str | Path, config: LoraTrainConfig) -> LoraRecipe:
+    """The flow-matching recipe for the Qwen-Image pipeline at ``model_path``, its transformer carrying a
+    fresh LoRA (initial weights from torch's global generator).
 
-    losses: list[float]
-    lora_layers: dict[str, torch.Tensor]
-
-
-def _stream_seeds(seed: int) -> tuple[int, int, int]:
-    """Independent seeds for the LoRA's initial weights, the batch order and the noise."""
-    lora, order, noise = np.random.SeedSequence(seed % 2**32).generate_state(3)
-    return int(lora), int(order), int(noise)
-
-
-def train_flow_lora(
-    model_path: str | Path,
-    pixels: np.ndarray,
-    captions: Sequence[str],
-    config: FlowLoraConfig,
-    adapter_path: str | Path,
-) -> FlowLoraRun:
-    """Train a LoRA for the Qwen-Image pipeline at ``model_path`` and save it to ``adapter_path``.
-
-    ``pixels`` is (n, 3, h, w) float in [-1, 1], h and w multiples of twice the VAE's downsampling
-    factor (the transformer's 2x2 patches), one caption per image. Each step trains on ``batch_size`` images
-    drawn at random. Deterministic for a seed; the caller's random state is left untouched.
-
-    Raises:
-        ValueError: no images, or images and captions differ in number.
-        FloatingPointError: the loss stopped being finite (the learning rate is too high).
+    Images must have sides that are multiples of twice the VAE's downsampling factor (the transformer's
+    2x2 patches).
     """
-    import torch
     from diffusers import FlowMatchEulerDiscreteScheduler, QwenImagePipeline
 
-    if len(pixels) == 0:
-        raise ValueError("no training images: LoRA fine-tuning needs at least one (image, caption) pair")
-    lora_seed, order_seed, noise_seed = _stream_seeds(config.seed)
-    threads_before = torch.get_num_threads()
-    torch.set_num_threads(config.cpu_threads)
-    try:
-        pipe = QwenImagePipeline.from_pretrained(model_path, local_files_only=True)
-        # A fresh scheduler: its sigmas are the training ones, before any sampling reshapes them.
-        scheduler = FlowMatchEulerDiscreteScheduler.from_config(pipe.scheduler.config)
-        examples = encode_flow_examples(pipe, pixels, captions)
-        transformer = pipe.transformer
-        with torch.random.fork_rng(devices=[]):
-            torch.manual_seed(lora_seed)  # the LoRA's gaussian initial weights
-            add_flow_lora(transformer, config)
-        trainable = [parameter for parameter in transformer.parameters() if parameter.requires_grad]
-        optimizer = torch.optim.AdamW(trainable, lr=config.learning_rate)
-        order_generator = torch.Generator().manual_seed(order_seed)
-        noise_generator = torch.Generator().manual_seed(noise_seed)
-        losses: list[float] = []
-        transformer.train()
-        for step in range(1, config.steps + 1):
-            indices = torch.randperm(len(examples), generator=order_generator)[: config.batch_size]
-            loss = flow_matching_loss(
-                transformer, examples, indices, scheduler.sigmas, config, noise_generator
-            )
-            loss.backward()
-            optimizer.step()
-            optimizer.zero_grad()
-            value = float(loss.detach())
-            if not math.isfinite(value):
-                raise FloatingPointError(f"training loss is {value} at step {step}; lower learning_rate")
-            losses.append(value)
-        transformer.eval()
-        save_flow_lora(transformer, adapter_path)
-    finally:
-        torch.set_num_threads(threads_before)
-    layers = {name: tensor.detach().clone() for name, tensor in flow_lora_layers(transformer).items()}
-    return FlowLoraRun(losses=losses, lora_layers=layers)
+    pipe = QwenImagePipeline.from_pretrained(model_path, local_files_only=True)
+    for model in (pipe.vae, pipe.text_encoder):
+        model.requires_grad_(False)
+    # A fresh scheduler: its sigmas are the training ones, before any sampling reshapes them.
+    training_sigmas = FlowMatchEulerDiscreteScheduler.from_config(pipe.scheduler.config).sigmas
+    add_flow_lora(pipe.transformer, config)
+
+    def encode(images: list[TrainingImage], chunk_size: int) -> EncodedFlowExamples:
+        pixels = np.stack([image.pixels for image in images])
+        return encode_flow_examples(pipe, pixels, [image.caption for image in images], chunk_size)
+
+    def loss(
+        examples: EncodedFlowExamples, indices: torch.Tensor, generator: torch.Generator
+    ) -> torch.Tensor:
+        return flow_matching_loss(pipe.transformer, examples, indices, training_sigmas, config, generator)
+
+    return LoraRecipe(
+        denoiser=pipe.transformer,
+        encoders=(pipe.vae, pipe.text_encoder),
+        encode=encode,
+        encoded_type=EncodedFlowExamples,
+        loss=loss,
+        save_adapter=lambda folder: save_flow_lora(pipe.transformer, folder),
+    )

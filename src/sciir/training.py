@@ -1,23 +1,25 @@
-"""LoRA fine-tuning of a Stable-Diffusion-style diffusers pipeline, as small steps.
+"""LoRA fine-tuning of a diffusers text-to-image pipeline, as small steps shared by every model family.
 
-The recipe follows diffusers' ``examples/text_to_image/train_text_to_image_lora.py``: frozen VAE
-and text encoder, a LoRA on the UNet's attention projections, noise added at random timesteps,
-MSE between the UNet's prediction and its target, AdamW. The adapter is saved by diffusers'
-``save_lora_weights`` (safetensors, peft key names), so ``pipe.load_lora_weights(folder)`` reloads
-it. The base folder must have the Stable Diffusion layout (tokenizer, text_encoder, vae, unet,
-scheduler subfolders). Checkpoints (``sciir.lora_checkpoints``) let a stopped run resume to the very
-weights an uninterrupted run reaches.
+A family (:mod:`sciir.lora_families`: noise prediction for Stable-Diffusion-style UNets, flow matching for
+Qwen-Image's transformer) says how its pipeline loads, which model gets the LoRA, how images and captions
+are encoded and what the loss of a batch is (a :class:`LoraRecipe`). Everything else is here, the same for
+all: images in, encodings computed once (and cached on disk, :mod:`sciir.encoding_cache`), the optimiser
+loop with its learning-rate schedule, mixed precision and gradient checkpointing
+(:mod:`sciir.training_resources`), checkpoints (:mod:`sciir.lora_checkpoints`) that let a stopped run
+resume to the very weights an uninterrupted run reaches, and the adapter saved as safetensors that
+``pipe.load_lora_weights(folder)`` reloads.
 """
 
 from __future__ import annotations
 
 import itertools
+import json
 import logging
 import math
 import random
 import shutil
 import time
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -34,16 +36,28 @@ from sciir.lora_checkpoints import (
     prune_checkpoints,
     save_checkpoint,
 )
+from sciir.training_resources import (
+    autocast,
+    build_optimizer,
+    check_optimizer_available,
+    enable_gradient_checkpointing,
+)
 
 if TYPE_CHECKING:
     import torch
-    from diffusers import AutoencoderKL, DDPMScheduler, UNet2DConditionModel
-    from transformers import CLIPTextModel, CLIPTokenizer
+    from peft import LoraConfig
 
 logger = logging.getLogger(__name__)
 
-LORA_TARGET_MODULES = ("to_k", "to_q", "to_v", "to_out.0")
 CHECKPOINT_DIR = "checkpoints"
+# The file diffusers' save_lora_weights writes and load_lora_weights reads.
+ADAPTER_FILE = "pytorch_lora_weights.safetensors"
+# Images encoded per call of the VAE and the text encoder: fixed, so the encodings (and the cache key)
+# do not depend on the training batch size.
+ENCODE_CHUNK_SIZE = 8
+Family = Literal["noise_prediction", "flow_matching"]
+TimestepDensity = Literal["logit_normal", "uniform"]
+LossWeighting = Literal["none", "sigma_sqrt", "cosmap"]
 
 
 class LoraTrainConfig(BaseModel):
@@ -51,22 +65,42 @@ class LoraTrainConfig(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
+    # None: the family of the base pipeline's class (model_index.json); a family that disagrees with the
+    # pipeline's is refused.
+    family: Family | None = None
     resolution: PositiveInt
     steps: PositiveInt
     batch_size: PositiveInt
     learning_rate: PositiveFloat
     lora_rank: PositiveInt
-    # Module names (peft matches them as name suffixes) that get a LoRA: by default the attention
-    # projections, as diffusers' recipe for a pretrained UNet.
-    lora_target_modules: tuple[str, ...] = LORA_TARGET_MODULES
+    # The LoRA's output is scaled by alpha / rank; None: alpha = rank (a scale of 1).
+    lora_alpha: PositiveFloat | None = None
+    # Module names (peft matches them as name suffixes) that get a LoRA; None: the family's attention
+    # projections, as diffusers' recipes for a pretrained model.
+    lora_target_modules: tuple[str, ...] | None = None
     seed: int
     lr_scheduler: Literal["constant", "constant_with_warmup", "linear", "cosine"] = "constant"
     lr_warmup_steps: NonNegativeInt = 0
+    # "bf16": the denoiser's forward pass under bfloat16 autocast (its weights and the LoRA stay float32).
+    mixed_precision: Literal["no", "bf16"] = "no"
+    # Recompute activations in the backward pass instead of keeping them: less memory, more time.
+    gradient_checkpointing: bool = False
+    # "adamw8bit" needs the bitsandbytes package (and a CUDA GPU).
+    optimizer: Literal["adamw", "adamw8bit"] = "adamw"
+    # Flow matching only: where the sigmas are drawn and how each sample's error is weighted (SD3's options).
+    timestep_density: TimestepDensity = "logit_normal"
+    logit_mean: float = 0.0
+    logit_std: PositiveFloat = 1.0
+    loss_weighting: LossWeighting = "none"
     checkpoint_every: NonNegativeInt = 0
     # Keep at most this many checkpoints, removing the oldest first (None: keep all).
     checkpoints_total_limit: PositiveInt | None = None
     # "latest" (the newest checkpoint under the adapter folder, if any), a checkpoint folder, or None.
     resume_from_checkpoint: str | None = None
+    # Folder of the latent and caption-embedding cache (sciir.encoding_cache); None: encode every run.
+    encoding_cache: str | None = None
+    # Examples per cache shard file.
+    cache_shard_size: PositiveInt = 64
     device: str = "cpu"
     # Float sums on the CPU depend on the number of threads, and other libraries (Dask starts its
     # workers with OMP_NUM_THREADS=1) change torch's default: a fixed count makes a seeded run give the
@@ -76,15 +110,23 @@ class LoraTrainConfig(BaseModel):
 
 # The settings that shape the sequence of weights: a checkpoint resumes only a run that agrees on them.
 TRAJECTORY_FIELDS = (
+    "family",
     "resolution",
     "steps",
     "batch_size",
     "learning_rate",
     "lora_rank",
+    "lora_alpha",
     "lora_target_modules",
     "seed",
     "lr_scheduler",
     "lr_warmup_steps",
+    "mixed_precision",
+    "optimizer",
+    "timestep_density",
+    "logit_mean",
+    "logit_std",
+    "loss_weighting",
 )
 
 
@@ -155,92 +197,83 @@ def load_training_images(
     return images, skipped
 
 
-@dataclass
-class DiffusionParts:
-    """The parts of a Stable-Diffusion-style pipeline that training touches."""
+@dataclass(frozen=True)
+class LoraRecipe:
+    """A model family's side of training, for one loaded pipeline whose denoiser carries a fresh LoRA.
 
-    tokenizer: CLIPTokenizer
-    text_encoder: CLIPTextModel
-    vae: AutoencoderKL
-    unet: UNet2DConditionModel
-    noise_scheduler: DDPMScheduler
-
-
-def load_diffusion_parts(model_path: str | Path) -> DiffusionParts:
-    """Load the parts from a local diffusers folder, on the CPU, with every base weight frozen.
-
-    Raises:
-        FileNotFoundError: ``model_path`` is not a folder.
+    ``encode(images, chunk_size)`` returns a dataclass of ``encoded_type`` whose fields are tensors (or
+    None) with the examples along the first axis; ``loss(encoded, indices, generator)`` is the loss of
+    the examples at ``indices``, drawing its randomness from ``generator``.
     """
-    if not Path(model_path).is_dir():
-        raise FileNotFoundError(f"base diffusers pipeline folder {model_path} does not exist")
-    from diffusers import AutoencoderKL, DDPMScheduler, UNet2DConditionModel
-    from transformers import CLIPTextModel, CLIPTokenizer
 
-    parts = DiffusionParts(
-        tokenizer=CLIPTokenizer.from_pretrained(model_path, subfolder="tokenizer", local_files_only=True),
-        text_encoder=CLIPTextModel.from_pretrained(
-            model_path, subfolder="text_encoder", local_files_only=True
-        ),
-        vae=AutoencoderKL.from_pretrained(model_path, subfolder="vae", local_files_only=True),
-        unet=UNet2DConditionModel.from_pretrained(model_path, subfolder="unet", local_files_only=True),
-        # Training adds noise with DDPM's formula whatever sampler the pipeline ships with.
-        noise_scheduler=DDPMScheduler.from_pretrained(
-            model_path, subfolder="scheduler", local_files_only=True
-        ),
-    )
-    for model in (parts.text_encoder, parts.vae, parts.unet):
-        model.requires_grad_(False)
-    return parts
+    denoiser: torch.nn.Module
+    encoders: tuple[torch.nn.Module, ...]
+    encode: Callable[[list[TrainingImage], int], Any]
+    encoded_type: type
+    loss: Callable[[Any, torch.Tensor, torch.Generator], torch.Tensor]
+    save_adapter: Callable[[Path], Path]
 
 
-def add_lora_adapter(
-    unet: UNet2DConditionModel, rank: int, target_modules: Iterable[str] = LORA_TARGET_MODULES
-) -> list[torch.nn.Parameter]:
-    """Add a LoRA of ``rank`` on the UNet's ``target_modules``; returns its trainable parameters."""
+def lora_config(rank: int, alpha: float | None, target_modules: Iterable[str]) -> LoraConfig:
+    """A peft LoRA configuration with gaussian initial weights (drawn from torch's global generator)."""
     from peft import LoraConfig
 
-    config = LoraConfig(
-        r=rank, lora_alpha=rank, init_lora_weights="gaussian", target_modules=list(target_modules)
+    return LoraConfig(
+        r=rank,
+        lora_alpha=rank if alpha is None else alpha,
+        init_lora_weights="gaussian",
+        target_modules=list(target_modules),
     )
-    unet.add_adapter(config)
-    return [parameter for parameter in unet.parameters() if parameter.requires_grad]
 
 
-@dataclass
-class EncodedExamples:
-    """What the frozen encoders make of the training set, computed once for all steps."""
+def peft_lora_layers(model: torch.nn.Module) -> dict[str, torch.Tensor]:
+    """The model's LoRA weights under peft's key names (``<module>.lora_A.weight``, ``lora_B``)."""
+    from peft.utils import get_peft_model_state_dict
 
-    latent_mean: torch.Tensor
-    latent_std: torch.Tensor
-    caption_states: torch.Tensor
-
-    def __len__(self) -> int:
-        return int(self.latent_mean.shape[0])
+    return get_peft_model_state_dict(model)
 
 
-def encode_examples(parts: DiffusionParts, images: list[TrainingImage], chunk_size: int) -> EncodedExamples:
-    """Latent distributions of the images and hidden states of the captions, ``chunk_size`` at a time."""
-    import torch
+def save_diffusers_lora(
+    pipeline_class: type, component: str, model: torch.nn.Module, folder: str | Path
+) -> Path:
+    """Save the LoRA of the pipeline's ``component`` (``unet``, ``transformer``) with diffusers' writer
+    for ``pipeline_class``, with its peft configuration (so a reload gets its alpha), as safetensors with
+    a canonical header; ``pipe.load_lora_weights(folder)`` reloads it."""
+    folder = Path(folder)
+    pipeline_class.save_lora_weights(
+        save_directory=folder,
+        safe_serialization=True,
+        **{
+            f"{component}_lora_layers": peft_lora_layers(model),
+            f"{component}_lora_adapter_metadata": lora_adapter_metadata(model),
+        },
+    )
+    canonical_safetensors_header(folder / ADAPTER_FILE)
+    return folder
 
-    device = parts.unet.device
-    means, stds, states = [], [], []
-    for start in range(0, len(images), chunk_size):
-        chunk = images[start : start + chunk_size]
-        pixels = torch.from_numpy(np.stack([image.pixels for image in chunk])).to(device)
-        token_ids = parts.tokenizer(
-            [image.caption for image in chunk],
-            padding="max_length",
-            max_length=parts.tokenizer.model_max_length,
-            truncation=True,
-            return_tensors="pt",
-        ).input_ids.to(device)
-        with torch.no_grad():
-            distribution = parts.vae.encode(pixels).latent_dist
-            means.append(distribution.mean)
-            stds.append(distribution.std)
-            states.append(parts.text_encoder(token_ids, return_dict=False)[0])
-    return EncodedExamples(torch.cat(means), torch.cat(stds), torch.cat(states))
+
+def canonical_safetensors_header(path: Path) -> None:
+    """Rewrite a safetensors file's header with its metadata entries in sorted order.
+
+    safetensors writes the metadata map in hash order, which changes from one process to the next, so the
+    same adapter would get different bytes (and DVC would see a change) on every run. The tensors and
+    their offsets are untouched.
+    """
+    raw = path.read_bytes()
+    size = int.from_bytes(raw[:8], "little")
+    header = json.loads(raw[8 : 8 + size])
+    if "__metadata__" in header:
+        header["__metadata__"] = dict(sorted(header["__metadata__"].items()))
+    text = json.dumps(header, separators=(",", ":")).encode()
+    text += b" " * (-len(text) % 8)  # the format pads the header to a multiple of 8 bytes
+    path.write_bytes(len(text).to_bytes(8, "little") + text + raw[8 + size :])
+
+
+def lora_adapter_metadata(model: torch.nn.Module) -> dict[str, Any]:
+    """The LoRA's peft configuration for the adapter file (so a reload gets its alpha), sets as sorted
+    lists: a set's order changes between processes, and the file's bytes would change with it."""
+    config = model.peft_config["default"].to_dict()
+    return {key: sorted(value) if isinstance(value, set) else value for key, value in config.items()}
 
 
 def batch_indices(
@@ -257,58 +290,6 @@ def batch_indices(
                 return
             produced += 1
             yield batch
-
-
-def diffusion_loss(
-    parts: DiffusionParts, encoded: EncodedExamples, indices: torch.Tensor, generator: torch.Generator
-) -> torch.Tensor:
-    """MSE between the UNet's prediction and its target for one batch noised at random timesteps."""
-    import torch
-    import torch.nn.functional as functional
-
-    device = encoded.latent_mean.device
-    mean, std = encoded.latent_mean[indices], encoded.latent_std[indices]
-    # Random numbers are drawn on the CPU so a seed gives the same run on any device.
-    sampled = mean + std * torch.randn(mean.shape, generator=generator).to(device)
-    latents = sampled * parts.vae.config.scaling_factor
-    noise = torch.randn(latents.shape, generator=generator).to(device)
-    n_timesteps = parts.noise_scheduler.config.num_train_timesteps
-    timesteps = torch.randint(0, n_timesteps, (len(indices),), generator=generator).to(device)
-    noisy_latents = parts.noise_scheduler.add_noise(latents, noise, timesteps)
-    prediction_type = parts.noise_scheduler.config.prediction_type
-    if prediction_type == "epsilon":
-        target = noise
-    elif prediction_type == "v_prediction":
-        target = parts.noise_scheduler.get_velocity(latents, noise, timesteps)
-    else:
-        raise ValueError(
-            f"unsupported prediction type {prediction_type!r} (expected epsilon or v_prediction)"
-        )
-    prediction = parts.unet(noisy_latents, timesteps, encoded.caption_states[indices], return_dict=False)[0]
-    return functional.mse_loss(prediction.float(), target.float())
-
-
-def lora_layers(unet: UNet2DConditionModel) -> dict[str, torch.Tensor]:
-    """The UNet's LoRA weights under peft's key names (``<module>.lora_A.weight``, ``lora_B``).
-
-    Not converted with ``convert_state_dict_to_diffusers``: it renames only the attention projections,
-    and ``load_lora_weights`` reading such a mixed file (attention keys renamed, convolution keys not)
-    silently drops the renamed ones. Peft's names are what it reads for every module.
-    """
-    from peft.utils import get_peft_model_state_dict
-
-    return get_peft_model_state_dict(unet)
-
-
-def save_lora_adapter(unet: UNet2DConditionModel, folder: str | Path) -> Path:
-    """Save the UNet's LoRA as safetensors with diffusers' writer; ``load_lora_weights(folder)`` reloads it."""
-    from diffusers import StableDiffusionPipeline
-
-    folder = Path(folder)
-    StableDiffusionPipeline.save_lora_weights(
-        save_directory=folder, unet_lora_layers=lora_layers(unet), safe_serialization=True
-    )
-    return folder
 
 
 def _stream_seeds(seed: int) -> tuple[int, int]:
@@ -333,13 +314,13 @@ def _check_same_trajectory(progress: Mapping[str, Any], config: LoraTrainConfig,
 
 
 def train_lora(
-    parts: DiffusionParts,
-    encoded: EncodedExamples,
+    recipe: LoraRecipe,
+    encoded: Any,
     config: LoraTrainConfig,
     checkpoint_root: Path | None,
     resume_from: Path | None = None,
 ) -> list[StepRecord]:
-    """Optimise the UNet's LoRA (added by :func:`add_lora_adapter`) up to step ``config.steps``.
+    """Optimise the LoRA of the recipe's denoiser up to step ``config.steps``.
 
     From ``resume_from`` (a checkpoint) the run continues at the step after the checkpoint's and
     reaches the weights an uninterrupted run reaches. Every ``config.checkpoint_every`` steps (when
@@ -350,12 +331,14 @@ def train_lora(
     Raises:
         FloatingPointError: the loss stopped being finite (the learning rate is too high).
         ValueError: the checkpoint was saved by a run with other settings.
+        ImportError: the optimiser's package is not installed.
     """
     import torch
     from diffusers.optimization import get_scheduler
 
-    trainable = {name: p for name, p in parts.unet.named_parameters() if p.requires_grad}
-    optimizer = torch.optim.AdamW(trainable.values(), lr=config.learning_rate)
+    model = recipe.denoiser
+    trainable = {name: p for name, p in model.named_parameters() if p.requires_grad}
+    optimizer = build_optimizer(config.optimizer, list(trainable.values()), config.learning_rate)
     scheduler = get_scheduler(
         config.lr_scheduler,
         optimizer,
@@ -374,11 +357,14 @@ def train_lora(
     order = batch_indices(
         len(encoded), config.batch_size, config.steps, torch.Generator().manual_seed(order_seed)
     )
-    parts.unet.train()
+    if config.gradient_checkpointing:
+        enable_gradient_checkpointing(model)
+    model.train()
     for step, indices in enumerate(itertools.islice(order, len(records), None), len(records) + 1):
         started = time.perf_counter()
         learning_rate = optimizer.param_groups[0]["lr"]
-        loss = diffusion_loss(parts, encoded, indices, generator)
+        with autocast(config.mixed_precision, model.device):
+            loss = recipe.loss(encoded, indices, generator)
         loss.backward()
         optimizer.step()
         scheduler.step()
@@ -390,14 +376,14 @@ def train_lora(
         records.append(StepRecord(step, value, learning_rate, speed))
         if checkpoint_root is not None and config.checkpoint_every and step % config.checkpoint_every == 0:
             _save_training_checkpoint(
-                parts.unet, trainable, optimizer, scheduler, generator, records, config, checkpoint_root
+                recipe, trainable, optimizer, scheduler, generator, records, config, checkpoint_root
             )
-    parts.unet.eval()
+    model.eval()
     return records
 
 
 def _save_training_checkpoint(
-    unet: UNet2DConditionModel,
+    recipe: LoraRecipe,
     trainable: Mapping[str, torch.Tensor],
     optimizer: torch.optim.Optimizer,
     scheduler: torch.optim.lr_scheduler.LRScheduler,
@@ -410,7 +396,7 @@ def _save_training_checkpoint(
     if config.checkpoints_total_limit is not None:
         prune_checkpoints(root, keep=config.checkpoints_total_limit - 1)  # room for the new one
     folder = checkpoint_folder(root, records[-1].step)
-    save_lora_adapter(unet, folder)
+    recipe.save_adapter(folder)
     progress = {
         "step": records[-1].step,
         "records": [asdict(record) for record in records],
@@ -454,30 +440,38 @@ def finetune_lora_adapter(
 ) -> list[StepRecord]:
     """Train a LoRA for the pipeline at ``model_path`` on ``images`` and save it to ``adapter_path``.
 
-    Deterministic for a given ``config.seed``, resumed or not; the caller's random states are left
-    untouched. Checkpoints live under ``adapter_path/checkpoints``; a run that does not resume
-    removes those of an earlier run. Returns the record of each step.
+    The family is ``config.family`` or, when None, the pipeline's (:func:`sciir.lora_families.resolve_family`).
+    Deterministic for a given ``config.seed``, resumed or not, with or without the encoding cache; the
+    caller's random states are left untouched. Checkpoints live under ``adapter_path/checkpoints``; a run
+    that does not resume removes those of an earlier run. Returns the record of each step.
 
     Raises:
-        ValueError: ``images`` is empty, or the checkpoint to resume was saved with other settings.
+        ValueError: ``images`` is empty, the family disagrees with the pipeline's, or the checkpoint to
+            resume was saved with other settings.
         FileNotFoundError: ``config.resume_from_checkpoint`` names a folder that is not a checkpoint.
+        ImportError: the optimiser's package is not installed.
     """
+    from sciir.encoding_cache import encode_with_cache
+    from sciir.lora_families import load_family_recipe, resolve_family
+
     if not images:
         raise ValueError("no training images: LoRA fine-tuning needs at least one (image, caption) pair")
+    family = resolve_family(model_path, config.family)
+    check_optimizer_available(config.optimizer)
     checkpoint_root = Path(adapter_path) / CHECKPOINT_DIR
     if config.resume_from_checkpoint is None:
         # Checkpoints of an earlier run would be mistaken for this run's.
         shutil.rmtree(checkpoint_root, ignore_errors=True)
     resume_from = find_checkpoint(checkpoint_root, config.resume_from_checkpoint)
+    config = config.model_copy(update={"family": family})
     with seeded_random_states(config.seed), torch_threads(config.cpu_threads):
-        parts = load_diffusion_parts(model_path)
         # The LoRA's initial weights come from torch's global generator, seeded above.
-        add_lora_adapter(parts.unet, config.lora_rank, config.lora_target_modules)
-        for model in (parts.text_encoder, parts.vae, parts.unet):
+        recipe = load_family_recipe(family, model_path, config)
+        for model in (recipe.denoiser, *recipe.encoders):
             model.to(config.device)
-        encoded = encode_examples(parts, images, config.batch_size)
+        encoded = encode_with_cache(recipe, model_path, images, config)
         records = train_lora(
-            parts, encoded, config, checkpoint_root if config.checkpoint_every else None, resume_from
+            recipe, encoded, config, checkpoint_root if config.checkpoint_every else None, resume_from
         )
-    save_lora_adapter(parts.unet, adapter_path)
+    recipe.save_adapter(Path(adapter_path))
     return records

@@ -16,6 +16,7 @@ from pydantic import ValidationError
 
 from sciir.pipelines.finetune import create_pipeline
 from sciir.pipelines.finetune.nodes import finetune_lora, prepare_base_model
+from sciir.tiny_flow_models import MARKER_FILE as FLOW_MARKER_FILE
 from sciir.tiny_models import MARKER_FILE
 from sciir.tracking import MetricsDataset
 
@@ -27,6 +28,7 @@ def params(tmp_path):
     base = yaml.safe_load((REPO / "conf" / "base" / "parameters_finetune.yml").read_text())["finetune"]
     return base | {
         "tiny_model_path": str(tmp_path / "tiny_base"),
+        "encoding_cache": str(tmp_path / "cache"),
         "adapter_path": str(tmp_path / "lora"),
         "resolution": 32,
         "steps": 4,
@@ -58,7 +60,11 @@ def _artifact_names(client, run_id: str, path: str) -> list[str]:
     return sorted(entry.path.rsplit("/", 1)[-1] for entry in client.list_artifacts(run_id, path))
 
 
-def test_pipeline_trains_an_adapter_and_logs_it(params, train_split, tmp_path, mlflow_store):
+@pytest.mark.parametrize(
+    ("family", "marker"), [("noise_prediction", MARKER_FILE), ("flow_matching", FLOW_MARKER_FILE)]
+)
+def test_pipeline_trains_an_adapter_and_logs_it(family, marker, params, train_split, tmp_path, mlflow_store):
+    params = params | {"family": family}
     catalog = DataCatalog(
         {
             "train_split": MemoryDataset(train_split),
@@ -77,8 +83,8 @@ def test_pipeline_trains_an_adapter_and_logs_it(params, train_split, tmp_path, m
         catalog[name].load() for name in ("finetune_summary", "finetune_metric_history", "finetune_metrics")
     )
 
-    assert summary["base_model_path"] == params["tiny_model_path"]
-    assert (tmp_path / "tiny_base" / MARKER_FILE).is_file()
+    assert summary["base_model_path"] == params["tiny_model_path"] and summary["family"] == family
+    assert (tmp_path / "tiny_base" / marker).is_file()
     assert (tmp_path / "lora" / "pytorch_lora_weights.safetensors").is_file()
     assert summary["steps"] == 4 and summary["resolution"] == 32 and summary["lora_rank"] == 4
     assert summary["n_train"] == 3 and summary["n_skipped"] == 2

@@ -12,19 +12,23 @@ import pandas as pd
 from pydantic import PositiveInt
 
 from sciir.backends.base import GenerationRequest
-from sciir.tiny_models import ensure_tiny_pipeline
+from sciir.lora_families import ensure_tiny_base, resolve_family
 from sciir.tracking import log_artifacts, log_metrics
 from sciir.training import (
+    Family,
     LoraTrainConfig,
     SkippedImage,
     StepRecord,
     finetune_lora_adapter,
     load_training_images,
 )
+from sciir.training_resources import peak_gpu_memory
 
 logger = logging.getLogger(__name__)
 
 TINY_BASE_MODEL = "tiny"
+# The family of the tiny pipeline when ``family`` is not set.
+TINY_DEFAULT_FAMILY: Family = "noise_prediction"
 METRICS_PREFIX = "finetune"
 TRAIN_COLUMNS = ("sample_id", "prompt", "image_path")
 VALIDATION_IMAGES = 2
@@ -41,19 +45,24 @@ class FinetuneParams(LoraTrainConfig):
 
 
 def prepare_base_model(params: dict[str, Any]) -> str:
-    """The base pipeline's folder: for ``base_model: tiny`` the tiny pipeline, built when missing.
+    """The base pipeline's folder: for ``base_model: tiny`` the tiny pipeline of ``family`` (noise
+    prediction when unset), built when missing; otherwise a local diffusers folder whose pipeline class
+    has a recipe of that family.
 
     Raises:
-        FileNotFoundError: ``base_model`` is neither ``tiny`` nor an existing folder.
+        FileNotFoundError: ``base_model`` is neither ``tiny`` nor a diffusers pipeline folder.
+        ValueError: the folder's pipeline has no recipe, or is not of ``family``.
     """
     config = FinetuneParams.model_validate(params)
     if config.base_model == TINY_BASE_MODEL:
-        return str(ensure_tiny_pipeline(config.tiny_model_path, config.seed))
+        family = config.family or TINY_DEFAULT_FAMILY
+        return str(ensure_tiny_base(config.tiny_model_path, family, config.seed))
     if not Path(config.base_model).is_dir():
         raise FileNotFoundError(
             f"finetune.base_model {config.base_model!r} is neither {TINY_BASE_MODEL!r} "
             "nor the folder of a local diffusers pipeline"
         )
+    resolve_family(config.base_model, config.family)
     return config.base_model
 
 
@@ -79,10 +88,12 @@ def step_series(records: list[StepRecord], field: str) -> list[dict[str, float]]
     return [{"value": float(getattr(record, field)), "step": record.step} for record in records]
 
 
-def log_training_speed(records: list[StepRecord]) -> int:
-    """Samples per second of each step, to the active MLflow run only: a wall-clock measure differs on
-    every run, so it stays out of the DVC metrics files. Returns how many points were logged."""
-    return log_metrics({"samples_per_second": step_series(records, "samples_per_second")}, METRICS_PREFIX)
+def log_training_speed(records: list[StepRecord], memory: dict[str, float]) -> int:
+    """Samples per second of each step and the peak GPU memory (when on a GPU), to the active MLflow run
+    only: machine measures differ on every run, so they stay out of the DVC metrics files. Returns how
+    many values were logged."""
+    series = {"samples_per_second": step_series(records, "samples_per_second")}
+    return log_metrics(series | memory, METRICS_PREFIX)
 
 
 def finetune_lora(
@@ -90,27 +101,33 @@ def finetune_lora(
 ) -> tuple[dict[str, Any], dict[str, list[dict[str, float]]], dict[str, float]]:
     """Train the LoRA adapter and describe the run.
 
+    The family is ``family`` or, when unset, the base pipeline's.
+
     Returns:
-        The summary (paths, settings, final loss, skipped images with reasons), the per-step history
+        The summary (paths, family, settings, final loss, skipped images with reasons), the per-step history
         ``{"train_loss" | "learning_rate": [{"value", "step"}]}`` and the scalar metrics (with
         ``train_seconds``, which the metrics dataset logs to MLflow and keeps out of DVC's file).
-        Samples per second per step go straight to the active MLflow run.
+        Samples per second per step and the peak GPU memory go straight to the active MLflow run.
 
     Raises:
-        ValueError: no row of the train split has a usable image.
+        ValueError: no row of the train split has a usable image, or the family disagrees with the
+            base pipeline's.
     """
     config = FinetuneParams.model_validate(params)
+    config = config.model_copy(update={"family": resolve_family(base_model_path, config.family)})
     rows = training_rows(train_split, config.max_train_samples)
     images, skipped = load_training_images(rows, config.resolution)
     if not images:
         raise _no_usable_images_error(len(rows), skipped)
     started = time.perf_counter()
-    records = finetune_lora_adapter(base_model_path, images, config, config.adapter_path)
+    with peak_gpu_memory(config.device) as memory:
+        records = finetune_lora_adapter(base_model_path, images, config, config.adapter_path)
     train_seconds = time.perf_counter() - started
-    log_training_speed(records)
+    log_training_speed(records, memory)
     losses = [record.loss for record in records]
     summary = {
         "base_model_path": base_model_path,
+        "family": config.family,
         "adapter_path": config.adapter_path,
         "steps": len(losses),
         "resolution": config.resolution,

@@ -1,0 +1,183 @@
+"""The noise-prediction family of the LoRA recipe: a Stable-Diffusion-style pipeline's UNet.
+
+After diffusers' ``examples/text_to_image/train_text_to_image_lora.py``: frozen VAE and CLIP text
+encoder, a LoRA on the UNet, noise added at random DDPM timesteps, MSE between the UNet's prediction and
+its target (the noise, or the velocity for a v-prediction scheduler). The base folder must have the
+Stable Diffusion layout (tokenizer, text_encoder, vae, unet, scheduler subfolders). The shared loop,
+checkpoints and cache live in :mod:`sciir.training`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from sciir.training import (
+    LoraRecipe,
+    LoraTrainConfig,
+    TrainingImage,
+    lora_config,
+    peft_lora_layers,
+    save_diffusers_lora,
+)
+
+if TYPE_CHECKING:
+    import torch
+    from diffusers import AutoencoderKL, DDPMScheduler, UNet2DConditionModel
+    from transformers import CLIPTextModel, CLIPTokenizer
+
+LORA_TARGET_MODULES = ("to_k", "to_q", "to_v", "to_out.0")
+
+
+@dataclass
+class DiffusionParts:
+    """The parts of a Stable-Diffusion-style pipeline that training touches."""
+
+    tokenizer: CLIPTokenizer
+    text_encoder: CLIPTextModel
+    vae: AutoencoderKL
+    unet: UNet2DConditionModel
+    noise_scheduler: DDPMScheduler
+
+
+def load_diffusion_parts(model_path: str | Path) -> DiffusionParts:
+    """Load the parts from a local diffusers folder, on the CPU, with every base weight frozen.
+
+    Raises:
+        FileNotFoundError: ``model_path`` is not a folder.
+    """
+    if not Path(model_path).is_dir():
+        raise FileNotFoundError(f"base diffusers pipeline folder {model_path} does not exist")
+    from diffusers import AutoencoderKL, DDPMScheduler, UNet2DConditionModel
+    from transformers import CLIPTextModel, CLIPTokenizer
+
+    parts = DiffusionParts(
+        tokenizer=CLIPTokenizer.from_pretrained(model_path, subfolder="tokenizer", local_files_only=True),
+        text_encoder=CLIPTextModel.from_pretrained(
+            model_path, subfolder="text_encoder", local_files_only=True
+        ),
+        vae=AutoencoderKL.from_pretrained(model_path, subfolder="vae", local_files_only=True),
+        unet=UNet2DConditionModel.from_pretrained(model_path, subfolder="unet", local_files_only=True),
+        # Training adds noise with DDPM's formula whatever sampler the pipeline ships with.
+        noise_scheduler=DDPMScheduler.from_pretrained(
+            model_path, subfolder="scheduler", local_files_only=True
+        ),
+    )
+    for model in (parts.text_encoder, parts.vae, parts.unet):
+        model.requires_grad_(False)
+    return parts
+
+
+def add_lora_adapter(
+    unet: UNet2DConditionModel,
+    rank: int,
+    target_modules: Iterable[str] = LORA_TARGET_MODULES,
+    alpha: float | None = None,
+) -> list[torch.nn.Parameter]:
+    """Add a LoRA of ``rank`` (scaled by ``alpha / rank``; alpha defaults to the rank) on the UNet's
+    ``target_modules``; returns its trainable parameters."""
+    unet.add_adapter(lora_config(rank, alpha, target_modules))
+    return [parameter for parameter in unet.parameters() if parameter.requires_grad]
+
+
+@dataclass
+class EncodedExamples:
+    """What the frozen encoders make of the training set, computed once for all steps."""
+
+    latent_mean: torch.Tensor
+    latent_std: torch.Tensor
+    caption_states: torch.Tensor
+
+    def __len__(self) -> int:
+        return int(self.latent_mean.shape[0])
+
+
+def encode_examples(parts: DiffusionParts, images: list[TrainingImage], chunk_size: int) -> EncodedExamples:
+    """Latent distributions of the images and hidden states of the captions, ``chunk_size`` at a time."""
+    import torch
+
+    device = parts.unet.device
+    means, stds, states = [], [], []
+    for start in range(0, len(images), chunk_size):
+        chunk = images[start : start + chunk_size]
+        pixels = torch.from_numpy(np.stack([image.pixels for image in chunk])).to(device)
+        token_ids = parts.tokenizer(
+            [image.caption for image in chunk],
+            padding="max_length",
+            max_length=parts.tokenizer.model_max_length,
+            truncation=True,
+            return_tensors="pt",
+        ).input_ids.to(device)
+        with torch.no_grad():
+            distribution = parts.vae.encode(pixels).latent_dist
+            means.append(distribution.mean)
+            stds.append(distribution.std)
+            states.append(parts.text_encoder(token_ids, return_dict=False)[0])
+    return EncodedExamples(torch.cat(means), torch.cat(stds), torch.cat(states))
+
+
+def diffusion_loss(
+    parts: DiffusionParts, encoded: EncodedExamples, indices: torch.Tensor, generator: torch.Generator
+) -> torch.Tensor:
+    """MSE between the UNet's prediction and its target for one batch noised at random timesteps."""
+    import torch
+    import torch.nn.functional as functional
+
+    device = encoded.latent_mean.device
+    mean, std = encoded.latent_mean[indices], encoded.latent_std[indices]
+    # Random numbers are drawn on the CPU so a seed gives the same run on any device.
+    sampled = mean + std * torch.randn(mean.shape, generator=generator).to(device)
+    latents = sampled * parts.vae.config.scaling_factor
+    noise = torch.randn(latents.shape, generator=generator).to(device)
+    n_timesteps = parts.noise_scheduler.config.num_train_timesteps
+    timesteps = torch.randint(0, n_timesteps, (len(indices),), generator=generator).to(device)
+    noisy_latents = parts.noise_scheduler.add_noise(latents, noise, timesteps)
+    prediction_type = parts.noise_scheduler.config.prediction_type
+    if prediction_type == "epsilon":
+        target = noise
+    elif prediction_type == "v_prediction":
+        target = parts.noise_scheduler.get_velocity(latents, noise, timesteps)
+    else:
+        raise ValueError(
+            f"unsupported prediction type {prediction_type!r} (expected epsilon or v_prediction)"
+        )
+    prediction = parts.unet(noisy_latents, timesteps, encoded.caption_states[indices], return_dict=False)[0]
+    return functional.mse_loss(prediction.float(), target.float())
+
+
+def lora_layers(unet: UNet2DConditionModel) -> dict[str, torch.Tensor]:
+    """The UNet's LoRA weights under peft's key names (``<module>.lora_A.weight``, ``lora_B``).
+
+    Not converted with ``convert_state_dict_to_diffusers``: it renames only the attention projections,
+    and ``load_lora_weights`` reading such a mixed file (attention keys renamed, convolution keys not)
+    silently drops the renamed ones. Peft's names are what it reads for every module.
+    """
+    return peft_lora_layers(unet)
+
+
+def save_lora_adapter(unet: UNet2DConditionModel, folder: str | Path) -> Path:
+    """Save the UNet's LoRA so ``StableDiffusionPipeline.load_lora_weights(folder)`` reloads it."""
+    from diffusers import StableDiffusionPipeline
+
+    return save_diffusers_lora(StableDiffusionPipeline, "unet", unet, folder)
+
+
+def load_recipe(model_path: str | Path, config: LoraTrainConfig) -> LoraRecipe:
+    """The noise-prediction recipe for the Stable-Diffusion-style pipeline at ``model_path``, its UNet
+    carrying a fresh LoRA (initial weights from torch's global generator)."""
+    parts = load_diffusion_parts(model_path)
+    add_lora_adapter(
+        parts.unet, config.lora_rank, config.lora_target_modules or LORA_TARGET_MODULES, config.lora_alpha
+    )
+    return LoraRecipe(
+        denoiser=parts.unet,
+        encoders=(parts.text_encoder, parts.vae),
+        encode=lambda images, chunk_size: encode_examples(parts, images, chunk_size),
+        encoded_type=EncodedExamples,
+        loss=lambda encoded, indices, generator: diffusion_loss(parts, encoded, indices, generator),
+        save_adapter=lambda folder: save_lora_adapter(parts.unet, folder),
+    )
