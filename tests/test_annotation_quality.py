@@ -57,25 +57,36 @@ def test_box_iou() -> None:
 
 
 def _annotation(sid: str, terms: list[str], relations: list[list[str]], labels: dict[str, bool | None],
-                status: str = "ok") -> dict:  # fmt: skip
+                status: str = "ok", shown: dict[str, tuple[list[str], list[str]]] | None = None) -> dict:  # fmt: skip
+    """An annotations row; ``shown`` maps a track to its (terms, visualizations), other tracks get none."""
+    shown = shown or {}
+    tracks = ("entity", "process", "law")
+    evidence = {f"{part}_{track}": json.dumps(shown.get(track, ([], []))[index])
+                for track in tracks for index, part in enumerate(("terms", "visualizations"))}  # fmt: skip
     return {"sample_id": sid, "terms": json.dumps(terms), "required_text": json.dumps(terms),
-            "relations": json.dumps(relations), "status": status,
-            **{f"label_{track}": labels.get(track) for track in ("entity", "process", "law")}}  # fmt: skip
+            "relations": json.dumps(relations), "status": status, **evidence,
+            **{f"label_{track}": labels.get(track) for track in tracks}}  # fmt: skip
 
 
 def test_quality_joins_by_sample_id_counts_ok_samples_and_leaves_out_misjoined_panels() -> None:
     truth = pd.DataFrame(
         [
             {"sample_id": "a", "required_text": STEPS, "relations": EDGES, "tracks": ["entity", "process"],
-             "bbox": [0, 0, 100, 100]},
-            {"sample_id": "b", "required_text": ["R1"], "relations": [], "tracks": ["law"], "bbox": [0, 0, 50, 50]},
-            {"sample_id": "c", "required_text": ["Vin"], "relations": [], "tracks": ["law"], "bbox": [0, 0, 50, 50]},
-            {"sample_id": "d", "required_text": ["C1"], "relations": [], "tracks": ["law"], "bbox": [0, 0, 50, 50]},
+             "shows": ["law", "process"], "bbox": [0, 0, 100, 100]},
+            {"sample_id": "b", "required_text": ["R1"], "relations": [], "tracks": ["law"], "shows": ["entity"],
+             "bbox": [0, 0, 50, 50]},
+            {"sample_id": "c", "required_text": ["Vin"], "relations": [], "tracks": ["law"], "shows": ["entity"],
+             "bbox": [0, 0, 50, 50]},
+            {"sample_id": "d", "required_text": ["C1"], "relations": [], "tracks": ["law"], "shows": ["entity"],
+             "bbox": [0, 0, 50, 50]},
         ]
     )  # fmt: skip
     annotations = pd.DataFrame(
         [
-            _annotation("a", [*STEPS, "Tube"], [EDGES[0], ["Elution", "Centrifugation"]], {"process": True}),
+            _annotation("a", [*STEPS, "Tube"], [EDGES[0], ["Elution", "Centrifugation"]], {"process": True},
+                        shown={"process": (STEPS, ["arrow from Cell lysis to Centrifugation"]),
+                               "entity": (["Tube"], ["structural drawing labelled Tube"]),
+                               "law": (["Elution"], [])}),  # law terms without a visualisation: not shown
             _annotation("b", ["R1"], [], {"law": True}, status="failed"),
             _annotation("c", ["Vin"], [], {"law": True}),  # split differently by curate: left out
             _annotation("z", ["Noise"], [["X", "Y"]], {"entity": True}),  # not in the truth
@@ -91,6 +102,11 @@ def test_quality_joins_by_sample_id_counts_ok_samples_and_leaves_out_misjoined_p
     assert measures.loc["relations", ["tp", "fp", "fn"]].tolist() == [1, 1, 1]
     assert measures.loc["label_entity", ["tp", "fp", "fn"]].tolist() == [0, 0, 1]
     assert measures.loc["labels_micro", ["tp", "fp", "fn"]].tolist() == [1, 0, 1]
+    # tracks the drawing shows: process found, entity added, law missed
+    assert measures.loc["shown_process", ["tp", "fp", "fn"]].tolist() == [1, 0, 0]
+    assert measures.loc["shown_entity", ["tp", "fp", "fn"]].tolist() == [0, 1, 0]
+    assert measures.loc["shown_law", ["tp", "fp", "fn"]].tolist() == [0, 0, 1]
+    assert measures.loc["shown_micro", ["precision", "recall"]].tolist() == [0.5, 0.5]
     errors = relation_errors(truth, annotations)
     assert errors.to_dict("records") == [
         {"sample_id": "a", "missed": [("centrifugation", "elution")], "added": [("elution", "centrifugation")]}
@@ -108,3 +124,6 @@ def test_sample_truth_has_one_row_per_panel_of_every_kept_figure(tmp_path) -> No
     first = kept[0]
     assert sample_id(doi[first["article_id"]], first["figure_id"], 0) in set(truth["sample_id"])
     assert all(len(relation) == 2 for relations in truth["relations"] for relation in relations)
+    # every panel's drawing shows a track; the combined panels show two or three
+    assert all(truth["shows"].map(len) >= 1)
+    assert (truth["shows"].map(len) >= 2).sum() >= 16

@@ -14,9 +14,12 @@ from sciir.selection import (
     candidates,
     group_of,
     pick_per_group,
+    shown_tracks,
     train_candidates,
     train_table,
 )
+
+TRACKS = ("entity", "process", "law")
 
 LABELS = {
     "All_Three": (True, True, True),
@@ -28,10 +31,23 @@ LABELS = {
 }
 
 
-def _row(sample_id: str, kind: str, n_terms: int, status: str = "ok") -> dict:
+def _evidence(sample_id: str, shown: tuple[bool, bool, bool]) -> dict:
+    """Per-track columns: a shown track has a term and a visualisation, any other track none."""
+    columns = {}
+    for track, on in zip(TRACKS, shown, strict=True):
+        columns[f"terms_{track}"] = json.dumps([f"{sample_id}-{track}"] if on else [])
+        columns[f"visualizations_{track}"] = json.dumps([f"drawn {track}"] if on else [])
+    return columns
+
+
+def _row(
+    sample_id: str, kind: str, n_terms: int, status: str = "ok", shown: tuple[bool, bool, bool] | None = None
+) -> dict:
+    """An annotation row labelled as ``kind`` names; its drawing shows the same tracks unless ``shown``."""
     entity, process, law = LABELS[kind]
     terms = [f"{sample_id}-term{i}" for i in range(n_terms)]
     return {
+        **_evidence(sample_id, LABELS[kind] if shown is None else shown),
         "sample_id": sample_id,
         "score_entity": 9 if entity else 2,
         "score_process": 9 if process else 2,
@@ -92,7 +108,34 @@ def test_group_membership_is_the_exact_label_set() -> None:
     assert group_of(set()) is None
 
 
-def test_candidates_need_two_labels_ok_status_and_a_text_check(annotations: pd.DataFrame) -> None:
+def test_a_track_is_shown_only_with_terms_and_visualisations() -> None:
+    row = _evidence("s", (True, True, False))
+    assert shown_tracks(row) == {"entity", "process"}
+    row["visualizations_process"] = "[]"  # terms without anything drawn: not shown
+    row["terms_law"] = json.dumps(["V = I R"])  # ... nor the other way round
+    assert shown_tracks(row) == {"entity"}
+    assert shown_tracks({"terms": "[]"}) == frozenset()  # a table without per-track columns
+    assert shown_tracks({"terms_entity": None, "visualizations_entity": None}) == frozenset()
+
+
+def test_groups_come_from_the_tracks_drawn_not_from_the_labels() -> None:
+    rows = [
+        _row("labelled-three-drawn-two", "All_Three", 5, shown=(True, False, True)),
+        _row("labelled-three-drawn-one", "All_Three", 5, shown=(False, False, True)),
+        _row("labelled-one-drawn-two", "entity_only", 5, shown=(True, True, False)),
+        _row("unlabelled-drawn-three", "none", 5, shown=(True, True, True)),
+    ]
+    annotations = _annotations(rows)
+    pool = candidates(annotations, _checklists(list(annotations["sample_id"])), require_text_checks=True)
+    groups = dict(zip(pool["sample_id"], pool["group"], strict=True))
+    # Low-reasoning rows (no label) have no checklist or prompts, so they never reach the pool.
+    assert groups == {"labelled-three-drawn-two": "Entity_Law", "labelled-one-drawn-two": "Entity_Process"}
+    # The benchmark's tracks stay the labelled ones, which its checklist's layer 2 was written for.
+    bench = benchmark_table(pick_per_group(pool, n_per_group=5, seed=0)).set_index("sample_id")
+    assert json.loads(bench.loc["labelled-one-drawn-two", "tracks"]) == ["entity"]
+
+
+def test_candidates_need_two_tracks_shown_ok_status_and_a_text_check(annotations: pd.DataFrame) -> None:
     ids = list(annotations["sample_id"])
     pool = candidates(annotations, _checklists(ids), require_text_checks=True)
     assert sorted(pool["sample_id"]) == ["all-a", "all-b", "all-c", "all-d", "el-a", "ep-a", "lp-a"]

@@ -61,14 +61,45 @@ def _unique(items: Sequence[str]) -> list[str]:
     return list(dict.fromkeys(items))
 
 
+class TrackEvidence(BaseModel):
+    """What the image (then the caption) shows of one track: its terms, and how the image draws them
+    ("arrow from Filtration to Disinfection", "written equation V = I R"); both empty when not shown."""
+
+    terms: list[NonEmpty]
+    visualizations: list[NonEmpty]
+
+    @model_validator(mode="after")
+    def _unique_items(self) -> TrackEvidence:
+        self.terms, self.visualizations = _unique(self.terms), _unique(self.visualizations)
+        return self
+
+    @property
+    def shown(self) -> bool:
+        """Terms and visualisations both: the track is shown (SciIR C.2)."""
+        return bool(self.terms) and bool(self.visualizations)
+
+
+class TracksEvidence(BaseModel):
+    """Terms and visualisations per reasoning track (SciIR appendix F)."""
+
+    entity: TrackEvidence
+    process: TrackEvidence
+    law: TrackEvidence
+
+    def of(self, track: str) -> TrackEvidence:
+        return getattr(self, track)
+
+
 class Reasoning(BaseModel):
-    """Terms, text to render, directed relations between labels, laws, and the Sci-RCoT narration."""
+    """Terms, text to render, directed relations between labels, laws, the Sci-RCoT narration, and the
+    terms and visualisations per track (``tracks``; null from an annotator that does not give them)."""
 
     terms: list[NonEmpty]
     required_text: list[NonEmpty]
     relations: list[Relation]
     laws: list[NonEmpty]
     sci_rcot: NonEmpty
+    tracks: TracksEvidence | None = None
 
     @model_validator(mode="after")
     def _relations_join_labels(self) -> Reasoning:
@@ -78,6 +109,10 @@ class Reasoning(BaseModel):
         unknown = sorted({end for pair in self.relations for end in pair} - labels)
         if unknown:
             raise ValueError(f"relations name {unknown}, which are neither terms nor required_text")
+        if self.tracks is not None:
+            stray = sorted({term for track in TRACKS for term in self.tracks.of(track).terms} - labels)
+            if stray:
+                raise ValueError(f"tracks name terms {stray}, which are neither terms nor required_text")
         return self
 
 

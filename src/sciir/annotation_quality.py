@@ -2,8 +2,11 @@
 
 The truth of a sample (one panel of a figure, joined by ``sample_id``) is its panel's truth file entry
 (``<figure>.truth.json`` beside the image): ``required_text`` (the labels the panel draws that name its
-content) for terms and required text, ``relations`` (the arrows it draws, directed) for relations, and
-the figure's ``tracks`` for track labels. Strings are compared ignoring case and runs of whitespace.
+content) for terms and required text, ``relations`` (the arrows it draws, directed) for relations, the
+figure's ``tracks`` for track labels, and the panel's ``shows`` (the tracks its drawing itself shows)
+for the per-track visualisations: a track counts as shown by the annotation when its ``terms_<track>``
+and ``visualizations_<track>`` are both non-empty (the rule bench_select groups by). Strings are
+compared ignoring case and runs of whitespace.
 
 Counts are summed over samples (micro): a term, relation or track label is a true positive when the
 annotation and the truth both hold it, a false positive when only the annotation does, a false
@@ -28,7 +31,15 @@ from sciir.ids import sample_id
 TRACKS = ("entity", "process", "law")
 MIN_BOX_IOU = 0.5
 MEASURE_COLUMNS = ["measure", "tp", "fp", "fn", "precision", "recall"]
-MEASURES = ("terms", "required_text", "relations", *(f"label_{track}" for track in TRACKS), "labels_micro")
+MEASURES = (
+    "terms",
+    "required_text",
+    "relations",
+    *(f"label_{track}" for track in TRACKS),
+    "labels_micro",
+    *(f"shown_{track}" for track in TRACKS),
+    "shown_micro",
+)
 
 
 @dataclass(frozen=True)
@@ -82,7 +93,8 @@ def relation_counts(truth: Iterable[Sequence[str]], predicted: Iterable[Sequence
 
 
 def track_counts(truth_tracks: Iterable[str], labels: Mapping[str, bool | None], track: str) -> Counts:
-    """Counts of one track label: the annotation's label (a missing one is not set) against the truth."""
+    """Counts of one track label (or one track shown): the annotation's (a missing one is not set)
+    against the truth."""
     expected, labelled = track in set(truth_tracks), bool(labels.get(track))
     return Counts(int(expected and labelled), int(labelled and not expected), int(expected and not labelled))
 
@@ -99,19 +111,20 @@ def _figure_rows(sample_dir: Path) -> Iterable[tuple[str, dict[str, Any]]]:
 
 def sample_truth(sample_dir: Path) -> pd.DataFrame:
     """One row per panel of every figure the sample expects kept: sample_id, required_text, relations,
-    tracks and the panel's box in the figure."""
+    tracks, the tracks the panel's drawing shows and the panel's box in the figure."""
     rows = [
         {
             "sample_id": sample_id(doi, truth["figure_id"], panel["panel_index"]),
             "required_text": panel["required_text"],
             "relations": panel["relations"],
             "tracks": truth["tracks"],
+            "shows": sorted(panel.get("shows", {})),
             "bbox": panel["bbox"],
         }
         for doi, truth in _figure_rows(sample_dir)
         for panel in truth["panels"]
     ]
-    return pd.DataFrame(rows, columns=["sample_id", "required_text", "relations", "tracks", "bbox"])
+    return pd.DataFrame(rows, columns=["sample_id", "required_text", "relations", "tracks", "shows", "bbox"])
 
 
 def box_iou(first: Sequence[float], second: Sequence[float]) -> float:
@@ -147,6 +160,15 @@ def _labels(row: Mapping[str, Any]) -> dict[str, bool | None]:
     }
 
 
+def _shown(row: Mapping[str, Any]) -> dict[str, bool]:
+    """Per track, whether the annotation gives it terms and visualisations (columns missing: not shown)."""
+    return {
+        track: bool(_json_list(row.get(f"terms_{track}")))
+        and bool(_json_list(row.get(f"visualizations_{track}")))
+        for track in TRACKS
+    }
+
+
 def _joined(truth: pd.DataFrame, annotations: pd.DataFrame) -> pd.DataFrame:
     """Truth rows with the ``ok`` annotation of the same sample_id (truth columns suffixed ``_truth``)."""
     return truth.merge(annotations[annotations["status"] == "ok"], on="sample_id", suffixes=("_truth", ""))
@@ -177,7 +199,9 @@ def quality_counts(truth: pd.DataFrame, annotations: pd.DataFrame) -> dict[str, 
         add("relations", relation_counts(row["relations_truth"], _json_list(row["relations"])))
         for track in TRACKS:
             add(f"label_{track}", track_counts(row["tracks"], _labels(row), track))
+            add(f"shown_{track}", track_counts(row["shows"], _shown(row), track))
     totals["labels_micro"] = sum((totals[f"label_{track}"] for track in TRACKS), Counts())
+    totals["shown_micro"] = sum((totals[f"shown_{track}"] for track in TRACKS), Counts())
     return totals
 
 

@@ -21,7 +21,9 @@ from sciir.selection import GROUP_NAMES, SETTINGS
 TRACKS = ("entity", "process", "law")
 ANNOTATION_COLUMNS = (
     "score_entity", "score_process", "score_law", "label_entity", "label_process", "label_law",
-    "terms", "required_text", "relations", "laws", "sci_rcot", "abstract_prompt",
+    "terms", "required_text", "relations", "laws",
+    "terms_entity", "visualizations_entity", "terms_process", "visualizations_process",
+    "terms_law", "visualizations_law", "sci_rcot", "abstract_prompt",
 )  # fmt: skip
 SOURCE_COLUMNS = ("doi", "url", "figure_id", "caption", "licence_name", "licence_url", "changes")
 ARTICLE_COLUMNS = ("journal", "authors")

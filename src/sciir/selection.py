@@ -1,9 +1,11 @@
 """Benchmark selection of SciIR appendix C, and the train split (its leakage control: ``sciir.leakage``).
 
-Candidates are annotated samples with labels on at least two tracks; statistical quality control
-(C.1: term density and IQR filters) is ``sciir.quality_control``. Each candidate joins the group named by
-its exact label set (C.2); up to ``n_per_group`` per group are drawn by a seeded hash, independent of row
-order; within each group, samples below the median term count of the group's drawn samples (after the
+Candidates are labelled annotated samples that show at least two tracks: "samples are assigned to semiotic
+groups only when they contain non-empty terms and visualization data in at least two tracks" (C.2), read
+from annotate's per-track columns ``terms_<track>`` and ``visualizations_<track>``; a track only the
+caption or the label scores name does not count. Statistical quality control (C.1: term density and IQR
+filters) is ``sciir.quality_control``. Each candidate joins the group named by the exact set of tracks it
+shows; up to ``n_per_group`` per group are drawn by a seeded hash, independent of row order; within each group, samples below the median term count of the group's drawn samples (after the
 filters) get the abstract prompt (intrinsic reasoning), the others, ties at the median included, the
 Sci-RCoT (instruction following) (C.3).
 """
@@ -42,12 +44,22 @@ def active_tracks(row: Mapping[str, object]) -> frozenset[str]:
 
 
 def group_of(tracks: Iterable[str]) -> str | None:
-    """The semiotic group of a label set; None with fewer than two labels."""
+    """The semiotic group of a set of tracks; None with fewer than two."""
     return GROUPS.get(frozenset(tracks))
 
 
 def _json_list(value: object) -> list:
     return json.loads(value) if isinstance(value, str) else []
+
+
+def shown_tracks(row: Mapping[str, object]) -> frozenset[str]:
+    """The tracks an ``annotations`` row has non-empty terms and visualisations for (C.2); a row without
+    the per-track columns (an older table) shows none."""
+    return frozenset(
+        track
+        for track in TRACKS
+        if _json_list(row.get(f"terms_{track}")) and _json_list(row.get(f"visualizations_{track}"))
+    )
 
 
 def labelled(annotations: pd.DataFrame) -> pd.DataFrame:
@@ -60,10 +72,11 @@ def labelled(annotations: pd.DataFrame) -> pd.DataFrame:
 def candidates(
     annotations: pd.DataFrame, checklists: pd.DataFrame, require_text_checks: bool
 ) -> pd.DataFrame:
-    """Samples that may enter the benchmark: a group (two labels or more), both prompts, a checklist,
-    and when required a text-rendering check (layer 1). Adds ``group`` and ``term_count``."""
+    """Samples that may enter the benchmark: labelled, a group (terms and visualisations in two tracks or
+    more), both prompts, a checklist, and when required a text-rendering check (layer 1). Adds ``group``
+    and ``term_count``."""
     pool = labelled(annotations)
-    pool["group"] = pool["tracks"].map(group_of)
+    pool["group"] = [group_of(shown_tracks(row)) for row in pool.to_dict("records")]
     pool["term_count"] = pool["terms"].map(lambda terms: len(_json_list(terms)))
     questions = checklists[checklists["layer"] == 1] if require_text_checks else checklists
     eligible = (

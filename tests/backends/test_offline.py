@@ -93,6 +93,15 @@ def test_reasoning_reads_labels_and_relations_from_the_arrows(offline: OfflineVL
     assert "Law: Read counts are proportional to transcript abundance." in rcot
     # No label writes a law, so the law is the caption's statement of it.
     assert reasoning.laws == ["Read counts are proportional to transcript abundance."]
+    # Per track, only what the drawing shows: its arrows; the caption's law is drawn nowhere.
+    assert reasoning.tracks is not None
+    assert reasoning.tracks.process.visualizations == [
+        "arrow from Sample collection to RNA extraction",
+        "arrow from RNA extraction to Sequencing",
+    ]
+    assert reasoning.tracks.process.terms == list(STEPS)
+    assert reasoning.tracks.law.terms == reasoning.tracks.law.visualizations == []
+    assert reasoning.tracks.entity.terms == reasoning.tracks.entity.visualizations == []
 
 
 def test_laws_written_in_the_image_come_before_the_caption() -> None:

@@ -66,6 +66,12 @@ def _annotation(sample_id: str, entity: bool, process: bool, law: bool, n_terms:
         "terms": json.dumps(terms),
         "required_text": json.dumps(terms[:1]),
         "relations": json.dumps([]),
+        # the drawing shows the labelled tracks: a term and a visualisation each (groups come from these)
+        **{
+            f"{part}_{track}": json.dumps([f"{part} of {track}"] if on else [])
+            for track, on in (("entity", entity), ("process", process), ("law", law))
+            for part in ("terms", "visualizations")
+        },
         "sci_rcot": f"Style: diagram. Required text: {sample_id}.",
         "abstract_prompt": f"A diagram of {sample_id}.",
         "status": "ok",

@@ -18,13 +18,14 @@ from PIL import Image, ImageOps
 
 from sciir.sample import write_embedded_sample
 from sciir.sample.build import plan_sample
-from sciir.sample.content import TRACKS, mentions_track
+from sciir.sample.content import NATIVE_TRACKS, TRACKS, mentions_track
 from sciir.sample.jats import XLINK_NS
 from sciir.sample.prose import STATED_EDGE, fill, in_sentence
 
 SEED = 7
 GROUPS = [{"entity", "process", "law"}, {"entity", "law"}, {"law", "process"}, {"entity", "process"}]
 MIN_GUTTER = 24
+COMBINED_KINDS = tuple(kind for kind, tracks in NATIVE_TRACKS.items() if len(tracks) >= 2)
 
 
 @pytest.fixture(scope="module")
@@ -73,7 +74,7 @@ def test_counts_kinds_and_composites(manifest: dict[str, Any], sample_dir: Path)
     assert len(kept) >= 24
     assert len({figure["article_id"] for figure in kept}) >= 8
     panel_kinds = Counter(panel["kind"] for figure in kept for panel in _truth(sample_dir, figure)["panels"])
-    assert set(panel_kinds) == {"process", "molecule", "circuit", "plot"}
+    assert set(panel_kinds) == set(NATIVE_TRACKS)
     composites = [figure for figure in kept if figure["kind"] == "composite"]
     assert len(composites) >= 5
     assert all(2 <= figure["n_panels"] <= 4 for figure in composites)
@@ -84,6 +85,19 @@ def test_every_track_group_has_at_least_four_figures(manifest: dict[str, Any]) -
     assert all(len(figure["tracks"]) >= 2 for figure in kept)
     for group in GROUPS:
         assert sum(set(figure["tracks"]) == group for figure in kept) >= 4, group
+
+
+def test_every_group_has_panels_that_draw_its_tracks_and_single_track_panels_remain(
+    manifest: dict[str, Any], sample_dir: Path
+) -> None:
+    """bench_select groups by the tracks a panel's drawing shows (SciIR C.2): each group needs such panels."""
+    panels = [panel for figure in _kept(manifest) for panel in _truth(sample_dir, figure)["panels"]]
+    assert all(set(panel["shows"]) == set(NATIVE_TRACKS[panel["kind"]]) for panel in panels)
+    assert all(views for panel in panels for views in panel["shows"].values())
+    drawn = Counter(frozenset(panel["shows"]) for panel in panels)
+    for group in GROUPS:
+        assert drawn[frozenset(group)] >= 4, group
+    assert sum(count for tracks, count in drawn.items() if len(tracks) == 1) >= 20
 
 
 def test_truth_matches_image_geometry(manifest: dict[str, Any], sample_dir: Path) -> None:
@@ -146,7 +160,7 @@ def test_methods_name_every_drawing_and_narrate_workflows_in_varied_prose(
         methods = _article(sample_dir, figure["article_id"]).findtext("body/sec[@sec-type='methods']/p")
         assert "leads to" not in methods
         for panel in _truth(sample_dir, figure)["panels"]:
-            if panel["kind"] != "process":
+            if not panel["relations"]:  # workflows, reactions and measurement stages are narrated
                 assert all(label in methods for label in panel["required_text"]), panel["title"]
                 continue
             assert in_sentence(panel["title"]) in methods
@@ -225,7 +239,7 @@ def test_required_text_is_read_by_tesseract(manifest: dict[str, Any], sample_dir
 
     kept = _kept(manifest)
     chosen = [next(figure for figure in kept if figure["kind"] == kind)
-              for kind in ("process", "molecule", "circuit", "plot", "composite")]
+              for kind in ("process", "molecule", "circuit", "plot", "composite", *COMBINED_KINDS)]
     for figure in chosen:
         image = Image.open(sample_dir / figure["file"])
         for panel in _truth(sample_dir, figure)["panels"]:

@@ -8,8 +8,9 @@ from sciir.sample.content import (
     CIRCUIT_TOPICS,
     LAW_TOPICS,
     MOLECULE_TOPICS,
-    NATIVE_TRACK,
+    NATIVE_TRACKS,
     PROCESS_TOPICS,
+    REACTION_TOPICS,
     TOPICS_BY_KIND,
     TRACKS,
     caption_text,
@@ -22,7 +23,7 @@ ALL_TOPICS = [(kind, topic) for kind, topics in TOPICS_BY_KIND.items() for topic
 
 @pytest.mark.parametrize(("kind", "topic"), ALL_TOPICS, ids=lambda value: getattr(value, "title", value))
 def test_each_fact_uses_its_own_track_vocabulary_and_no_other(kind: str, topic) -> None:
-    missing = set(TRACKS) - {NATIVE_TRACK[kind]} - set(topic.facts)
+    missing = set(TRACKS) - set(NATIVE_TRACKS[kind]) - set(topic.facts)
     assert not missing, f"{topic.title} lacks facts for {missing}"
     for track, sentence in topic.facts.items():
         assert mentions_track(sentence, track), sentence
@@ -31,9 +32,9 @@ def test_each_fact_uses_its_own_track_vocabulary_and_no_other(kind: str, topic) 
 
 
 @pytest.mark.parametrize(("kind", "topic"), ALL_TOPICS, ids=lambda value: getattr(value, "title", value))
-def test_panel_description_speaks_only_for_the_kind_native_track(kind: str, topic) -> None:
+def test_panel_description_speaks_only_for_the_kind_native_tracks(kind: str, topic) -> None:
     description = panel_description(kind, topic, formula="C8H10N4O2")
-    assert [track for track in TRACKS if mentions_track(description, track)] == [NATIVE_TRACK[kind]]
+    assert {track for track in TRACKS if mentions_track(description, track)} == set(NATIVE_TRACKS[kind])
 
 
 def test_drawn_labels_are_one_to_three_ordinary_words() -> None:
@@ -41,6 +42,8 @@ def test_drawn_labels_are_one_to_three_ordinary_words() -> None:
     labels += [step for topic in PROCESS_TOPICS for step in topic.steps]
     labels += [text for topic in LAW_TOPICS for text in (topic.x_label, topic.y_label)]
     labels += [label for topic in CIRCUIT_TOPICS for _, label in topic.components]
+    labels += [name for topic in REACTION_TOPICS for name in (topic.reactant, topic.product)]
+    labels += [stage for topic in LAW_TOPICS for stage in topic.stages]
     for label in labels:
         assert 1 <= len(label.split()) <= 3, label
         assert label.isascii() and "'" not in label, label
@@ -52,6 +55,11 @@ def test_every_process_step_is_joined_by_an_edge() -> None:
         assert joined == set(range(len(topic.steps))), topic.title
 
 
+def test_drawn_equations_write_an_equals_sign() -> None:
+    written = [topic.equation for topic in CIRCUIT_TOPICS] + [topic.rate_law for topic in REACTION_TOPICS]
+    assert all(" = " in equation and equation.isascii() for equation in written)
+
+
 def test_molecule_smiles_are_distinct() -> None:
     assert len({topic.smiles for topic in MOLECULE_TOPICS}) == len(MOLECULE_TOPICS)
 
@@ -61,4 +69,3 @@ def test_caption_letters_panels_and_appends_the_third_party_note() -> None:
     assert single == "One panel. A fact."
     several = caption_text(["First.", "Second."], [], third_party=True)
     assert several == "(a) First. (b) Second. Reproduced from [12] with permission."
-

@@ -102,7 +102,7 @@ def label_key(text: str) -> str:
     return "".join(text.casefold().split())
 
 
-def _grey(png: bytes) -> np.ndarray:
+def grey_levels(png: bytes) -> np.ndarray:
     """Grey levels of the image, transparent pixels shown on white."""
     from PIL import Image
 
@@ -256,7 +256,7 @@ def find_strokes(
 
 def read_diagram(png: bytes, reading: OcrReading) -> Diagram:
     """The shapes (with the text read inside them) and the strokes joining them, in one image."""
-    grey = _grey(png)
+    grey = grey_levels(png)
     words = _word_boxes(reading)
     regions = [region for region in shape_regions(grey) if not _inside_a_word(region, words)]
     shapes = tuple(_shape(index, region, reading) for index, region in enumerate(regions))

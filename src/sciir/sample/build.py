@@ -37,7 +37,9 @@ DOI_PREFIX = "10.5555/sciir.sample."
 FIGURES_PER_ARTICLE = 3
 MANIFEST_NAME = "MANIFEST.json"
 # Bump when what a seed draws changes (ingest rewrites a sample folder of another version).
-SAMPLE_VERSION = 3  # 2: law plots write their equation; 3: methods in varied prose (sciir.sample.prose)
+# 2: law plots write their equation; 3: methods in varied prose (sciir.sample.prose); 4: panels drawing two
+# or three tracks (sciir.sample.combined) and truth of what each panel shows per track.
+SAMPLE_VERSION = 4
 ICON_CAPTION = "Pictogram of a laboratory flask."
 
 
@@ -49,7 +51,7 @@ class FigureSlot:
     tracks: tuple[str, ...]
 
     def __post_init__(self) -> None:
-        native = {content.NATIVE_TRACK[kind] for kind in self.kinds}
+        native = {track for kind in self.kinds for track in content.NATIVE_TRACKS[kind]}
         if len(self.tracks) < 2 or not native <= set(self.tracks):
             raise ValueError(
                 f"slot {self.kinds}: tracks {self.tracks} must be two or more and cover {native}"
@@ -85,6 +87,12 @@ GOOD_SLOTS: tuple[FigureSlot, ...] = (
     FigureSlot(("process", "molecule", "plot"), (E, L, P)),
     FigureSlot(("circuit", "plot", "process", "molecule"), (E, L, P)),
     FigureSlot(("molecule",), (E, L)),
+    # Panels whose drawing shows two or three tracks (``sciir.sample.combined``): the semiotic groups of
+    # bench_select are formed from these alone, as the panels above show one track each in their drawing.
+    *(FigureSlot(("circuit_law",), (E, L)),) * 6,
+    *(FigureSlot(("reaction",), (E, P)),) * 6,
+    *(FigureSlot(("rate_reaction",), (E, L, P)),) * 6,
+    *(FigureSlot(("staged_plot",), (L, P)),) * 6,
 )
 NON_COMMERCIAL_SLOTS = (FigureSlot(("plot",), (E, L)), FigureSlot(("process",), (E, P)))
 MALFORMED_SLOTS = (FigureSlot(("molecule",), (E, L)),)
@@ -216,20 +224,23 @@ def _panel_truth(index: int, panel: RenderedPanel, box: Sequence[int]) -> dict[s
         "entities": truth.entities,
         "relations": truth.relations,
         "required_text": truth.required_text,
+        "shows": {track: list(views) for track, views in truth.shows.items()},
         "bbox": list(box),
     }
 
 
 def _track_facts(slot: FigureSlot, topics: Sequence[content.Topic]) -> list[str]:
     """Fact sentences for the figure's tracks that no panel shows by drawing alone."""
-    native = {content.NATIVE_TRACK[kind] for kind in slot.kinds}
+    native = {track for kind in slot.kinds for track in content.NATIVE_TRACKS[kind]}
     return [topics[0].facts[track] for track in slot.tracks if track not in native]
 
 
 def draw_figure(plan: FigurePlan, figure_id: str, rng: random.Random) -> DrawnFigure:
     """Render every panel, lay them out and assemble the figure's truth and caption."""
     if plan.slot is None:
-        return DrawnFigure(figure_id, encode_png(render_icon()), None, "icon", "Laboratory icon.", ICON_CAPTION)
+        return DrawnFigure(
+            figure_id, encode_png(render_icon()), None, "icon", "Laboratory icon.", ICON_CAPTION
+        )
     panels = [
         render_panel(kind, topic, rng) for kind, topic in zip(plan.slot.kinds, plan.topics, strict=True)
     ]
@@ -263,9 +274,7 @@ def _panel_prose(figure: DrawnFigure) -> list[prose.PanelProse]:
     ]
 
 
-def _document(
-    plan: ArticlePlan, figures: Sequence[DrawnFigure], prose_rng: random.Random
-) -> ArticleDocument:
+def _document(plan: ArticlePlan, figures: Sequence[DrawnFigure], prose_rng: random.Random) -> ArticleDocument:
     """The JATS content of an article from its drawn figures."""
     subjects = list(
         dict.fromkeys(

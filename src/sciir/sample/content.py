@@ -22,12 +22,19 @@ TRACK_VOCABULARY: Mapping[str, tuple[str, ...]] = {
     "law": ("law", "equation", "conservation", "proportional", "relationship"),
 }
 
-# Which track each panel kind shows by its drawing alone.
-NATIVE_TRACK: Mapping[str, str] = {
-    "process": "process",
-    "molecule": "entity",
-    "circuit": "entity",
-    "plot": "law",
+# Which tracks each panel kind shows by its drawing alone. The first four draw one track each; the
+# others draw two or three in one panel (a circuit with its law written beside it, a reaction scheme
+# of named molecules joined by an arrow, the same with its rate law written, a law plot above the
+# stages of its measurement joined by arrows).
+NATIVE_TRACKS: Mapping[str, tuple[str, ...]] = {
+    "process": ("process",),
+    "molecule": ("entity",),
+    "circuit": ("entity",),
+    "plot": ("law",),
+    "circuit_law": ("entity", "law"),
+    "reaction": ("entity", "process"),
+    "rate_reaction": ("entity", "process", "law"),
+    "staged_plot": ("process", "law"),
 }
 
 THIRD_PARTY_NOTE = "Reproduced from [12] with permission."
@@ -54,12 +61,14 @@ class MoleculeTopic:
 
 @dataclass(frozen=True)
 class CircuitTopic:
-    """A series loop: a source followed by components, each as (element kind, drawn label)."""
+    """A series loop: a source followed by components, each as (element kind, drawn label); ``equation``
+    is the law a circuit_law panel writes beside it."""
 
     title: str
     source_label: str
     components: tuple[tuple[str, str], ...]
     facts: Mapping[str, str]
+    equation: str
 
 
 @dataclass(frozen=True)
@@ -76,9 +85,25 @@ class LawTopic:
     x_max: float
     subject: str
     facts: Mapping[str, str]
+    # The stages of the measurement, in order, which a staged_plot panel draws as boxes joined by arrows.
+    stages: tuple[str, ...]
 
 
-Topic = ProcessTopic | MoleculeTopic | CircuitTopic | LawTopic
+@dataclass(frozen=True)
+class ReactionTopic:
+    """One reaction step: a reactant molecule leads to a product, each drawn from SMILES and named;
+    ``rate_law`` is what a rate_reaction panel writes below the scheme."""
+
+    title: str
+    reactant: str
+    reactant_smiles: str
+    product: str
+    product_smiles: str
+    rate_law: str
+    facts: Mapping[str, str]
+
+
+Topic = ProcessTopic | MoleculeTopic | CircuitTopic | LawTopic | ReactionTopic
 
 
 def _chain(n_steps: int) -> tuple[tuple[int, int], ...]:
@@ -277,6 +302,7 @@ CIRCUIT_TOPICS: tuple[CircuitTopic, ...] = (
             "process": "A voltage step leads to charging of C1 in one stage.",
             "law": "The time constant follows the equation tau = R1 C1.",
         },
+        "Time constant tau = R1 C1",
     ),
     CircuitTopic(
         "Voltage divider",
@@ -286,6 +312,7 @@ CIRCUIT_TOPICS: tuple[CircuitTopic, ...] = (
             "process": "Applying Vin leads to current through R1 and then R2.",
             "law": "Ohm's law makes the output proportional to R2 over R1 plus R2.",
         },
+        "Divider output Vout = Vin R2 / (R1 + R2)",
     ),
     CircuitTopic(
         "RL circuit",
@@ -295,6 +322,7 @@ CIRCUIT_TOPICS: tuple[CircuitTopic, ...] = (
             "process": "Switching on leads to a current that rises in steps toward its final value.",
             "law": "Faraday's law makes the voltage on L1 proportional to the change of current.",
         },
+        "Time constant tau = L1 / R1",
     ),
     CircuitTopic(
         "Series RLC",
@@ -304,6 +332,7 @@ CIRCUIT_TOPICS: tuple[CircuitTopic, ...] = (
             "process": "A voltage step leads to a damped oscillation at each stage of the response.",
             "law": "Resonance follows the equation f = 1 / (2 pi sqrt(L1 C1)).",
         },
+        "Resonance omega = 1 / sqrt(L1 C1)",
     ),
     CircuitTopic(
         "Diode circuit",
@@ -313,6 +342,7 @@ CIRCUIT_TOPICS: tuple[CircuitTopic, ...] = (
             "process": "Current from Vin through R1 leads to forward conduction in D1.",
             "law": "Kirchhoff's voltage law balances the drops across R1 and D1.",
         },
+        "Loop law Vin = VR1 + VD1",
     ),
 )
 
@@ -331,6 +361,7 @@ LAW_TOPICS: tuple[LawTopic, ...] = (
             "entity": "The resistor is a single ohmic component.",
             "process": "Raising the current in steps leads to a higher voltage at each stage.",
         },
+        ("Set current", "Measure", "Fit"),
     ),
     LawTopic(
         "Spring extension",
@@ -346,6 +377,7 @@ LAW_TOPICS: tuple[LawTopic, ...] = (
             "entity": "The spring is a steel coil component of fixed stiffness.",
             "process": "Adding masses in steps leads to a longer spring at each stage.",
         },
+        ("Load", "Measure", "Unload"),
     ),
     LawTopic(
         "Gas isotherm",
@@ -361,6 +393,7 @@ LAW_TOPICS: tuple[LawTopic, ...] = (
             "entity": "The gas is made of nitrogen molecules held in a sealed piston.",
             "process": "Compressing the piston in steps leads to higher pressure at each stage.",
         },
+        ("Seal", "Compress", "Read"),
     ),
     LawTopic(
         "Radioactive decay",
@@ -376,6 +409,7 @@ LAW_TOPICS: tuple[LawTopic, ...] = (
             "entity": "The source is a sealed iodine isotope in a steel capsule component.",
             "process": "Each decay leads to a daughter nucleus, the first stage of a decay chain.",
         },
+        ("Parent", "Decay", "Daughter"),
     ),
     LawTopic(
         "Capacitor discharge",
@@ -391,6 +425,7 @@ LAW_TOPICS: tuple[LawTopic, ...] = (
             "entity": "The capacitor is a ceramic component of fixed capacitance.",
             "process": "Closing the switch leads to discharge through the resistor in one stage.",
         },
+        ("Charge", "Switch", "Discharge"),
     ),
     LawTopic(
         "Absorbance calibration",
@@ -406,6 +441,7 @@ LAW_TOPICS: tuple[LawTopic, ...] = (
             "entity": "The dye is an aromatic molecule with a conjugated structure.",
             "process": "Diluting the stock in steps leads to a series of standards, one per stage.",
         },
+        ("Stock", "Dilution", "Reading"),
     ),
     LawTopic(
         "Charge attraction",
@@ -421,6 +457,56 @@ LAW_TOPICS: tuple[LawTopic, ...] = (
             "entity": "Each sphere is a charged metal component on an insulating stand.",
             "process": "Moving the spheres apart in steps leads to a weaker force at each stage.",
         },
+        ("Charge", "Separate", "Measure"),
+    ),
+)
+
+
+REACTION_TOPICS: tuple[ReactionTopic, ...] = (
+    ReactionTopic(
+        "Aspirin synthesis",
+        "Salicylic acid",
+        "OC(=O)C1=CC=CC=C1O",
+        "Aspirin",
+        "CC(=O)OC1=CC=CC=C1C(=O)O",
+        "rate = k [Salicylic acid]",
+        {"law": "The acetylation rate is proportional to the salicylic acid concentration."},
+    ),
+    ReactionTopic(
+        "Dopamine biosynthesis",
+        "Levodopa",
+        "N[C@@H](CC1=CC(O)=C(O)C=C1)C(O)=O",
+        "Dopamine",
+        "C1=CC(=C(C=C1CCN)O)O",
+        "rate = k [Levodopa]",
+        {"law": "Decarboxylation follows the Michaelis Menten equation."},
+    ),
+    ReactionTopic(
+        "Paracetamol synthesis",
+        "Aminophenol",
+        "NC1=CC=C(O)C=C1",
+        "Paracetamol",
+        "CC(=O)NC1=CC=C(O)C=C1",
+        "rate = k [Aminophenol]",
+        {"law": "Acetylation is first order, proportional to the aminophenol concentration."},
+    ),
+    ReactionTopic(
+        "Nicotine oxidation",
+        "Nicotine",
+        "CN1CCC[C@H]1C2=CN=CC=C2",
+        "Cotinine",
+        "CN1C(=O)CC[C@H]1C2=CN=CC=C2",
+        "rate = k [Nicotine]",
+        {"law": "Oxidation in the liver follows a first order rate law."},
+    ),
+    ReactionTopic(
+        "Serotonin biosynthesis",
+        "Hydroxytryptophan",
+        "NC(CC1=CNC2=C1C=C(O)C=C2)C(O)=O",
+        "Serotonin",
+        "C1=CC2=C(C=C1O)C(=CN2)CCN",
+        "rate = k [Hydroxytryptophan]",
+        {"law": "The decarboxylation rate is proportional to the enzyme concentration."},
     ),
 )
 
@@ -429,6 +515,10 @@ TOPICS_BY_KIND: Mapping[str, tuple[Topic, ...]] = {
     "molecule": MOLECULE_TOPICS,
     "circuit": CIRCUIT_TOPICS,
     "plot": LAW_TOPICS,
+    "circuit_law": CIRCUIT_TOPICS,
+    "reaction": REACTION_TOPICS,
+    "rate_reaction": REACTION_TOPICS,
+    "staged_plot": LAW_TOPICS,
 }
 
 COMPONENT_NAMES: Mapping[str, str] = {
@@ -455,7 +545,25 @@ def join_words(words: Sequence[str]) -> str:
 
 
 def panel_description(kind: str, topic: Topic, formula: str = "") -> str:
-    """The sentence describing what a panel draws; it uses only its kind's native track vocabulary."""
+    """The sentence describing what a panel draws; it uses only its kind's native tracks' vocabulary."""
+    if isinstance(topic, ReactionTopic):
+        scheme = (
+            f"Reaction scheme in one step: the {topic.reactant} molecule leads to the {topic.product} "
+            "molecule."
+        )
+        return f"{scheme} The rate equation is written below it." if kind == "rate_reaction" else scheme
+    if kind == "circuit_law" and isinstance(topic, CircuitTopic):
+        labels = [topic.source_label, *(label for _, label in topic.components)]
+        return (
+            f"Schematic of the {topic.title} built from the components {join_words(labels)}, "
+            f"with the equation {topic.equation} written below it."
+        )
+    if kind == "staged_plot" and isinstance(topic, LawTopic):
+        return (
+            f"{topic.law_name} for {topic.subject}: the equation {topic.equation}, written on the plot, "
+            f"gives the relationship between {topic.y_label} and {topic.x_label}; the stages beside it "
+            f"run from {in_sentence(topic.stages[0])} to {in_sentence(topic.stages[-1])}."
+        )
     if isinstance(topic, ProcessTopic):
         return (
             f"Workflow for {topic.title} in {len(topic.steps)} steps starting at "
@@ -470,6 +578,14 @@ def panel_description(kind: str, topic: Topic, formula: str = "") -> str:
         f"{topic.law_name} for {topic.subject}: the equation {topic.equation}, written on the plot, "
         f"gives the relationship between {topic.y_label} and {topic.x_label}."
     )
+
+
+def in_sentence(name: str) -> str:
+    """A name inside a sentence: a capitalised word is lowered ("Set current" -> "set current"), an
+    acronym or a single capital letter is kept ("RNA extraction", "T cell activation")."""
+    if len(name) > 1 and name[0].isupper() and name[1].islower():
+        return name[0].lower() + name[1:]
+    return name
 
 
 def law_text(topic: LawTopic) -> str:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import io
 import math
 import random
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
@@ -55,7 +55,8 @@ class PanelTruth:
 
     ``labels`` is every text drawn (for a molecule its name and the element symbols of its
     non-carbon atoms, which RDKit may draw with attached hydrogens, such as "OH");
-    ``required_text`` is the subset a reader must find spelled exactly.
+    ``required_text`` is the subset a reader must find spelled exactly; ``shows`` names, per track
+    the drawing itself shows, how it shows it (a track only the caption states is not there).
     """
 
     kind: str
@@ -64,6 +65,7 @@ class PanelTruth:
     entities: list[str]
     relations: list[list[str]] = field(default_factory=list)
     required_text: list[str] = field(default_factory=list)
+    shows: Mapping[str, list[str]] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -75,12 +77,12 @@ class RenderedPanel:
     description: str
 
 
-@lru_cache(maxsize=4)
-def _font(size: int, bold: bool = False) -> ImageFont.FreeTypeFont:
-    """DejaVu Sans as shipped inside matplotlib, so text renders the same on every machine."""
+@lru_cache(maxsize=8)
+def font(size: int, bold: bool = False, serif: bool = False) -> ImageFont.FreeTypeFont:
+    """DejaVu Sans (or Serif) as shipped inside matplotlib, so text renders the same on every machine."""
     import matplotlib
 
-    name = "DejaVuSans-Bold.ttf" if bold else "DejaVuSans.ttf"
+    name = f"DejaVu{'Serif' if serif else 'Sans'}{'-Bold' if bold else ''}.ttf"
     return ImageFont.truetype(str(Path(matplotlib.get_data_path()) / "fonts" / "ttf" / name), size)
 
 
@@ -99,13 +101,15 @@ def crop_to_ink(image: Image.Image, pad: int = PANEL_PAD_PX) -> Image.Image:
 
 def add_title(body: Image.Image, title: str) -> Image.Image:
     """Put ``title`` centred above ``body`` in bold black."""
-    font = _font(TITLE_PX, bold=True)
-    x0, y0, x1, y1 = font.getbbox(title)
+    title_font = font(TITLE_PX, bold=True)
+    x0, y0, x1, y1 = title_font.getbbox(title)
     text_w, text_h = x1 - x0, y1 - y0
     width = max(body.width, text_w + 2 * PANEL_PAD_PX)
     top = PANEL_PAD_PX + text_h + TITLE_GAP_PX
     canvas = Image.new("RGB", (width, top + body.height), WHITE)
-    ImageDraw.Draw(canvas).text(((width - text_w) // 2 - x0, PANEL_PAD_PX - y0), title, fill=INK, font=font)
+    ImageDraw.Draw(canvas).text(
+        ((width - text_w) // 2 - x0, PANEL_PAD_PX - y0), title, fill=INK, font=title_font
+    )
     canvas.paste(body, ((width - body.width) // 2, top))
     return canvas
 
@@ -120,8 +124,16 @@ def _matplotlib_image(fig: Any) -> Image.Image:
     return Image.fromarray(np.asarray(canvas.buffer_rgba())).convert("RGB")
 
 
-def render_process(topic: ProcessTopic, rng: random.Random) -> RenderedPanel:
-    """Filled boxes joined by arrows, top to bottom, drawn by graphviz ``dot``."""
+def arrows_shown(relations: Sequence[Sequence[str]]) -> list[str]:
+    """How a drawing shows its process: one arrow per relation."""
+    return [f"arrow from {a} to {b}" for a, b in relations]
+
+
+def flow_body(
+    steps: Sequence[str], edges: Sequence[tuple[int, int]], rng: random.Random, margin: str = "0.25,0.08"
+) -> Image.Image:
+    """Filled boxes joined by arrows, top to bottom, drawn by graphviz ``dot`` and cropped to the ink;
+    ``margin``: inches of fill around each label, across and down."""
     import graphviz
 
     fill = rng.choice(_BOX_FILLS)
@@ -141,50 +153,87 @@ def render_process(topic: ProcessTopic, rng: random.Random) -> RenderedPanel:
             "color": fill,
             "fontname": _GRAPHVIZ_FONT,
             "fontsize": "28",
-            "margin": "0.25,0.08",
+            "margin": margin,
             "fontcolor": "black",
         },
         edge_attr={"penwidth": "2", "arrowsize": "1.1", "color": "black"},
     )
-    for index, step in enumerate(topic.steps):
+    for index, step in enumerate(steps):
         graph.node(f"s{index}", step)
-    for src, dst in topic.edges:
+    for src, dst in edges:
         graph.edge(f"s{src}", f"s{dst}")
-    body = Image.open(io.BytesIO(graph.pipe(format="png"))).convert("RGB")
+    return crop_to_ink(Image.open(io.BytesIO(graph.pipe(format="png"))).convert("RGB"))
+
+
+def render_process(topic: ProcessTopic, rng: random.Random) -> RenderedPanel:
+    """Filled boxes joined by arrows, top to bottom, drawn by graphviz ``dot``."""
+    body = flow_body(topic.steps, topic.edges, rng)
     relations = [[topic.steps[src], topic.steps[dst]] for src, dst in topic.edges]
     text = [topic.title, *topic.steps]
-    truth = PanelTruth("process", topic.title, text, list(topic.steps), relations, text)
-    return RenderedPanel(
-        add_title(crop_to_ink(body), topic.title), truth, panel_description("process", topic)
-    )
+    shows = {"process": arrows_shown(relations)}
+    truth = PanelTruth("process", topic.title, text, list(topic.steps), relations, text, shows)
+    return titled_panel(body, truth, topic)
 
 
-def render_molecule(topic: MoleculeTopic, rng: random.Random) -> RenderedPanel:
-    """An RDKit 2D depiction in black and white, titled by the molecule's name."""
+@dataclass(frozen=True)
+class MoleculeDrawing:
+    """A molecule drawn in black and white: the image (cropped to the ink), its formula and the symbols of
+    its non-carbon atoms."""
+
+    image: Image.Image
+    formula: str
+    symbols: list[str]
+
+
+def _upright(molecule: Any, rotation: int) -> int:
+    """``rotation`` turned a quarter when it would draw the molecule wider than tall."""
+    import numpy as np
+
+    positions = molecule.GetConformer().GetPositions()
+    width, height = np.ptp(positions[:, 0]), np.ptp(positions[:, 1])
+    return (rotation + 90) % 360 if (width > height) == (rotation in (0, 180)) else rotation
+
+
+def molecule_body(
+    name: str, smiles: str, rng: random.Random, size: tuple[int, int] = (560, 420), upright: bool = False
+) -> MoleculeDrawing:
+    """An RDKit 2D depiction of ``smiles`` (the molecule ``name``), rotated by ``rng`` (a quarter more when
+    ``upright`` and it would be drawn wider than tall)."""
     from rdkit import Chem
     from rdkit.Chem import rdDepictor, rdMolDescriptors
     from rdkit.Chem.Draw import rdMolDraw2D
 
-    molecule = Chem.MolFromSmiles(topic.smiles)
+    molecule = Chem.MolFromSmiles(smiles)
     if molecule is None:
-        raise ValueError(f"molecule {topic.title!r}: RDKit cannot parse SMILES {topic.smiles!r}")
+        raise ValueError(f"molecule {name!r}: RDKit cannot parse SMILES {smiles!r}")
     rdDepictor.Compute2DCoords(molecule)
-    drawer = rdMolDraw2D.MolDraw2DCairo(560, 420)
+    drawer = rdMolDraw2D.MolDraw2DCairo(*size)
     options = drawer.drawOptions()
     options.useBWAtomPalette()
     options.minFontSize = 26
     options.bondLineWidth = 2
-    options.rotate = rng.choice((0, 90, 180, 270))
+    rotation = rng.choice((0, 90, 180, 270))
+    options.rotate = _upright(molecule, rotation) if upright else rotation
     drawer.DrawMolecule(molecule)
     drawer.FinishDrawing()
     body = Image.open(io.BytesIO(drawer.GetDrawingText())).convert("RGB")
-    formula = rdMolDescriptors.CalcMolFormula(molecule)
     symbols = sorted({atom.GetSymbol() for atom in molecule.GetAtoms() if atom.GetSymbol() != "C"})
+    return MoleculeDrawing(crop_to_ink(body), rdMolDescriptors.CalcMolFormula(molecule), symbols)
+
+
+def render_molecule(topic: MoleculeTopic, rng: random.Random) -> RenderedPanel:
+    """An RDKit 2D depiction in black and white, titled by the molecule's name."""
+    drawing = molecule_body(topic.title, topic.smiles, rng)
     truth = PanelTruth(
-        "molecule", topic.title, [topic.title, *symbols], [topic.title, formula], required_text=[topic.title]
+        "molecule",
+        topic.title,
+        [topic.title, *drawing.symbols],
+        [topic.title, drawing.formula],
+        required_text=[topic.title],
+        shows={"entity": [f"structural drawing of {topic.title}"]},
     )
     return RenderedPanel(
-        add_title(crop_to_ink(body), topic.title), truth, panel_description("molecule", topic, formula)
+        add_title(drawing.image, topic.title), truth, panel_description("molecule", topic, drawing.formula)
     )
 
 
@@ -214,7 +263,12 @@ def _fit_axes_to_drawing(fig: Any, axes: Any, bbox: Any, margin: float, pixels_p
     )
 
 
-def render_circuit(topic: CircuitTopic, rng: random.Random) -> RenderedPanel:
+def circuit_labels(topic: CircuitTopic) -> list[str]:
+    """The designators a circuit draws: its source's, then its components'."""
+    return [topic.source_label, *(label for _, label in topic.components)]
+
+
+def circuit_body(topic: CircuitTopic, rng: random.Random) -> Image.Image:
     """A series loop by schemdraw: source up the left, components along the top, the last down the right."""
     import schemdraw
     from matplotlib.figure import Figure
@@ -234,13 +288,21 @@ def render_circuit(topic: CircuitTopic, rng: random.Random) -> RenderedPanel:
     drawing.add(elements["line"]().left().tox(source.start))
     drawing.draw(show=False)
     _fit_axes_to_drawing(fig, axes, drawing.get_bbox(), margin=1.5, pixels_per_unit=70)
+    return crop_to_ink(_matplotlib_image(fig))
 
+
+def circuit_truth(kind: str, topic: CircuitTopic, extra_text: Sequence[str] = ()) -> PanelTruth:
+    """The truth of a circuit panel (with any text written beside the schematic)."""
     kinds = ["source", *(kind for kind, _ in topic.components)]
-    text = [topic.title, topic.source_label, *(label for _, label in topic.components)]
+    text = [topic.title, *circuit_labels(topic), *extra_text]
     entities = list(dict.fromkeys(COMPONENT_NAMES[kind] for kind in kinds))
-    truth = PanelTruth("circuit", topic.title, text, entities, required_text=text)
-    body = crop_to_ink(_matplotlib_image(fig))
-    return RenderedPanel(add_title(body, topic.title), truth, panel_description("circuit", topic))
+    shows = {"entity": [f"circuit schematic labelled {', '.join(circuit_labels(topic))}"]}
+    return PanelTruth(kind, topic.title, text, entities, required_text=text, shows=shows)
+
+
+def render_circuit(topic: CircuitTopic, rng: random.Random) -> RenderedPanel:
+    """A schematic of the circuit, titled."""
+    return titled_panel(circuit_body(topic, rng), circuit_truth("circuit", topic), topic)
 
 
 _CURVES: Mapping[str, Callable[[float, float], float]] = {
@@ -275,9 +337,9 @@ def _write_law(axes: Any, topic: LawTopic) -> str:
     return text
 
 
-def render_plot(topic: LawTopic, rng: random.Random) -> RenderedPanel:
-    """The law's curve with noisy measurements and the law written in an empty corner; the y label sits
-    level above the axis so OCR reads it."""
+def plot_body(topic: LawTopic, rng: random.Random) -> tuple[Image.Image, PanelTruth]:
+    """The law's curve with noisy measurements and the law written in an empty corner (cropped to the
+    ink), and the truth of a plot panel; the y label sits level above the axis so OCR reads it."""
     import numpy as np
     from matplotlib.figure import Figure
     from matplotlib.ticker import MaxNLocator
@@ -304,8 +366,24 @@ def render_plot(topic: LawTopic, rng: random.Random) -> RenderedPanel:
 
     text = [topic.title, topic.x_label, topic.y_label, written]
     entities = [label.split(" (")[0] for label in (topic.x_label, topic.y_label)]
-    truth = PanelTruth("plot", topic.title, [*text, *_drawn_tick_labels(axes)], entities, required_text=text)
-    return RenderedPanel(add_title(crop_to_ink(image), topic.title), truth, panel_description("plot", topic))
+    shows = {
+        "law": [f"written equation {written}", f"plotted curve of {topic.y_label} against {topic.x_label}"]
+    }
+    truth = PanelTruth(
+        "plot", topic.title, [*text, *_drawn_tick_labels(axes)], entities, required_text=text, shows=shows
+    )
+    return crop_to_ink(image), truth
+
+
+def titled_panel(body: Image.Image, truth: PanelTruth, topic: Topic) -> RenderedPanel:
+    """The panel: ``body`` under the topic's title, with its truth and the caption sentence of its kind."""
+    return RenderedPanel(add_title(body, topic.title), truth, panel_description(truth.kind, topic))
+
+
+def render_plot(topic: LawTopic, rng: random.Random) -> RenderedPanel:
+    """A law plot, titled."""
+    body, truth = plot_body(topic, rng)
+    return titled_panel(body, truth, topic)
 
 
 RENDERERS: Mapping[str, Callable[[Any, random.Random], RenderedPanel]] = {
@@ -317,8 +395,11 @@ RENDERERS: Mapping[str, Callable[[Any, random.Random], RenderedPanel]] = {
 
 
 def render_panel(kind: str, topic: Topic, rng: random.Random) -> RenderedPanel:
-    """Draw one panel of ``kind`` about ``topic``."""
-    return RENDERERS[kind](topic, rng)
+    """Draw one panel of ``kind`` about ``topic`` (the kinds drawing several tracks: ``sciir.sample.combined``)."""
+    from sciir.sample.combined import COMBINED_RENDERERS
+
+    renderer = RENDERERS.get(kind) or COMBINED_RENDERERS[kind]
+    return renderer(topic, rng)
 
 
 def render_icon(size: int = 90) -> Image.Image:

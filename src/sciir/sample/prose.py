@@ -13,7 +13,7 @@ import random
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from sciir.sample.content import join_words
+from sciir.sample.content import in_sentence, join_words
 
 # One sentence naming both ends: {a} is the source, {b} the target ({A}/{B}: at a sentence start).
 STATED_EDGE = (
@@ -76,14 +76,6 @@ class PanelProse:
     relations: Sequence[Sequence[str]]
 
 
-def in_sentence(name: str) -> str:
-    """A step name inside a sentence: a capitalised word is lowered ("Sample collection" -> "sample
-    collection"), an acronym or a single capital letter is kept ("RNA extraction", "T cell activation")."""
-    if len(name) > 1 and name[0].isupper() and name[1].islower():
-        return name[0].lower() + name[1:]
-    return name
-
-
 def at_start(text: str) -> str:
     """``text`` with its first letter capitalised (for a sentence that opens with it)."""
     return text[:1].upper() + text[1:]
@@ -118,7 +110,7 @@ def edge_narrative(relations: Sequence[Sequence[str]], rng: random.Random) -> li
 def panel_sentences(number: str, panel: PanelProse, rng: random.Random) -> list[str]:
     """What the methods say about one panel ("Figure ``number``"): a workflow narrated, any other drawing
     by its labels."""
-    if panel.kind == "process":
+    if panel.relations:  # a workflow, a reaction scheme or the stages of a measurement
         introduction = rng.choice(PROCESS_INTRODUCTION).format(n=number, title=in_sentence(panel.title))
         return [at_start(introduction), *edge_narrative(panel.relations, rng)]
     if not panel.required_text:

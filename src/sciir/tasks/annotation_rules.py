@@ -8,7 +8,10 @@ Each ``<task>`` function below answers its task for the offline backend (``sciir
   caption words that are also visible; relations = arrows read between labelled shapes, and pairs of
   visible labels that one caption or methods sentence states explicitly where the image cannot
   settle them (``sciir.backends.offline_relations``); laws = the labels that write a law or
-  equation, else the caption's sentences that state one; Sci-RCoT narrated from these.
+  equation, else the caption's sentences that state one; Sci-RCoT narrated from these; per track,
+  the terms and visualisations the image itself shows (``sciir.backends.track_evidence``: arrows
+  between labelled shapes, equations written and plot axes, labelled structural drawings); a track
+  the image does not show gets empty lists, whatever the caption says.
 - ``abstract_prompt``: the style of the Sci-RCoT plus the quoted terms, nothing about layout.
 - ``checklist``: layer 1 per required text; layer 2 per active track from terms, relations and laws,
   each fact with a positive question and a negative one (duplicated entity, reversed flow,
@@ -26,13 +29,14 @@ import numpy as np
 from pydantic import BaseModel
 
 from sciir.backends.base import VLMRequest, VLMResult
-from sciir.backends.diagram import read_diagram
+from sciir.backends.diagram import grey_levels, read_diagram
 from sciir.backends.ocr import OcrReading, decode_png
-from sciir.backends.offline_relations import figure_relations
+from sciir.backends.offline_relations import drawn_relations, figure_relations
+from sciir.backends.track_evidence import track_sights
 from sciir.tasks.registry import Sight
 
 # Bump when a rule below changes, so cached answers of the old rules are not reused.
-RULES_VERSION = "offline-rules-v3"
+RULES_VERSION = "offline-rules-v4"  # v4: terms and visualisations per track
 
 # Words that signal each reasoning track, matched case-insensitively at a word start (so "molecules"
 # and "proportionality" count). Deliberately narrow: a word that belongs to two tracks would blur both.
@@ -407,6 +411,7 @@ def reasoning(request: VLMRequest, sight: Sight) -> VLMResult:
     relations = figure_relations(diagram, labels, f"{context.caption}\n{context.methods_text}")
     laws = stated_laws(context.caption, labels)
     style = f"{figure_kind(context.caption, labels)} on a {background_name(image)} background"
+    sights = track_sights(grey_levels(image), reading, diagram, labels, drawn_relations(diagram, labels))
     return VLMResult(
         output={
             "terms": terms,
@@ -414,6 +419,10 @@ def reasoning(request: VLMRequest, sight: Sight) -> VLMResult:
             "relations": [list(pair) for pair in relations],
             "laws": laws,
             "sci_rcot": narrate_rcot(style, labels, terms, relations, laws),
+            "tracks": {
+                track: {"terms": sight.terms, "visualizations": sight.visualizations}
+                for track, sight in sights.items()
+            },
         }
     )
 

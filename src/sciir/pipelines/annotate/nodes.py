@@ -54,6 +54,7 @@ ANNOTATION_COLUMNS = (
     "required_text",
     "relations",
     "laws",
+    *(f"{part}_{track}" for track in TRACKS for part in ("terms", "visualizations")),
     "sci_rcot",
     "abstract_prompt",
     "status",
@@ -232,6 +233,12 @@ def annotation_row(work: SampleWork, tau: int) -> dict[str, Any]:
     row["required_text"] = _json(reasoning.required_text) if reasoning else None
     row["relations"] = _json(reasoning.relations) if reasoning else None
     row["laws"] = _json(reasoning.laws) if reasoning else None
+    # Per track, what the image shows (null when the annotator gave no per-track answer).
+    evidence = reasoning.tracks if reasoning else None
+    for track in TRACKS:
+        shown = evidence.of(track) if evidence else None
+        row[f"terms_{track}"] = _json(shown.terms) if shown else None
+        row[f"visualizations_{track}"] = _json(shown.visualizations) if shown else None
     row["sci_rcot"] = reasoning.sci_rcot if reasoning else None
     row["abstract_prompt"] = work.abstract_prompt.prompt if work.abstract_prompt else None
     row["status"] = "failed" if work.failures else "ok"
