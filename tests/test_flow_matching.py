@@ -19,6 +19,7 @@ from PIL import Image, ImageDraw
 from safetensors.torch import load_file
 
 from sciir.flow_matching import (
+    encode_captions,
     encode_flow_examples,
     flow_matching_loss_at,
     loss_weights,
@@ -222,6 +223,17 @@ def test_images_and_captions_must_pair_up(trained):
     base, pixels, _, _, _ = trained
     with pytest.raises(ValueError, match="3 images but 2 captions"):
         encode_flow_examples(_pipeline(base), pixels, CAPTIONS[:2])
+
+
+def test_captions_encoded_in_chunks_are_padded_as_one_batch_is(trained):
+    pipe = _pipeline(trained[0])
+    captions = ["a", "a figure with a much longer caption than the others", "mid size", "b"]
+    whole, whole_mask = encode_captions(pipe, captions, chunk_size=len(captions))
+    chunked, chunked_mask = encode_captions(pipe, captions, chunk_size=2)
+    assert whole_mask is not None and torch.equal(chunked_mask, whole_mask)
+    assert chunked.shape == whole.shape and torch.allclose(chunked, whole, atol=1e-5)
+    # Captions of one length leave nothing padded: no mask, as the pipeline does.
+    assert encode_captions(pipe, ["ab", "cd", "ef"], chunk_size=2)[1] is None
 
 
 def test_the_training_loss_falls(trained):
