@@ -220,6 +220,16 @@ def test_other_code_gives_new_shard_keys(tmp_path: Path, shard_params, monkeypat
     assert shard_key(figures, [None], settings) != first
 
 
+def test_only_settings_of_a_figures_work_change_its_shard_key(tmp_path: Path, shard_params) -> None:
+    params = shard_params(tmp_path / "shards", processes=False)
+    figures = [_figure_row("f1", tmp_path / "f1.png")]
+    first = shard_key(figures, [None], CurateParams.model_validate(params))
+    reviewed = {**params, "review": {"decisions": "review_queue.reviewed.csv"}, "screen": {"enabled": False}}
+    assert shard_key(figures, [None], CurateParams.model_validate(reviewed)) == first
+    resized = {**params, "standardise": {"size_px": 256}}
+    assert shard_key(figures, [None], CurateParams.model_validate(resized)) != first
+
+
 def test_a_detector_retrained_into_the_same_file_gives_new_shard_keys(tmp_path: Path, shard_params) -> None:
     weights = tmp_path / "panels.onnx"
     weights.write_bytes(b"first detector")

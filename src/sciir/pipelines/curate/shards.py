@@ -32,6 +32,10 @@ RowsOf = Callable[
 ]
 
 
+# CurateParams sections read only by the filtering node (``sciir.pipelines.curate.screen``).
+FILTERING_ONLY = frozenset({"screen", "review", "near_duplicates"})
+
+
 @dataclass(frozen=True)
 class Shard:
     """Figures curated as one task: ``figures`` (rows of ``figures``) with their articles' methods text."""
@@ -52,8 +56,9 @@ def _file_stamp(path: str) -> list[int] | None:
 
 
 def _settings_fingerprint(settings: CurateParams) -> dict[str, Any]:
-    """The settings that change what a figure yields (not where or on how many workers it runs)."""
-    dumped = settings.model_dump(mode="json", exclude={"shards", "cluster"})
+    """The settings that change what a figure yields (not where or on how many workers it runs, nor the
+    screen, review and near-duplicate settings, which only the later filtering node reads)."""
+    dumped = settings.model_dump(mode="json", exclude=FILTERING_ONLY | {"shards", "cluster"})
     dumped["workers"].pop("count", None)
     weights = settings.detector.yolo_weights
     # A detector retrained into the same file is another detector: its shards are not resumed.
