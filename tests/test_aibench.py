@@ -138,8 +138,17 @@ def test_the_solver_sees_the_questions_and_the_image_only(branching) -> None:
     request = build_solver_request(items, b"png")
     assert request.task == "aibench_qa" and request.images == [b"png"]
     assert set(request.context) == {"questions"}
-    assert all(set(item) == {"id", "level", "question", "label"} for item in request.context["questions"])
+    assert all(
+        set(item) == {"id", "level", "question", "label", "flow"} for item in request.context["questions"]
+    )
     assert items[0]["label"] == "Photosynthesis" and items[-1]["label"] is None
+    # level 2 names the two components it asks about, from and to; no other level names a flow
+    topology = [item for item in items if item["level"] == 2]
+    assert topology and all(
+        item["flow"] == list(json.loads(row)[:2])
+        for item, row in zip(topology, qa[qa["level"] == 2]["nodes"], strict=True)
+    )
+    assert all(item["flow"] is None for item in items if item["level"] != 2)
     assert "gold" not in request.prompt and '"yes" | "no" | null' in request.prompt
     assert json.loads(qa.loc[0, "nodes"]) == ["Photosynthesis"]
 

@@ -92,3 +92,24 @@ def test_fault_config_rejects_unknown_keys_and_negative_counts() -> None:
         FaultConfig.model_validate({"misspell": 1})
     with pytest.raises(ValidationError):
         FaultConfig(drop_nodes=-1)
+
+
+def test_faults_keep_groups_in_step_with_the_labels() -> None:
+    grouped = Plan(
+        labels=("Cat", "Dog", "Owl"),
+        edges=(("Cat", "Dog"),),
+        groups=(("Stage 1", ("Cat",)), ("Stage 2", ("Dog", "Owl"))),
+    )
+    misspelled, faults = misspell_labels(grouped, 1, random.Random(0))
+    drawn = {fault["label"]: fault["drawn"] for fault in faults}
+    assert misspelled.groups == tuple(
+        (title, tuple(drawn.get(m, m) for m in members)) for title, members in grouped.groups
+    )
+    dropped, _ = drop_nodes(Plan(grouped.labels, grouped.edges, grouped.groups), 1, random.Random(1))
+    (gone,) = set(grouped.labels) - set(dropped.labels)
+    kept = [member for _, members in dropped.groups for member in members]
+    assert gone not in kept and sorted(kept) == sorted(dropped.labels)
+    # a group left without members goes with its last member
+    assert grouped.without({"Cat"}).groups == (("Stage 2", ("Dog", "Owl")),)
+    reversed_plan, _ = reverse_edges(grouped, 1, random.Random(0))
+    assert reversed_plan.groups == grouped.groups

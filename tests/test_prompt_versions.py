@@ -9,7 +9,7 @@ import mlflow
 import pandas as pd
 
 from sciir.aibench.aesthetics import build_aesthetics_request
-from sciir.aibench.graph import build_logic_graph
+from sciir.aibench.graph import GRAPH_COLUMNS, build_logic_graph
 from sciir.aibench.graph_task import build_graph_request
 from sciir.aibench.question_task import build_questions_request
 from sciir.aibench.questions import QuestionSettings
@@ -59,7 +59,10 @@ def _illustration_version() -> str:
     version: the prompt text itself is in its cache key)."""
     aibench_set = pd.DataFrame({"sample_id": ["s1"], "methods_text": ['"ADP" -> "ATP".']})
     generators = {"programmatic": ProgrammaticGenerator()}
-    _, manifest, _ = generate_aibench_images(aibench_set, {}, generators, {"width": 64, "height": 64})
+    no_graphs = pd.DataFrame(columns=list(GRAPH_COLUMNS))  # a contestant never needs one
+    _, manifest, _ = generate_aibench_images(
+        aibench_set, no_graphs, {}, generators, {"width": 64, "height": 64}
+    )
     return json.loads(manifest["meta"].iloc[0])["prompt_version"]
 
 

@@ -19,6 +19,8 @@ from pydantic import BaseModel, ConfigDict, Field
 
 Edge = tuple[str, str]
 Fault = dict[str, Any]
+# A labelled group of labels (an AIBench phase): its title and its members.
+Group = tuple[str, tuple[str, ...]]
 
 # Only letters inside a word of at least three are edited, so the first and last stay and
 # the label is still recognisably "the same label, spelled wrong".
@@ -27,10 +29,28 @@ _WORD = re.compile(r"[A-Za-z]{3,}")
 
 @dataclass(frozen=True)
 class Plan:
-    """What a figure shows: labelled nodes in reading order and directed edges between labels."""
+    """What a figure shows: labelled nodes in reading order, directed edges between labels, and labelled
+    groups of labels (drawn as framed areas)."""
 
     labels: tuple[str, ...]
     edges: tuple[Edge, ...] = ()
+    groups: tuple[Group, ...] = ()
+
+    def renamed(self, names: dict[str, str]) -> Plan:
+        """The plan with labels renamed (in the edges and groups too); unnamed labels stay."""
+        edges = tuple((names.get(src, src), names.get(dst, dst)) for src, dst in self.edges)
+        groups = tuple((title, tuple(names.get(m, m) for m in members)) for title, members in self.groups)
+        return Plan(tuple(names.get(label, label) for label in self.labels), edges, groups)
+
+    def without(self, dropped: set[str]) -> Plan:
+        """The plan without the ``dropped`` labels, their edges, and any group left empty."""
+        groups = tuple(
+            (title, kept)
+            for title, members in self.groups
+            if (kept := tuple(member for member in members if member not in dropped))
+        )
+        edges = tuple(edge for edge in self.edges if not dropped.intersection(edge))
+        return Plan(tuple(label for label in self.labels if label not in dropped), edges, groups)
 
 
 class FaultConfig(BaseModel):
@@ -71,15 +91,14 @@ def misspellings(label: str) -> list[str]:
 
 
 def drop_nodes(plan: Plan, count: int, rng: random.Random) -> tuple[Plan, list[Fault]]:
-    """Remove ``count`` labels and every edge touching them; at least one label always stays."""
+    """Remove ``count`` labels and every edge touching them (a group left empty goes too); at least one
+    label always stays."""
     count = min(count, len(plan.labels) - 1)
     if count <= 0:
         return plan, []
     dropped = set(rng.sample(plan.labels, count))
-    labels = tuple(label for label in plan.labels if label not in dropped)
-    edges = tuple(edge for edge in plan.edges if not dropped.intersection(edge))
     faults = [{"kind": "drop_node", "label": label} for label in plan.labels if label in dropped]
-    return Plan(labels, edges), faults
+    return plan.without(dropped), faults
 
 
 def reverse_edges(plan: Plan, count: int, rng: random.Random) -> tuple[Plan, list[Fault]]:
@@ -100,7 +119,7 @@ def reverse_edges(plan: Plan, count: int, rng: random.Random) -> tuple[Plan, lis
 
 
 def misspell_labels(plan: Plan, count: int, rng: random.Random) -> tuple[Plan, list[Fault]]:
-    """Misspell ``count`` labels (renaming them in the edges too).
+    """Misspell ``count`` labels (renaming them in the edges and groups too).
 
     A misspelling that would equal another label is never used, so no two nodes merge;
     labels are tried in a seeded random order until ``count`` are misspelled or none is left.
@@ -113,14 +132,12 @@ def misspell_labels(plan: Plan, count: int, rng: random.Random) -> tuple[Plan, l
         usable = [spelling for spelling in misspellings(label) if spelling not in taken]
         if usable:
             renamed[label] = rng.choice(usable)
-    labels = tuple(renamed.get(label, label) for label in plan.labels)
-    edges = tuple((renamed.get(src, src), renamed.get(dst, dst)) for src, dst in plan.edges)
     faults = [
         {"kind": "misspell", "label": label, "drawn": renamed[label]}
         for label in plan.labels
         if label in renamed
     ]
-    return Plan(labels, edges), faults
+    return plan.renamed(renamed), faults
 
 
 def plant_faults(plan: Plan, config: FaultConfig, sample_id: str) -> tuple[Plan, list[Fault]]:

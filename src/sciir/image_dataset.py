@@ -4,7 +4,8 @@ Loading reads nothing: a model request gets the file's own bytes through ``image
 a consumer that needs pixels calls ``.image()`` (or ``sciir.generated_images.open_image``). Saving takes
 a decoded image (encoded in the format of the file's suffix, PNG by default), bytes already encoded, or
 a handle, so the generate and curate pipelines write through it as they wrote through
-``pillow.ImageDataset``. It is the inner dataset of the image folders' ``PartitionedDataset``.
+``pillow.ImageDataset``. It is the inner dataset of the image folders' ``PartitionedDataset``;
+:class:`ImageFolderDataset` is such a folder that exists after every save, even of no image.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from pathlib import PurePosixPath
 from typing import Any
 
 from kedro.io import AbstractDataset
+from kedro_datasets.partitions import PartitionedDataset
 
 from sciir.image_payload import ImageFile, encode
 
@@ -59,3 +61,12 @@ class ImageFileDataset(AbstractDataset[Any, ImageFile]):
 
     def _describe(self) -> dict[str, Any]:
         return {"filepath": self._filepath}
+
+
+class ImageFolderDataset(PartitionedDataset):
+    """A ``PartitionedDataset`` of image files that creates its folder on every save, so a stage that drew
+    nothing (a generation switched off) still leaves the folder its DVC ``outs`` promise."""
+
+    def save(self, data: dict[str, Any]) -> None:
+        super().save(data)
+        self._filesystem.makedirs(self._normalized_path, exist_ok=True)

@@ -57,6 +57,17 @@ def test_edge_endpoints_missing_from_labels_are_drawn_and_text_is_taken_literall
     assert 'label="<b>bold</b>"' in source and 'label="a\\\\nb"' in source
 
 
+def test_groups_are_drawn_as_titled_frames_around_their_boxes() -> None:
+    staged = PROCESS | {
+        "groups": [["Stage 1", ["Sample", "Centrifuge"]], ["Stage 2", ["Supernatant", "Pellet"]]]
+    }
+    result = draw(PlanReferenceRenderer(), staged)
+    assert result.ok and result.meta["drawn_groups"] == staged["groups"]
+    words = ocr_words(result.image)
+    assert set(PROCESS["labels"]) <= words and "Stage" in words
+    assert draw(PlanReferenceRenderer(), PROCESS).meta["drawn_groups"] == []
+
+
 def test_faulty_reference_plants_faults_of_known_truth_deterministically() -> None:
     result = draw(PlanReferenceRenderer(faults=FAULTS), PROCESS)
     again = draw(PlanReferenceRenderer(faults=FAULTS), PROCESS)
@@ -74,6 +85,11 @@ def test_faulty_reference_plants_faults_of_known_truth_deterministically() -> No
         ({"labels": [], "edges": []}, "plan for sample fig-1-p0 has no labels to draw"),
         ({"labels": ["A", "  "]}, "plan for sample fig-1-p0 has a blank label"),
         ({"labels": ["A"], "edges": [["A", "B", "C"]]}, "plan for sample fig-1-p0 is malformed (edges.0"),
+        ({"labels": ["A"], "groups": [[" ", ["A"]]]}, "plan for sample fig-1-p0 has a group without a title"),
+        (
+            {"labels": ["A"], "groups": [["Stage 1", ["A", "B"]]]},
+            "plan for sample fig-1-p0: group 'Stage 1' holds ['B'], which are no labels",
+        ),
     ],
 )
 def test_undrawable_plans_fail_explicitly(plan: dict, reason: str) -> None:

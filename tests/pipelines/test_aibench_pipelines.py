@@ -198,6 +198,7 @@ def _examination(illustrations, manifest, judge, qa, **overrides) -> dict:
         "evaluation_benchmark": BENCHMARK,
         "judge": judge,
         "params:aibench": PARAMS,
+        "params:evaluate": {},
         "params:evaluate.verdicts_file": None,
         "params:evaluate.images_dir": None,
     } | overrides
@@ -254,14 +255,15 @@ def evaluated(annotated: dict, tmp_path_factory: pytest.TempPathFactory) -> dict
 def test_pipelines_match_the_contract() -> None:
     assert annotate_aibench().inputs() == {"annotations", "curated", "annotator", "params:aibench"}
     assert evaluate_aibench().inputs() == {
-        "aibench_generations",  # the contestants' illustrations of the AIBench set, from the method text
-        "aibench_generation_manifest",
+        "aibench_generations",  # the illustrations of the AIBench set: contestants' and references'
+        "aibench_generation_manifest",  # also says which models are references (params:evaluate: roles)
         "aibench_set",
         "evaluation_aibench_qa",
         "generations",  # baseline metrics: the SciIR-Bench images against their prompts
         "evaluation_benchmark",  # the catalog's benchmark or a benchmark file (evaluation_inputs)
         "judge",
         "params:aibench",
+        "params:evaluate",
         "params:evaluate.verdicts_file",
         "params:evaluate.images_dir",
     }

@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from kedro.io import DataCatalog, MemoryDataset
+import yaml
+from kedro.io import AbstractDataset, DataCatalog, MemoryDataset
 from kedro.runner import SequentialRunner
 from kedro_datasets.partitions import PartitionedDataset
 from PIL import Image
@@ -19,12 +20,13 @@ from sciir.backends.base import GenerationRequest, GenerationResult, ImageGenera
 from sciir.backends.cache import CachedGenerator, ResponseCache
 from sciir.backends.plan_reference import PlanReferenceRenderer
 from sciir.backends.programmatic import ProgrammaticGenerator
-from sciir.optional_inputs import MissingInput
+from sciir.optional_inputs import MissingInput, is_missing
 from sciir.pipelines.generate import create_pipeline
 from sciir.pipelines.generate.aibench_nodes import generate_aibench_images
-from sciir.pipelines.generate.nodes import generate_images
+from sciir.pipelines.generate.nodes import MANIFEST_COLUMNS, generate_images
 from sciir.tasks.prompts import prompt_template
 
+REPO = Path(__file__).resolve().parents[2]
 PARAMS = {"seed": 7, "width": 256, "height": 256, "models": None}
 FINETUNE_SUMMARY = {"adapter_path": "data/06_models/lora", "steps": 8, "final_loss": 0.5, "skipped": []}
 
@@ -194,6 +196,7 @@ def test_pipeline_runs_in_kedro_and_saves_png_partitions(benchmark: pd.DataFrame
             ),
             "benchmark": MemoryDataset(benchmark),
             "aibench_set": MemoryDataset(AIBENCH_SET),
+            "aibench_graphs": MemoryDataset(AIBENCH_GRAPHS),
             "finetune_summary": MemoryDataset(FINETUNE_SUMMARY),
             "generators": MemoryDataset({"programmatic": ProgrammaticGenerator()}, copy_mode="assign"),
             "params:generate": MemoryDataset(PARAMS),
@@ -226,16 +229,32 @@ AIBENCH_SET = pd.DataFrame(
 )
 
 
+# annotate's logic graphs of the set: a graph with phases, a failed graph, a graph whose paper has no text
+AIBENCH_GRAPHS = pd.DataFrame(
+    {
+        "sample_id": ["quoted", "prose", "empty"],
+        "nodes": [json.dumps(["Trimming", "Alignment", "Calling"]), None, json.dumps(["Reads"])],
+        "edges": [json.dumps([["Trimming", "Alignment"], ["Alignment", "Calling"]]), None, json.dumps([])],
+        "phases": [json.dumps([["Trimming"], ["Alignment", "Calling"]]), None, json.dumps([])],
+        "n_questions": [9, 0, 1],
+        "status": ["ok", "failed", "ok"],
+        "reason": [None, "aibench_graph reply broke its schema", None],
+    }
+)
+
+
 def test_contestants_draw_the_aibench_set_from_the_method_text(tmp_path: Path) -> None:
-    grey, reference = GreySquares(), PlanReferenceRenderer()
-    generators = {"programmatic": ProgrammaticGenerator(), "grey": grey, "reference": reference}
-    images, manifest, metrics = generate_aibench_images(AIBENCH_SET, FINETUNE_SUMMARY, generators, PARAMS)
-    assert set(manifest["model"]) == {"programmatic", "grey"}  # a reference draws plans: never asked
+    grey = GreySquares()
+    generators = {"programmatic": ProgrammaticGenerator(), "grey": grey}
+    images, manifest, metrics = generate_aibench_images(
+        AIBENCH_SET, AIBENCH_GRAPHS, FINETUNE_SUMMARY, generators, PARAMS
+    )
     # the prompt: the task's instruction around the method text, nothing else (no caption, no graph)
     template = prompt_template("aibench_illustration")
     assert [request.prompt for request in grey.seen] == [
         template.render(methods_text=text.strip()) for text in AIBENCH_SET["methods_text"][:2]
     ]
+    assert all(type(request) is GenerationRequest for request in grey.seen)  # never a plan
     assert {(r.seed, r.width, r.height) for r in grey.seen} == {(7, 256, 256)}
     rows = manifest.set_index(["model", "sample_id"])
     assert list(manifest["sample_id"]) == ["quoted", "prose", "empty"] * 2  # the set's order per model
@@ -251,27 +270,114 @@ def test_contestants_draw_the_aibench_set_from_the_method_text(tmp_path: Path) -
     assert (metrics["grey.ok"], metrics["grey.failed"]) == (2.0, 1.0)
 
 
+def test_references_draw_the_logic_graph_of_each_aibench_paper() -> None:
+    exact = PlanReferenceRenderer()
+    faulty = PlanReferenceRenderer(faults={"misspell_labels": 1, "reverse_edges": 1, "drop_nodes": 1})
+    generators = {"grey": GreySquares(), "exact": exact, "faulty": faulty}
+    images, manifest, metrics = generate_aibench_images(
+        AIBENCH_SET, AIBENCH_GRAPHS, FINETUNE_SUMMARY, generators, PARAMS
+    )
+    rows = manifest.set_index(["model", "sample_id"])
+    assert set(manifest[manifest["model"] != "grey"]["role"]) == {"reference"}
+    drawn = json.loads(rows.loc[("exact", "quoted"), "meta"])
+    # components as boxes, flows as arrows, phases as groups titled in order
+    assert drawn["drawn_labels"] == ["Trimming", "Alignment", "Calling"]
+    assert drawn["drawn_edges"] == [["Trimming", "Alignment"], ["Alignment", "Calling"]]
+    assert drawn["drawn_groups"] == [["Stage 1", ["Trimming"]], ["Stage 2", ["Alignment", "Calling"]]]
+    assert images["exact/quoted"]().size == (256, 256)
+    # the faulty reference plants its faults in the graph (groups included), and records them
+    faulty_meta = json.loads(rows.loc[("faulty", "quoted"), "meta"])
+    planted = {fault["kind"]: fault for fault in faulty_meta["planted_faults"]}
+    assert {"drop_node", "misspell"} <= set(planted)
+    grouped = [label for _, members in faulty_meta["drawn_groups"] for label in members]
+    assert planted["drop_node"]["label"] not in faulty_meta["drawn_labels"] + grouped
+    assert (
+        planted["misspell"]["drawn"] in faulty_meta["drawn_labels"]
+        and planted["misspell"]["drawn"] in grouped
+    )
+    # a paper whose graph failed fails for the references with annotate's reason, not for contestants
+    reason = rows.loc[("exact", "prose"), "reason"]
+    assert "has no logic graph (failed: aibench_graph reply broke its schema)" in reason
+    assert rows.loc[("grey", "prose"), "status"] == "ok"
+    assert rows.loc[("exact", "empty"), "reason"] == "AIBench sample empty has no method text to draw from"
+    assert (metrics["exact.ok"], metrics["exact.failed"]) == (1.0, 2.0)
+
+
 def test_the_aibench_generation_is_configurable() -> None:
     generators = {"grey": GreySquares(), "other": GreySquares(), "reference": PlanReferenceRenderer()}
-    only = PARAMS | {"aibench": {"models": ["other"]}}
-    _, manifest, _ = generate_aibench_images(AIBENCH_SET, FINETUNE_SUMMARY, generators, only)
-    assert set(manifest["model"]) == {"other"}
+    only = PARAMS | {"aibench": {"models": ["other", "reference"]}}
+    _, manifest, _ = generate_aibench_images(AIBENCH_SET, AIBENCH_GRAPHS, FINETUNE_SUMMARY, generators, only)
+    assert set(manifest["model"]) == {"other", "reference"}
     off = PARAMS | {"aibench": {"enabled": False}}
-    images, manifest, metrics = generate_aibench_images(AIBENCH_SET, FINETUNE_SUMMARY, generators, off)
+    images, manifest, metrics = generate_aibench_images(
+        AIBENCH_SET, AIBENCH_GRAPHS, FINETUNE_SUMMARY, generators, off
+    )
     assert images == {} and manifest.empty and metrics == {}
     missing = MissingInput(location="aibench_set.parquet", written_by="bench_select")
-    assert generate_aibench_images(missing, FINETUNE_SUMMARY, generators, PARAMS)[1].empty
-    with pytest.raises(ValueError, match=r"names reference generator\(s\) \['reference'\]"):
+    assert generate_aibench_images(missing, AIBENCH_GRAPHS, FINETUNE_SUMMARY, generators, PARAMS)[1].empty
+    with pytest.raises(
+        ValueError, match=r"params:generate.aibench.models names unknown generator\(s\) \['nope'\]"
+    ):
         generate_aibench_images(
-            AIBENCH_SET, FINETUNE_SUMMARY, generators, PARAMS | {"aibench": {"models": ["reference"]}}
+            AIBENCH_SET,
+            AIBENCH_GRAPHS,
+            FINETUNE_SUMMARY,
+            generators,
+            PARAMS | {"aibench": {"models": ["nope"]}},
         )
 
 
 def test_a_rerun_of_the_aibench_generation_draws_nothing_again(tmp_path: Path) -> None:
     grey = GreySquares()
     cache = ResponseCache(tmp_path / "responses.sqlite")
-    first = generate_aibench_images(AIBENCH_SET, {}, {"grey": CachedGenerator(grey, cache)}, PARAMS)
-    again = generate_aibench_images(AIBENCH_SET, {}, {"grey": CachedGenerator(grey, cache)}, PARAMS)
+    first = generate_aibench_images(
+        AIBENCH_SET, AIBENCH_GRAPHS, {}, {"grey": CachedGenerator(grey, cache)}, PARAMS
+    )
+    again = generate_aibench_images(
+        AIBENCH_SET, AIBENCH_GRAPHS, {}, {"grey": CachedGenerator(grey, cache)}, PARAMS
+    )
     assert len(grey.seen) == 2  # the two papers with method text, drawn once
     assert again[2]["grey.cache_hits"] == 2.0 and again[2]["grey.cache_misses"] == 0.0
     assert set(again[0]) == set(first[0])
+
+
+def _catalog_entry(name: str, tmp_path: Path) -> tuple[str, AbstractDataset]:
+    """The conf/base catalog's dataset ``name`` with its data/ path moved under ``tmp_path``; and that path."""
+    entry = yaml.safe_load((REPO / "conf/base/catalog_aibench.yml").read_text())[name]
+    inner = entry["dataset"]
+    key = "path" if "path" in inner else "filepath"
+    configured = inner[key]
+    inner[key] = str(tmp_path / configured)
+    entry.pop("metadata", None)
+    return configured, AbstractDataset.from_config(name, entry)
+
+
+def test_a_disabled_aibench_generation_still_writes_its_dvc_outs(
+    benchmark: pd.DataFrame, tmp_path: Path
+) -> None:
+    # dvc repro fails when a stage leaves one of its outs unwritten: generate's AIBench folder and
+    # manifest must exist (empty) when generate.aibench.enabled is false
+    folder_path, folder = _catalog_entry("aibench_generations", tmp_path)
+    manifest_path, manifest = _catalog_entry("aibench_generation_manifest", tmp_path)
+    generate_outs = yaml.safe_load((REPO / "dvc.yaml").read_text())["stages"]["generate"]["outs"]
+    assert {folder_path, manifest_path} <= set(generate_outs)
+    catalog = DataCatalog(
+        datasets={
+            "generations": PartitionedDataset(
+                path=str(tmp_path / "sciir"), dataset={"type": "pillow.ImageDataset"}, filename_suffix=".png"
+            ),
+            "aibench_generations": folder,
+            "aibench_generation_manifest": manifest,
+            "benchmark": MemoryDataset(benchmark),
+            "aibench_set": MemoryDataset(AIBENCH_SET),
+            "aibench_graphs": MemoryDataset(AIBENCH_GRAPHS),
+            "finetune_summary": MemoryDataset(FINETUNE_SUMMARY),
+            "generators": MemoryDataset({"programmatic": ProgrammaticGenerator()}, copy_mode="assign"),
+            "params:generate": MemoryDataset(PARAMS | {"aibench": {"enabled": False}}),
+        }
+    )
+    SequentialRunner().run(create_pipeline(), catalog)
+    assert (tmp_path / folder_path).is_dir() and not any((tmp_path / folder_path).iterdir())
+    written = pd.read_parquet(tmp_path / manifest_path)
+    assert written.empty and list(written.columns) == MANIFEST_COLUMNS
+    assert is_missing(folder.load())  # an empty folder reads as no images: evaluate examines nothing

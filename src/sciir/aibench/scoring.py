@@ -1,10 +1,12 @@
 """AIBench scores (section 3.5): accuracy per level and the question-level global average, in which
-every answered question weighs the same; unanswered questions are excluded and reported as coverage."""
+every answered question weighs the same; unanswered questions are excluded and reported as coverage.
+References (the logic graph drawn exactly, or with planted faults) are scored alongside the contestants
+to show what the solver makes of images of known content, marked by their role and listed last."""
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import pandas as pd
@@ -18,13 +20,17 @@ def _accuracy(correct: pd.Series) -> float:
     return float(answered.astype(bool).mean()) if len(answered) else math.nan
 
 
-def score_answers(answers: pd.DataFrame) -> pd.DataFrame:
-    """``aibench_scores``: per model, accuracy per level and overall (question-level global average:
-    every answered question weighs the same), coverage (answered / all questions) overall and per level."""
+CONTESTANT = "contestant"
+
+
+def score_answers(answers: pd.DataFrame, roles: Mapping[str, str] | None = None) -> pd.DataFrame:
+    """``aibench_scores``: per model, its role (``roles``; contestant when not named), accuracy per level
+    and overall (question-level global average: every answered question weighs the same), coverage
+    (answered / all questions) overall and per level; contestants first, then references."""
     rows = []
     for model, frame in answers.groupby("model", sort=True):
         answered = frame["status"] == "answered"
-        row: dict[str, Any] = {"model": model}
+        row: dict[str, Any] = {"model": model, "role": (roles or {}).get(str(model), CONTESTANT)}
         for level in LEVELS:
             at_level = frame[frame["level"] == level]
             row[f"level{level}"] = _accuracy(at_level["correct"])
@@ -36,15 +42,27 @@ def score_answers(answers: pd.DataFrame) -> pd.DataFrame:
         row["n_questions"] = len(frame)
         row["n_answered"] = int(answered.sum())
         rows.append(row)
-    columns = ["model", *(f"level{level}" for level in LEVELS), "overall", "coverage"]
+    columns = ["model", "role", *(f"level{level}" for level in LEVELS), "overall", "coverage"]
     columns += [f"coverage_level{level}" for level in LEVELS] + ["n_questions", "n_answered"]
-    return pd.DataFrame(rows, columns=columns)
+    table = pd.DataFrame(rows, columns=columns)
+    references_last = table["role"] != CONTESTANT
+    return (
+        table.assign(_last=references_last)
+        .sort_values(["_last", "model"], kind="stable")
+        .drop(columns="_last")
+        .reset_index(drop=True)
+    )
 
 
 def metrics_from_table(table: pd.DataFrame, name: Callable[[str, str], str]) -> dict[str, float]:
-    """``{name(model, column): value}`` for every numeric cell of a table with one row per model."""
+    """``{name(model, column): value}`` for every numeric cell of a table with one row per model (text
+    cells, such as the role, are left out)."""
     metrics: dict[str, float] = {}
     for record in table.to_dict("records"):
         model = str(record.pop("model"))
-        metrics |= {name(model, column): float(value) for column, value in record.items()}
+        metrics |= {
+            name(model, column): float(value)
+            for column, value in record.items()
+            if not isinstance(value, str)
+        }
     return metrics

@@ -53,17 +53,22 @@ SOLVER_REPLY_SCHEMA: dict[str, Any] = {
 
 
 def solver_items(questions: pd.DataFrame) -> list[dict[str, Any]]:
-    """What the solver sees of one sample's questions: id, level, text, and for level 1 the label asked
-    about (also in the text; given apart so a text reader need not parse prose). Never the gold answer."""
-    return [
-        {
-            "id": str(row.question_id),
-            "level": int(row.level),
-            "question": str(row.question),
-            "label": json.loads(row.nodes)[0] if int(row.level) == 1 else None,
-        }
-        for row in questions.itertuples(index=False)
-    ]
+    """What the solver sees of one sample's questions: id, level, text, for level 1 the label asked about
+    and for level 2 the two components, from and to (also in the text; given apart so a rule-based
+    reader need not parse prose). Never the gold answer."""
+    items = []
+    for row in questions.itertuples(index=False):
+        level, nodes = int(row.level), json.loads(row.nodes)
+        items.append(
+            {
+                "id": str(row.question_id),
+                "level": level,
+                "question": str(row.question),
+                "label": nodes[0] if level == 1 else None,
+                "flow": nodes[:2] if level == 2 else None,
+            }
+        )
+    return items
 
 
 def build_solver_request(items: Sequence[Mapping[str, Any]], image_png: bytes | None = None) -> VLMRequest:
@@ -71,7 +76,9 @@ def build_solver_request(items: Sequence[Mapping[str, Any]], image_png: bytes | 
     ``image_png``, made for an image added later)."""
     return VLMRequest(
         task=SOLVER_TASK,
-        prompt=prompt_template(SOLVER_TASK).render(questions=json.dumps(list(items), ensure_ascii=False, indent=1)),
+        prompt=prompt_template(SOLVER_TASK).render(
+            questions=json.dumps(list(items), ensure_ascii=False, indent=1)
+        ),
         images=[image_png] if image_png is not None else [],
         json_schema=SOLVER_REPLY_SCHEMA,
         context={"questions": list(items)},

@@ -1170,12 +1170,13 @@ def judge_checklist(
 
 class SolverItem(BaseModel):
     """One AIBench question as the ``aibench_qa`` task receives it (``label``: the component a level-1
-    question asks about)."""
+    question asks about; ``flow``: the two components, from and to, a level-2 question asks about)."""
 
     id: str
     level: int
     question: str
     label: str | None = None
+    flow: list[str] | None = None
 
 
 def one_edit_apart(first: str, second: str) -> bool:
@@ -1235,8 +1236,13 @@ def answer_component(item: SolverItem, reading: OcrReading) -> dict[str, Any]:
     return _solver_answer(item, "no", f'"{item.label}" was not read; closest text read: "{closest}"')
 
 
-def answer_aibench_by_ocr(request: VLMRequest, read: Callable[[bytes], OcrReading]) -> VLMResult:
-    """The ``aibench_qa`` task answered from OCR: component existence judged, every other level abstained."""
+SolverAnswerer = Callable[[list[SolverItem], "OcrReading", bytes], list[dict[str, Any]]]
+
+
+def solve_questions(
+    request: VLMRequest, read: Callable[[bytes], OcrReading], answer: SolverAnswerer
+) -> VLMResult:
+    """The ``aibench_qa`` task: validate the request's questions, read its image, answer every question."""
     if len(request.images) != 1:
         return VLMResult.failed(f"aibench_qa request needs exactly one image, got {len(request.images)}")
     try:
@@ -1246,7 +1252,14 @@ def answer_aibench_by_ocr(request: VLMRequest, read: Callable[[bytes], OcrReadin
     if not items:
         return VLMResult.failed("aibench_qa request has no questions (context key 'questions')")
     reading = with_second_reading(read(request.images[0]), request.images[0])
-    return VLMResult(output={"answers": [answer_component(item, reading) for item in items]})
+    return VLMResult(output={"answers": answer(items, reading, request.images[0])})
+
+
+def answer_aibench_by_ocr(request: VLMRequest, read: Callable[[bytes], OcrReading]) -> VLMResult:
+    """The ``aibench_qa`` task answered from OCR: component existence judged, every other level abstained."""
+    return solve_questions(
+        request, read, lambda items, reading, _image: [answer_component(i, reading) for i in items]
+    )
 
 
 class OcrVLM(RuleBasedVLM):
@@ -1267,4 +1280,3 @@ class OcrVLM(RuleBasedVLM):
 
     def identity(self) -> dict[str, Any]:
         return {**super().identity(), "reader": READER_VERSION, "second_reader": second_recogniser_version()}
-

@@ -3,8 +3,8 @@ code-based generators.
 
 :class:`PlanDrawingGenerator` is the common generator: a subclass only says where its plan comes from
 (``programmatic``: the prompt text; ``plan_reference``: the annotation's plan, as a reference). It
-draws the labels in large type, so OCR can read them, and one arrow per edge, and records what it drew
-(``drawn_labels``, ``drawn_edges``). Configured with ``faults`` it draws the plan after deterministic
+draws the labels in large type, so OCR can read them, one arrow per edge and a titled dashed frame per group
+(an AIBench phase), and records what it drew (``drawn_labels``, ``drawn_edges``, ``drawn_groups``). Configured with ``faults`` it draws the plan after deterministic
 edits from :mod:`sciir.faults`, each one recorded (``planted_faults``).
 """
 
@@ -31,6 +31,10 @@ WRAP_CHARS = 20
 # Pale filled boxes: a dark outline close to the text breaks Tesseract's line finding.
 BOX_FILL = "#EEF3FA"
 BOX_BORDER = "#B8C6DA"
+# A group's frame: dashed and faint. A solid frame crosses the arrows and hides them from diagram
+# analysis, a tinted area hides the boxes; a faint dash costs only OCR's certainty that nothing else
+# is written (a few dashes read as text-like marks).
+GROUP_BORDER = "#E2E2E2"
 
 
 class PlanError(ValueError):
@@ -59,8 +63,30 @@ def _reading_order_rows(dot: graphviz.Digraph, node_ids: list[str]) -> None:
         dot.edge(upper[0], lower[0], style="invis")
 
 
+def _draw_groups(dot: graphviz.Digraph, plan: Plan, node_ids: dict[str, str], font_size: int) -> set[str]:
+    """Each group as a titled, dashed frame around its boxes (a graphviz cluster, which must declare its
+    nodes itself); returns the labels drawn in a group."""
+    grouped: set[str] = set()
+    for index, (title, members) in enumerate(plan.groups):
+        with dot.subgraph(name=f"cluster_{index}") as cluster:
+            cluster.attr(
+                label=_node_label(title),
+                style="dashed,rounded",
+                color=GROUP_BORDER,
+                fontname=FONT_NAME,
+                fontsize=str(font_size),
+                margin="24",
+            )
+            for member in members:
+                if member not in grouped:
+                    cluster.node(node_ids[member], label=_node_label(member))
+                    grouped.add(member)
+    return grouped
+
+
 def plan_to_dot(plan: Plan, font_size: int) -> graphviz.Digraph:
-    """A top-to-bottom DOT graph: one pale box per label, one black arrow per edge, on white."""
+    """A top-to-bottom DOT graph: one pale box per label, one black arrow per edge, a titled dashed frame
+    per group, on white."""
     dot = graphviz.Digraph(
         graph_attr={"bgcolor": "white", "rankdir": "TB", "pad": "0.3", "nodesep": "0.5", "ranksep": "0.6"},
         node_attr={
@@ -76,8 +102,10 @@ def plan_to_dot(plan: Plan, font_size: int) -> graphviz.Digraph:
         edge_attr={"penwidth": "2", "arrowsize": "1.3"},
     )
     node_ids = {label: f"n{index}" for index, label in enumerate(plan.labels)}
+    grouped = _draw_groups(dot, plan, node_ids, font_size)
     for label, node_id in node_ids.items():
-        dot.node(node_id, label=_node_label(label))
+        if label not in grouped:
+            dot.node(node_id, label=_node_label(label))
     for src, dst in plan.edges:
         dot.edge(node_ids[src], node_ids[dst])
     if not plan.edges:
@@ -160,6 +188,7 @@ class PlanDrawingGenerator(ImageGenerator):
             "backend": self.backend_name,
             "drawn_labels": list(plan.labels),
             "drawn_edges": [list(edge) for edge in plan.edges],
+            "drawn_groups": [[title, list(members)] for title, members in plan.groups],
             "planted_faults": planted,
             "scale": round(scale, 4),
         }

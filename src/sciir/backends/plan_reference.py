@@ -15,7 +15,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 
 from sciir.backends.base import GenerationRequest, GeneratorRole
 from sciir.backends.plan_drawing import PlanDrawingGenerator, PlanError
-from sciir.faults import Plan
+from sciir.faults import Group, Plan
 
 BACKEND_NAME = "plan_reference"
 
@@ -25,13 +25,16 @@ class _PlanSpec(BaseModel):
 
     labels: list[str] = []
     edges: list[tuple[str, str]] = []
+    groups: list[tuple[str, list[str]]] = []  # [title, [member labels]]: framed areas (AIBench phases)
 
 
 def parse_plan(request: GenerationRequest) -> Plan:
-    """The plan to draw for ``request``: stripped, de-duplicated labels plus any edge endpoint not listed.
+    """The plan to draw for ``request``: stripped, de-duplicated labels plus any edge endpoint not listed,
+    the edges, and the groups (each titled, of labels the plan draws).
 
     Raises:
-        PlanError: no plan, a malformed plan, a blank label, or nothing to draw.
+        PlanError: no plan, a malformed plan, a blank label or group title, a group member that is no
+            label, or nothing to draw.
     """
     sample = request.sample_id
     raw_plan = getattr(request, "plan", None)
@@ -50,12 +53,28 @@ def parse_plan(request: GenerationRequest) -> Plan:
         raise PlanError(f"plan for sample {sample} has a blank label or edge endpoint")
     if not spec.labels:
         raise PlanError(f"plan for sample {sample} has no labels to draw")
-    return Plan(labels=tuple(dict.fromkeys(named)), edges=edges)
+    labels = tuple(dict.fromkeys(named))
+    return Plan(labels=labels, edges=edges, groups=_groups(sample, spec.groups, labels))
+
+
+def _groups(sample: str, groups: list[tuple[str, list[str]]], labels: tuple[str, ...]) -> tuple[Group, ...]:
+    """The plan's groups, stripped; each must have a title and members among ``labels``."""
+    parsed = tuple((title.strip(), tuple(member.strip() for member in members)) for title, members in groups)
+    for title, members in parsed:
+        if not title:
+            raise PlanError(f"plan for sample {sample} has a group without a title")
+        strangers = [member for member in members if member not in labels]
+        if strangers:
+            raise PlanError(
+                f"plan for sample {sample}: group {title!r} holds {strangers}, which are no labels"
+            )
+    return parsed
 
 
 class PlanReferenceRenderer(PlanDrawingGenerator):
     """Draws each :class:`~sciir.backends.base.PlanRequest`'s plan
-    ``{"labels": [str], "edges": [[src, dst]]}``; a reference, never a contestant."""
+    ``{"labels": [str], "edges": [[src, dst]], "groups": [[title, [label]]]}`` (groups optional); a
+    reference, never a contestant."""
 
     backend_name = BACKEND_NAME
     role: GeneratorRole = "reference"

@@ -169,8 +169,8 @@ def answer_item(item: JudgeItem, reading: OcrReading, diagram: Callable[[], Diag
     return abstention(item, f"no rule reads a {item.kind} question from pixels")
 
 
-def answer_items(items: Sequence[JudgeItem], reading: OcrReading, image: bytes) -> list[Answer]:
-    """Every question of one image; the diagram is analysed once, and only if a question needs it."""
+def lazy_diagram(image: bytes, reading: OcrReading) -> Callable[[], Diagram]:
+    """The image's diagram, analysed on the first call only (analysis is slow; text questions skip it)."""
     analysed: list[Diagram] = []
 
     def diagram() -> Diagram:
@@ -178,6 +178,12 @@ def answer_items(items: Sequence[JudgeItem], reading: OcrReading, image: bytes) 
             analysed.append(read_diagram(image, reading))
         return analysed[0]
 
+    return diagram
+
+
+def answer_items(items: Sequence[JudgeItem], reading: OcrReading, image: bytes) -> list[Answer]:
+    """Every question of one image; the diagram is analysed once, and only if a question needs it."""
+    diagram = lazy_diagram(image, reading)
     return [answer_item(item, reading, diagram) for item in items]
 
 

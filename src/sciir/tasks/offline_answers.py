@@ -41,6 +41,14 @@ def judge_by_text(request: VLMRequest, sight: Sight) -> VLMResult:
     return judge_by_ocr(request, sight.read)
 
 
+def aibench_by_sight(request: VLMRequest, sight: Sight) -> VLMResult:
+    """AIBench level 1 (component existence) by OCR, level 2 (local topology) as arrows between labelled
+    boxes; levels 3 and 4 abstained on."""
+    from sciir.backends.visual_solver import answer_aibench_by_sight
+
+    return answer_aibench_by_sight(request, sight.read)
+
+
 def aibench_by_text(request: VLMRequest, sight: Sight) -> VLMResult:
     """AIBench level 1 (component existence) by OCR; the other levels abstained on."""
     from sciir.backends.ocr import answer_aibench_by_ocr
@@ -96,7 +104,9 @@ def aibench_questions(request: VLMRequest, sight: Sight) -> VLMResult:
     context = QuestionsContext.model_validate(request.context)
     graph = graph_from_json(context.graph)
     return VLMResult(
-        output=questions_output(write_questions(context.sample_id, graph, context.distractors, context.settings))
+        output=questions_output(
+            write_questions(context.sample_id, graph, context.distractors, context.settings)
+        )
     )
 
 

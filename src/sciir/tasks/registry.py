@@ -119,7 +119,7 @@ TASKS: dict[str, ModelTask] = {
             "sciir.aibench.solver",
             "sciir.aibench.solver:SOLVER_REPLY_SCHEMA",
             {
-                "offline": "sciir.tasks.offline_answers:aibench_by_text",
+                "offline": "sciir.tasks.offline_answers:aibench_by_sight",
                 "ocr": "sciir.tasks.offline_answers:aibench_by_text",
             },
         ),

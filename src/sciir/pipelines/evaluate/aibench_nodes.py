@@ -7,7 +7,9 @@ the AIBench set, drawn from the paper's method text by generate (``sciir.pipelin
 with its manifest. Every model of that manifest (or with an image there) is expected to have drawn every
 paper of ``aibench_set``. A failed generation (with the generator's reason), a missing or an unreadable
 image gives rows marked ``failed`` with the reason, so it lowers coverage and is never scored as wrong.
-The solver sees the image alone, never the generation prompt (AIBench section 3.5).
+The solver sees the image alone, never the generation prompt (AIBench section 3.5). References (role
+``reference`` in the manifest: the logic graph drawn exactly or with planted faults) are examined too,
+as images of known content that show what the solver can read; their scores are marked by role.
 """
 
 from __future__ import annotations
@@ -79,6 +81,7 @@ from sciir.image_payload import backend_image_limits
 from sciir.known_files import KnownFiles, with_image
 from sciir.long_lists import log_list
 from sciir.optional_inputs import MissingInput, is_missing
+from sciir.pipelines.evaluate.nodes import model_roles
 from sciir.progress import Progress
 
 logger = logging.getLogger(__name__)
@@ -311,9 +314,14 @@ def examine_images(
     return answers_frame(answers), aesthetics_frame(ratings), summary
 
 
-def score_aibench(aibench_answers: pd.DataFrame) -> pd.DataFrame:
-    """``aibench_scores``: accuracy per level, question-level global average and coverage per model."""
-    return score_answers(aibench_answers)
+def score_aibench(
+    aibench_answers: pd.DataFrame,
+    aibench_generation_manifest: pd.DataFrame | MissingInput,
+    params: dict[str, Any],
+) -> pd.DataFrame:
+    """``aibench_scores``: accuracy per level, question-level global average and coverage per model, each
+    with its role from the AIBench generation manifest (references listed last, never ranked)."""
+    return score_answers(aibench_answers, model_roles(aibench_generation_manifest, params))
 
 
 def score_aesthetics(aesthetics_ratings: pd.DataFrame) -> pd.DataFrame:
@@ -473,7 +481,8 @@ def summarise_aibench(
 def create_aibench_pipeline(**kwargs: Any) -> Pipeline:
     """Evaluate-side AIBench (inputs: aibench_generations, aibench_generation_manifest, aibench_set,
     evaluation_aibench_qa, generations and evaluation_benchmark (baseline metrics), judge, params:aibench,
-    params:evaluate.verdicts_file, params:evaluate.images_dir; outputs: aibench_answers, aibench_scores,
+    params:evaluate (model roles), params:evaluate.verdicts_file, params:evaluate.images_dir; outputs:
+    aibench_answers, aibench_scores,
     aesthetics_ratings, aesthetics_scores, baseline_scores, aibench_metrics)."""
     return Pipeline(
         [
@@ -492,7 +501,12 @@ def create_aibench_pipeline(**kwargs: Any) -> Pipeline:
                 ["aibench_answers", "aesthetics_ratings", "aibench_run_summary"],
                 name="examine_aibench_images",
             ),
-            node(score_aibench, "aibench_answers", "aibench_scores", name="score_aibench_answers"),
+            node(
+                score_aibench,
+                ["aibench_answers", "aibench_generation_manifest", "params:evaluate"],
+                "aibench_scores",
+                name="score_aibench_answers",
+            ),
             node(score_aesthetics, "aesthetics_ratings", "aesthetics_scores", name="score_aesthetics"),
             node(
                 baseline_metrics,

@@ -1,12 +1,16 @@
 """Generate's AIBench half: every contestant draws each AIBench-set paper's main illustration from the
-paper's method text (AIBench 3.1 and B.4), into its own folder and manifest.
+paper's method text (AIBench 3.1 and B.4), into its own folder and manifest; every reference draws the
+paper's logic graph.
 
 A contestant receives the AIBench prompt (``sciir.aibench.illustration``: the instruction of task
-``aibench_illustration`` around the method text), the seed and the size, nothing else. References are
-not asked: they draw an annotation's plan, and the only plan of an AIBench paper is its logic graph, the
-examination's answer key. A paper without method text fails for every contestant with the reason, and so
-does every sample a contestant cannot draw; the run goes on. Generators are the ``generators`` catalog
-entry, response-cached like the SciIR-Bench generation, so a rerun draws only what is missing.
+``aibench_illustration`` around the method text), the seed and the size, nothing else. A reference
+(role ``reference``) also receives the paper's plan, which for an AIBench paper is its logic graph
+(``sciir.aibench.reference_plan``: components, flows, phases as groups), the examination's answer key:
+its images are of known content, so the solver is calibrated on them, and they are never ranked. A paper
+without method text fails for every generator with the reason, a paper without a logic graph fails for
+the references with annotate's reason, and so does every sample a generator cannot draw; the run goes
+on. Generators are the ``generators`` catalog entry, response-cached like the SciIR-Bench generation, so
+a rerun draws only what is missing.
 """
 
 from __future__ import annotations
@@ -17,7 +21,8 @@ from typing import Any
 import pandas as pd
 
 from sciir.aibench.illustration import ILLUSTRATION_TASK, NoMethodText, illustration_prompt
-from sciir.backends.base import GenerationRequest, ImageGenerator
+from sciir.aibench.reference_plan import graph_plans
+from sciir.backends.base import GenerationRequest, ImageGenerator, PlanRequest
 from sciir.optional_inputs import MissingInput, is_missing
 from sciir.pipelines.generate.nodes import (
     MANIFEST_COLUMNS,
@@ -32,26 +37,18 @@ from sciir.tasks.prompts import prompt_template
 logger = logging.getLogger(__name__)
 
 
-def aibench_contestants(
+def aibench_generators(
     generators: dict[str, ImageGenerator], config: GenerateParams
 ) -> dict[str, ImageGenerator]:
-    """The contestants that draw the AIBench set: ``generate.aibench.models`` when set, else the
-    contestants among ``generate.models``.
+    """The generators that draw the AIBench set: ``generate.aibench.models`` when set, else those of
+    ``generate.models``; contestants and references alike.
 
     Raises:
-        ValueError: ``generate.aibench.models`` names an unknown generator or a reference.
+        ValueError: ``generate.aibench.models`` names an unknown generator.
     """
     if config.aibench.models is None:
-        selected = select_generators(generators, config.models)
-        return {name: generator for name, generator in selected.items() if generator.role == "contestant"}
-    selected = select_generators(generators, config.aibench.models)
-    references = [name for name, generator in selected.items() if generator.role != "contestant"]
-    if references:
-        raise ValueError(
-            f"params:generate.aibench.models names reference generator(s) {references}: the AIBench set "
-            "is drawn by contestants only"
-        )
-    return selected
+        return select_generators(generators, config.models)
+    return select_generators(generators, config.aibench.models, "params:generate.aibench.models")
 
 
 def aibench_requests(
@@ -86,6 +83,20 @@ def aibench_requests(
     return requests, unsent
 
 
+def reference_requests(
+    contestant_requests: list[GenerationRequest], aibench_graphs: pd.DataFrame
+) -> tuple[list[PlanRequest], dict[str, str]]:
+    """For references only: each contestant request with its paper's logic graph as the plan, and the
+    reason for each paper without a usable graph."""
+    plans, unplanned = graph_plans(aibench_graphs, [request.sample_id for request in contestant_requests])
+    requests = [
+        PlanRequest(**request.model_dump(), plan=plans[request.sample_id])
+        for request in contestant_requests
+        if request.sample_id in plans
+    ]
+    return requests, unplanned
+
+
 def _nothing_drawn(reason: str) -> tuple[dict[str, ImageLoader], pd.DataFrame, dict[str, float]]:
     logger.info("AIBench generation skipped: %s", reason)
     return {}, pd.DataFrame(columns=MANIFEST_COLUMNS), {}
@@ -93,17 +104,19 @@ def _nothing_drawn(reason: str) -> tuple[dict[str, ImageLoader], pd.DataFrame, d
 
 def generate_aibench_images(
     aibench_set: pd.DataFrame | MissingInput,
+    aibench_graphs: pd.DataFrame,
     finetune_summary: dict[str, Any],
     generators: dict[str, ImageGenerator],
     params: dict[str, Any],
 ) -> tuple[dict[str, ImageLoader], pd.DataFrame, dict[str, float]]:
-    """Every AIBench contestant on every paper of the AIBench set, with generate's seed and size.
+    """Every AIBench generator on every paper of the AIBench set, with generate's seed and size:
+    contestants from the method text, references from the logic graph (``aibench_graphs``) too.
 
     Returns:
         Image loaders keyed ``<model>/<sample_id>`` (``aibench_generations``), the AIBench generation
         manifest (the columns of ``generation_manifest``; each row's meta names the prompt version),
         and its metrics per model (ok, failed, seconds, cache hits and misses). Nothing when
-        ``generate.aibench.enabled`` is false, the AIBench set does not exist yet or no contestant
+        ``generate.aibench.enabled`` is false, the AIBench set does not exist yet or no generator
         is selected (one log line says which).
     """
     config = GenerateParams.model_validate(params)
@@ -111,20 +124,22 @@ def generate_aibench_images(
         return _nothing_drawn("generate.aibench.enabled is false")
     if is_missing(aibench_set):
         return _nothing_drawn(f"aibench_set ({aibench_set.location}) not found")
-    contestants = aibench_contestants(generators, config)
-    if not contestants:
-        return _nothing_drawn("no contestant generator is selected")
+    selected = aibench_generators(generators, config)
+    if not selected:
+        return _nothing_drawn("no generator is selected")
     requests, unsent = aibench_requests(aibench_set, config)
+    planned, unplanned = reference_requests(requests, aibench_graphs)
+    by_role = {"contestant": (requests, unsent), "reference": (planned, {**unsent, **unplanned})}
     drawn = draw_every_sample(
-        contestants,
-        lambda _generator: (requests, unsent),
+        selected,
+        lambda generator: by_role[generator.role],
         [str(sample) for sample in aibench_set["sample_id"]],
         config,
         finetune_summary,
         meta={"prompt_version": prompt_template(ILLUSTRATION_TASK).version},
     )
     _log_failures(drawn.manifest)
-    return drawn.images, drawn.manifest, generation_metrics(drawn.manifest, contestants)
+    return drawn.images, drawn.manifest, generation_metrics(drawn.manifest, selected)
 
 
 def _log_failures(manifest: pd.DataFrame) -> None:

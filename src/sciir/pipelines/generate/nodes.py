@@ -63,20 +63,18 @@ class GenerateParams(BaseModel):
 
 
 def select_generators(
-    generators: dict[str, ImageGenerator], models: list[str] | None
+    generators: dict[str, ImageGenerator], models: list[str] | None, setting: str = "params:generate.models"
 ) -> dict[str, ImageGenerator]:
     """The generators named in ``models`` (all of them when ``None``), in the order given.
 
     Raises:
-        ValueError: a name that is not among the configured generators.
+        ValueError: a name that is not among the configured generators (the message names ``setting``).
     """
     if models is None:
         return dict(generators)
     unknown = [name for name in models if name not in generators]
     if unknown:
-        raise ValueError(
-            f"params:generate.models names unknown generator(s) {unknown}; available: {sorted(generators)}"
-        )
+        raise ValueError(f"{setting} names unknown generator(s) {unknown}; available: {sorted(generators)}")
     return {name: generators[name] for name in models}
 
 

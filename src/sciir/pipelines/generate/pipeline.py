@@ -1,5 +1,5 @@
 """Generate pipeline wiring: benchmark x generators -> images, manifest, metrics; and the AIBench set x
-contestants -> AIBench images, manifest, metrics."""
+generators (references with the logic graphs) -> AIBench images, manifest, metrics."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from sciir.pipelines.generate.nodes import generate_images
 
 
 def create_pipeline(**kwargs) -> Pipeline:
-    """The ``generate`` pipeline (inputs: benchmark, aibench_set, finetune_summary, generators,
+    """The ``generate`` pipeline (inputs: benchmark, aibench_set, aibench_graphs, finetune_summary, generators,
     params:generate; outputs: generations, generation_plans, generation_manifest, generate_metrics,
     aibench_generations, aibench_generation_manifest, generate_aibench_metrics)."""
     return Pipeline(
@@ -23,7 +23,7 @@ def create_pipeline(**kwargs) -> Pipeline:
             ),
             node(
                 generate_aibench_images,
-                ["aibench_set", "finetune_summary", "generators", "params:generate"],
+                ["aibench_set", "aibench_graphs", "finetune_summary", "generators", "params:generate"],
                 ["aibench_generations", "aibench_generation_manifest", "generate_aibench_metrics"],
                 name="generate_aibench_images",
             ),
