@@ -118,7 +118,7 @@ def test_the_flow_family_learns_through_the_node_and_reloads(flow_base, train_sp
 
 
 def test_a_resumed_flow_run_reaches_the_adapter_bytes_of_an_uninterrupted_one(
-    flow_base, train_split, tmp_path
+    flow_base, train_split, tmp_path, encoder_calls
 ):
     # Warmup and decay, so a scheduler state lost on resume would show in the weights.
     schedule = {"steps": 6, "lr_scheduler": "cosine", "lr_warmup_steps": 2}
@@ -131,7 +131,9 @@ def test_a_resumed_flow_run_reaches_the_adapter_bytes_of_an_uninterrupted_one(
     # As if the run had stopped during step 5: only the checkpoint of step 4 is left.
     shutil.rmtree(checkpoints / f"{CHECKPOINT_PREFIX}6")
     (tmp_path / "cut" / "lora" / ADAPTER_FILE).unlink()
+    encoder_calls.clear()
     _, resumed, _ = finetune_lora(train_split, flow_base, checkpointed | {"resume_from_checkpoint": "latest"})
+    assert not encoder_calls  # the resumed run reads the encodings the interrupted one cached
 
     adapter = lambda root: (root / "lora" / ADAPTER_FILE).read_bytes()  # noqa: E731
     assert adapter(tmp_path / "cut") == adapter(tmp_path / "full")
