@@ -66,3 +66,13 @@ def test_parts_are_stacked_or_set_side_by_side_a_narrow_gap_apart() -> None:
     row = np.asarray(side_by_side([black, wide], gap=4).convert("L"))
     assert row.shape == (20, 44)
     assert (row[:, 10:14] == 255).all() and (row[:, :10] == 0).all()
+
+
+@pytest.mark.parametrize(("kind", "topic"), COMBINED, ids=[kind for kind, _ in COMBINED])
+def test_curation_keeps_a_combined_panel_whole(kind: str, topic) -> None:
+    """Its parts sit closer than curation's gutter (the stages beside a plot were once cut off)."""
+    from sciir.imaging import SplitSettings, split_panels
+    from sciir.sample.compose import layout_figure
+
+    figure, _ = layout_figure([render_panel(kind, topic, random.Random(1)).image], random.Random(0))
+    assert len(split_panels(figure, SplitSettings())) == 1

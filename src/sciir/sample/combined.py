@@ -49,6 +49,8 @@ _SHAFT_PX = 3
 _HEAD = (20, 9)
 _ARROW_CLEAR_PX = 4
 _MIN_BOX_DISTANCE_PX = 200
+# White kept around a part set flush against another (its neighbour's margin is the rest of the gap).
+_TIGHT_PAD_PX = 2
 _MOLECULE_SIZE = (340, 340)  # square: two side by side stay inside the accepted aspect ratio
 
 
@@ -170,7 +172,7 @@ def render_rate_reaction(topic: ReactionTopic, rng: random.Random) -> RenderedPa
 
 def render_circuit_law(topic: CircuitTopic, rng: random.Random) -> RenderedPanel:
     """A circuit schematic with its equation written below (entity, law)."""
-    body = stack([circuit_body(topic, rng), text_line(topic.equation)])
+    body = stack([circuit_body(topic, rng), text_line(topic.equation)], gap=0)
     truth = circuit_truth("circuit_law", topic, [topic.equation])
     truth = replace(truth, shows={**truth.shows, "law": [f"written equation {topic.equation}"]})
     return titled_panel(body, truth, topic)
@@ -181,9 +183,10 @@ def render_staged_plot(topic: LawTopic, rng: random.Random) -> RenderedPanel:
     right is read by OCR as one line with its arrows) (law, process)."""
     plot, truth = plot_body(topic, rng)
     edges = tuple((index, index + 1) for index in range(len(topic.stages) - 1))
-    # Narrow fills and no gap: the pale fill is no ink, so the plot's margin, the gap and a wide fill
-    # together would read as a gutter between the plot and the stages.
-    body = side_by_side([plot, flow_body(topic.stages, edges, rng, margin="0.1,0.08")], gap=0)
+    # Narrow fills, a tight margin and no gap: curation cuts at 12 px of white between the plot and the
+    # boxes' fill, and a reader that takes the pale fill for white must see less than a gutter too.
+    stages = crop_to_ink(flow_body(topic.stages, edges, rng, margin="0.1,0.08"), pad=_TIGHT_PAD_PX)
+    body = side_by_side([plot, stages], gap=0)
     relations = [[topic.stages[a], topic.stages[b]] for a, b in edges]
     truth = replace(
         truth,
