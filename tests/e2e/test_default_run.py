@@ -96,28 +96,51 @@ def test_every_figure_is_kept_or_rejected_with_a_reason(first_run, project):
     assert (curated[curated.status == "rejected"].reason.str.len() > 0).all()
 
 
-def test_aibench_examines_each_contestants_illustrations_drawn_from_the_method_text(first_run, project):
+def test_aibench_examines_every_models_illustrations_of_the_aibench_set(first_run, project):
     data = project / "data"
     aibench_set = pd.read_parquet(data / "05_model_input" / "aibench_set.parquet")
+    graphs = pd.read_parquet(data / "04_feature" / "aibench_graphs.parquet").set_index("sample_id")
     qa = pd.read_parquet(data / "04_feature" / "aibench_qa.parquet")
     manifest = pd.read_parquet(data / "07_model_output" / "aibench_generation_manifest.parquet")
     scores = pd.read_csv(data / "08_reporting" / "aibench_scores.csv").set_index("model")
     assert len(aibench_set) and aibench_set["methods_text"].str.strip().str.len().gt(0).all()
-    # every contestant drew every paper (or says why not); references are never asked
-    assert set(manifest["role"]) == {"contestant"} and "reference_renderer" not in set(manifest["model"])
+    # every generator drew every paper (or says why not): contestants from the method text, references
+    # the logic graph
+    roles = dict(zip(manifest["model"], manifest["role"], strict=False))
+    assert {model for model, role in roles.items() if role == "reference"} == {
+        "reference_renderer",
+        "reference_renderer_faulty",
+    }
     assert len(manifest) == manifest["model"].nunique() * len(aibench_set)
     failed = manifest[manifest["status"] == "failed"]
     assert failed["reason"].str.len().gt(0).all()
+    exact = manifest[manifest["model"] == "reference_renderer"].set_index("sample_id")
+    for sample_id, row in exact.iterrows():  # the exact reference draws every graph annotate built
+        assert (row["status"] == "ok") == (graphs.loc[sample_id, "status"] == "ok"), (
+            sample_id,
+            row["reason"],
+        )
+        if row["status"] == "ok":
+            assert json.loads(row["meta"])["drawn_labels"] == json.loads(graphs.loc[sample_id, "nodes"])
     drawn = {path.relative_to(data / "07_model_output" / "aibench_generations").as_posix()
              for path in (data / "07_model_output" / "aibench_generations").rglob("*.png")}  # fmt: skip
     ok = manifest[manifest["status"] == "ok"]
     assert {f"{m}/{s}.png" for m, s in zip(ok["model"], ok["sample_id"], strict=True)} <= drawn
-    # each contestant is examined on the AIBench set's questions; what it could not draw lowers coverage
+    # each model is examined on the AIBench set's questions; what it could not draw lowers coverage
     assert set(scores.index) == set(manifest["model"])
     assert (scores["n_questions"] == qa["sample_id"].isin(aibench_set["sample_id"]).sum()).all()
     for model, rows in manifest.groupby("model"):
         if (rows["status"] == "failed").all():
             assert scores.loc[model, "coverage"] == 0.0 and scores.loc[model, "n_answered"] == 0
+    # references are marked and listed last; on images of known content the solver answers levels 1-2,
+    # right on the exact drawing, less so on the faulty one
+    assert [scores.loc[model, "role"] for model in scores.index] == sorted(
+        (roles[model] for model in scores.index), key=lambda role: role == "reference"
+    )
+    reference, faulty = scores.loc["reference_renderer"], scores.loc["reference_renderer_faulty"]
+    assert reference["level1"] >= 0.9 and reference["level2"] >= 0.9
+    assert reference["coverage_level1"] > 0.5 and reference["coverage_level2"] > 0.5
+    assert faulty["overall"] < reference["overall"]
 
 
 def test_second_run_makes_no_model_calls(second_run):
