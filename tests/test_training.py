@@ -19,6 +19,7 @@ from sciir.noise_prediction import load_recipe, lora_layers
 from sciir.tiny_models import ensure_tiny_pipeline
 from sciir.training import (
     CHECKPOINT_DIR,
+    LoraRecipe,
     LoraTrainConfig,
     StepRecord,
     batch_indices,
@@ -242,3 +243,49 @@ def test_the_adapter_header_is_canonical_whatever_order_the_metadata_was_written
     assert all(torch.equal(reloaded[name], tensor) for name, tensor in tensors.items())
     with safe_open(paths[0], "pt") as handle:
         assert handle.metadata() == {"format": "pt", "lora_adapter_metadata": "{}", "z": "1"}
+
+
+class _Denoiser(torch.nn.Module):
+    """One trainable vector: the least-squares fit of the examples, a loss with no random draws."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.weight = torch.nn.Parameter(torch.zeros(3))
+        self.device = torch.device("cpu")
+
+
+def _deterministic_recipe(examples: torch.Tensor) -> LoraRecipe:
+    denoiser = _Denoiser()
+
+    def loss(encoded: torch.Tensor, indices: torch.Tensor, generator: torch.Generator) -> torch.Tensor:
+        return ((encoded[indices] - denoiser.weight) ** 2).mean()
+
+    return LoraRecipe(
+        denoiser=denoiser,
+        encoders=(),
+        encode=lambda images, chunk: examples,
+        encoded_type=torch.Tensor,
+        loss=loss,
+        save_adapter=lambda folder: folder,
+    )
+
+
+def test_gradient_accumulation_steps_like_one_batch_of_their_sum():
+    examples = torch.arange(24, dtype=torch.float32).reshape(8, 3) / 10
+    whole = _deterministic_recipe(examples)
+    accumulated = _deterministic_recipe(examples)
+    big = _config(steps=4, batch_size=4, learning_rate=0.1)
+    small = _config(steps=4, batch_size=2, gradient_accumulation_steps=2, learning_rate=0.1)
+
+    whole_records = train_lora(whole, examples, big, checkpoint_root=None)
+    accumulated_records = train_lora(accumulated, examples, small, checkpoint_root=None)
+
+    # The same examples reach each step (the batch order splits one shuffle), so the same weights follow.
+    assert [record.step for record in accumulated_records] == [1, 2, 3, 4]
+    assert torch.allclose(whole.denoiser.weight, accumulated.denoiser.weight, atol=1e-6)
+    assert _losses(accumulated_records) == pytest.approx(_losses(whole_records), rel=1e-6)
+    assert not torch.equal(whole.denoiser.weight, torch.zeros(3))
+    # Two batches of 2 per step against one batch of 2: accumulation is not silently ignored.
+    plain = _deterministic_recipe(examples)
+    train_lora(plain, examples, _config(steps=4, batch_size=2, learning_rate=0.1), checkpoint_root=None)
+    assert not torch.allclose(plain.denoiser.weight, whole.denoiser.weight, atol=1e-3)

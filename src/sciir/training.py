@@ -71,6 +71,9 @@ class LoraTrainConfig(BaseModel):
     resolution: PositiveInt
     steps: PositiveInt
     batch_size: PositiveInt
+    # Batches whose gradients are summed before each optimiser step: an effective batch of
+    # batch_size x gradient_accumulation_steps in the memory of one batch.
+    gradient_accumulation_steps: PositiveInt = 1
     learning_rate: PositiveFloat
     lora_rank: PositiveInt
     # The LoRA's output is scaled by alpha / rank; None: alpha = rank (a scale of 1).
@@ -114,6 +117,7 @@ TRAJECTORY_FIELDS = (
     "resolution",
     "steps",
     "batch_size",
+    "gradient_accumulation_steps",
     "learning_rate",
     "lora_rank",
     "lora_alpha",
@@ -292,6 +296,12 @@ def batch_indices(
             yield batch
 
 
+def accumulation_groups(batches: Iterator[torch.Tensor], size: int) -> Iterator[list[torch.Tensor]]:
+    """The batches in consecutive groups of ``size``: the batches of one optimiser step each."""
+    while group := list(itertools.islice(batches, size)):
+        yield group
+
+
 def _stream_seeds(seed: int) -> tuple[int, int]:
     """Independent seeds for the batch order and for the noise, both derived from ``seed``."""
     order, noise = np.random.SeedSequence(seed % 2**32).generate_state(2)
@@ -354,25 +364,32 @@ def train_lora(
         records = [StepRecord(**record) for record in progress["records"]]
         logger.info("Resuming LoRA training from %s (step %d)", resume_from, len(records))
     # The order is replayed from its seed, so the resumed run sees the batches the interrupted one would have.
-    order = batch_indices(
-        len(encoded), config.batch_size, config.steps, torch.Generator().manual_seed(order_seed)
+    accumulation = config.gradient_accumulation_steps
+    order = accumulation_groups(
+        batch_indices(
+            len(encoded),
+            config.batch_size,
+            config.steps * accumulation,
+            torch.Generator().manual_seed(order_seed),
+        ),
+        accumulation,
     )
     if config.gradient_checkpointing:
         enable_gradient_checkpointing(model)
     model.train()
-    for step, indices in enumerate(itertools.islice(order, len(records), None), len(records) + 1):
+    for step, batches in enumerate(itertools.islice(order, len(records), None), len(records) + 1):
         started = time.perf_counter()
         learning_rate = optimizer.param_groups[0]["lr"]
-        with autocast(config.mixed_precision, model.device):
-            loss = recipe.loss(encoded, indices, generator)
-        loss.backward()
+        value = sum(
+            _accumulate_gradients(recipe, encoded, batch, generator, config, len(batches))
+            for batch in batches
+        )
         optimizer.step()
         scheduler.step()
         optimizer.zero_grad()
-        value = float(loss.detach())
         if not math.isfinite(value):
             raise FloatingPointError(f"training loss is {value} at step {step}; lower learning_rate")
-        speed = len(indices) / max(time.perf_counter() - started, 1e-9)
+        speed = sum(len(batch) for batch in batches) / max(time.perf_counter() - started, 1e-9)
         records.append(StepRecord(step, value, learning_rate, speed))
         if checkpoint_root is not None and config.checkpoint_every and step % config.checkpoint_every == 0:
             _save_training_checkpoint(
@@ -380,6 +397,25 @@ def train_lora(
             )
     model.eval()
     return records
+
+
+def _accumulate_gradients(
+    recipe: LoraRecipe,
+    encoded: Any,
+    indices: torch.Tensor,
+    generator: torch.Generator,
+    config: LoraTrainConfig,
+    batches_per_step: int,
+) -> float:
+    """Add one batch's share of the step's loss gradient to the LoRA's; returns that share of the loss.
+
+    Each batch's mean loss is divided by the batches of the step, so the step's loss (and gradient) is
+    the mean over its batches whatever their number.
+    """
+    with autocast(config.mixed_precision, recipe.denoiser.device):
+        loss = recipe.loss(encoded, indices, generator) / batches_per_step
+    loss.backward()
+    return float(loss.detach())
 
 
 def _save_training_checkpoint(
