@@ -38,8 +38,9 @@ FIGURES_PER_ARTICLE = 3
 MANIFEST_NAME = "MANIFEST.json"
 # Bump when what a seed draws changes (ingest rewrites a sample folder of another version).
 # 2: law plots write their equation; 3: methods in varied prose (sciir.sample.prose); 4: panels drawing two
-# or three tracks (sciir.sample.combined) and truth of what each panel shows per track.
-SAMPLE_VERSION = 4
+# or three tracks (sciir.sample.combined) and truth of what each panel shows per track; 5: a staged plot's
+# stages drawn within curation's gutter of the plot.
+SAMPLE_VERSION = 5
 ICON_CAPTION = "Pictogram of a laboratory flask."
 
 
