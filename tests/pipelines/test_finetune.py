@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 from pathlib import Path
 
 import mlflow
@@ -110,6 +111,13 @@ def test_pipeline_trains_an_adapter_and_logs_it(family, marker, params, train_sp
     assert mlflow_store.get_run(run_id).data.metrics["finetune.train_seconds"] > 0
     assert "pytorch_lora_weights.safetensors" in _artifact_names(mlflow_store, run_id, "finetune/adapter")
     assert _artifact_names(mlflow_store, run_id, "finetune/validation") == ["s0.png", "s1.png"]
+    (version,) = mlflow_store.search_model_versions("name = 'sciir-lora'")
+    assert version.run_id == run_id and version.tags["family"] == family
+    assert (
+        version.tags["adapter_sha256"]
+        == hashlib.sha256((tmp_path / "lora" / "pytorch_lora_weights.safetensors").read_bytes()).hexdigest()
+    )
+    assert version.source.endswith("finetune/adapter")
 
 
 def test_no_usable_image_is_a_clear_error(params, train_split, tmp_path):

@@ -13,8 +13,10 @@ from pydantic import PositiveInt
 
 from sciir.backends.base import GenerationRequest
 from sciir.lora_families import ensure_tiny_base, resolve_family
+from sciir.model_registry import register_adapter
 from sciir.tracking import log_artifacts, log_metrics
 from sciir.training import (
+    ADAPTER_FILE,
     Family,
     LoraTrainConfig,
     SkippedImage,
@@ -33,6 +35,7 @@ METRICS_PREFIX = "finetune"
 TRAIN_COLUMNS = ("sample_id", "prompt", "image_path")
 VALIDATION_IMAGES = 2
 VALIDATION_STEPS = 4
+ADAPTER_ARTIFACT = "finetune/adapter"
 
 
 class FinetuneParams(LoraTrainConfig):
@@ -42,6 +45,8 @@ class FinetuneParams(LoraTrainConfig):
     tiny_model_path: str
     adapter_path: str
     max_train_samples: PositiveInt
+    # The MLflow registered model the adapter becomes a version of (None: not registered).
+    registered_model: str | None = "sciir-lora"
 
 
 def prepare_base_model(params: dict[str, Any]) -> str:
@@ -194,13 +199,21 @@ def write_validation_images(
 def log_finetune_artifacts(
     finetune_summary: dict[str, Any], train_split: pd.DataFrame, params: dict[str, Any]
 ) -> None:
-    """When an MLflow run is active, log the adapter folder and a couple of validation images to it."""
+    """When an MLflow run is active, log the adapter folder and a couple of validation images to it, and
+    register the adapter as a version of ``registered_model`` (``sciir.model_registry``)."""
     import mlflow
 
     if mlflow.active_run() is None:
         return
-    device = FinetuneParams.model_validate(params).device
-    log_artifacts(finetune_summary["adapter_path"], "finetune/adapter")
+    config = FinetuneParams.model_validate(params)
+    if log_artifacts(finetune_summary["adapter_path"], ADAPTER_ARTIFACT) and config.registered_model:
+        register_adapter(
+            config.registered_model,
+            ADAPTER_ARTIFACT,
+            Path(finetune_summary["adapter_path"]) / ADAPTER_FILE,
+            {key: str(finetune_summary[key]) for key in ("family", "base_model_path", "lora_rank")},
+        )
+    device = config.device
     with tempfile.TemporaryDirectory(prefix="sciir-validation-") as folder:
         if write_validation_images(finetune_summary, train_split, device, Path(folder)):
             log_artifacts(folder, "finetune/validation")
