@@ -289,3 +289,22 @@ def test_gradient_accumulation_steps_like_one_batch_of_their_sum():
     plain = _deterministic_recipe(examples)
     train_lora(plain, examples, _config(steps=4, batch_size=2, learning_rate=0.1), checkpoint_root=None)
     assert not torch.allclose(plain.denoiser.weight, whole.denoiser.weight, atol=1e-3)
+
+
+def test_a_checkpoint_callback_sees_every_checkpoint_and_leaves_the_run_unchanged(
+    base_folder, images, tmp_path
+):
+    config = _config(steps=4, checkpoint_every=2)
+    plain = finetune_lora_adapter(base_folder, images, config, tmp_path / "plain")
+    seen = []
+
+    def draw_at_random(step, folder):
+        seen.append((step, (folder / ADAPTER_FILE).is_file()))
+        torch.rand(100), np.random.rand(100), random.random()  # random draws, as drawing images makes
+
+    watched = finetune_lora_adapter(base_folder, images, config, tmp_path / "watched", draw_at_random)
+    assert seen == [(2, True), (4, True)]
+    assert _losses(watched) == _losses(plain)
+    assert (tmp_path / "watched" / ADAPTER_FILE).read_bytes() == (
+        tmp_path / "plain" / ADAPTER_FILE
+    ).read_bytes()

@@ -56,6 +56,8 @@ ADAPTER_FILE = "pytorch_lora_weights.safetensors"
 # do not depend on the training batch size.
 ENCODE_CHUNK_SIZE = 8
 Family = Literal["noise_prediction", "flow_matching"]
+# Called with the step and the folder of each checkpoint saved during training.
+CheckpointCallback = Callable[[int, Path], None]
 TimestepDensity = Literal["logit_normal", "uniform"]
 LossWeighting = Literal["none", "sigma_sqrt", "cosmap"]
 
@@ -329,13 +331,15 @@ def train_lora(
     config: LoraTrainConfig,
     checkpoint_root: Path | None,
     resume_from: Path | None = None,
+    on_checkpoint: CheckpointCallback | None = None,
 ) -> list[StepRecord]:
     """Optimise the LoRA of the recipe's denoiser up to step ``config.steps``.
 
     From ``resume_from`` (a checkpoint) the run continues at the step after the checkpoint's and
     reaches the weights an uninterrupted run reaches. Every ``config.checkpoint_every`` steps (when
     positive) a checkpoint is saved under ``checkpoint_root/checkpoint-<step>``, keeping the newest
-    ``config.checkpoints_total_limit``. Returns the record of every step, those before the checkpoint's
+    ``config.checkpoints_total_limit``, and ``on_checkpoint(step, folder)`` is called with it (its random
+    draws do not touch the run's). Returns the record of every step, those before the checkpoint's
     included.
 
     Raises:
@@ -392,9 +396,12 @@ def train_lora(
         speed = sum(len(batch) for batch in batches) / max(time.perf_counter() - started, 1e-9)
         records.append(StepRecord(step, value, learning_rate, speed))
         if checkpoint_root is not None and config.checkpoint_every and step % config.checkpoint_every == 0:
-            _save_training_checkpoint(
+            saved = _save_training_checkpoint(
                 recipe, trainable, optimizer, scheduler, generator, records, config, checkpoint_root
             )
+            if on_checkpoint is not None:
+                with preserved_random_states():
+                    on_checkpoint(step, saved)
     model.eval()
     return records
 
@@ -442,20 +449,29 @@ def _save_training_checkpoint(
 
 
 @contextmanager
-def seeded_random_states(seed: int) -> Iterator[None]:
-    """torch, numpy and Python seeded with ``seed`` inside; the caller's random states restored after."""
+def preserved_random_states() -> Iterator[None]:
+    """torch's, numpy's and Python's global random states after the block are those before it."""
     import torch
 
     python_state, numpy_state = random.getstate(), np.random.get_state()
     with torch.random.fork_rng():
-        random.seed(seed)
-        np.random.seed(seed % 2**32)
-        torch.manual_seed(seed)
         try:
             yield
         finally:
             random.setstate(python_state)
             np.random.set_state(numpy_state)
+
+
+@contextmanager
+def seeded_random_states(seed: int) -> Iterator[None]:
+    """torch, numpy and Python seeded with ``seed`` inside; the caller's random states restored after."""
+    import torch
+
+    with preserved_random_states():
+        random.seed(seed)
+        np.random.seed(seed % 2**32)
+        torch.manual_seed(seed)
+        yield
 
 
 @contextmanager
@@ -472,14 +488,19 @@ def torch_threads(count: int) -> Iterator[None]:
 
 
 def finetune_lora_adapter(
-    model_path: str | Path, images: list[TrainingImage], config: LoraTrainConfig, adapter_path: str | Path
+    model_path: str | Path,
+    images: list[TrainingImage],
+    config: LoraTrainConfig,
+    adapter_path: str | Path,
+    on_checkpoint: CheckpointCallback | None = None,
 ) -> list[StepRecord]:
     """Train a LoRA for the pipeline at ``model_path`` on ``images`` and save it to ``adapter_path``.
 
     The family is ``config.family`` or, when None, the pipeline's (:func:`sciir.lora_families.resolve_family`).
     Deterministic for a given ``config.seed``, resumed or not, with or without the encoding cache; the
     caller's random states are left untouched. Checkpoints live under ``adapter_path/checkpoints``; a run
-    that does not resume removes those of an earlier run. Returns the record of each step.
+    that does not resume removes those of an earlier run; ``on_checkpoint(step, folder)`` is called after
+    each is saved (e.g. to draw validation images with it). Returns the record of each step.
 
     Raises:
         ValueError: ``images`` is empty, the family disagrees with the pipeline's, or the checkpoint to
@@ -507,7 +528,12 @@ def finetune_lora_adapter(
             model.to(config.device)
         encoded = encode_with_cache(recipe, model_path, images, config)
         records = train_lora(
-            recipe, encoded, config, checkpoint_root if config.checkpoint_every else None, resume_from
+            recipe,
+            encoded,
+            config,
+            checkpoint_root if config.checkpoint_every else None,
+            resume_from,
+            on_checkpoint,
         )
     recipe.save_adapter(Path(adapter_path))
     return records

@@ -65,7 +65,7 @@ def _artifact_names(client, run_id: str, path: str) -> list[str]:
     ("family", "marker"), [("noise_prediction", MARKER_FILE), ("flow_matching", FLOW_MARKER_FILE)]
 )
 def test_pipeline_trains_an_adapter_and_logs_it(family, marker, params, train_split, tmp_path, mlflow_store):
-    params = params | {"family": family}
+    params = params | {"family": family, "checkpoint_every": 2}
     catalog = DataCatalog(
         {
             "train_split": MemoryDataset(train_split),
@@ -110,7 +110,14 @@ def test_pipeline_trains_an_adapter_and_logs_it(family, marker, params, train_sp
     assert all(p.value > 0 for p in mlflow_store.get_metric_history(run_id, "finetune.samples_per_second"))
     assert mlflow_store.get_run(run_id).data.metrics["finetune.train_seconds"] > 0
     assert "pytorch_lora_weights.safetensors" in _artifact_names(mlflow_store, run_id, "finetune/adapter")
-    assert _artifact_names(mlflow_store, run_id, "finetune/validation") == ["s0.png", "s1.png"]
+    # Validation images of fixed prompts at every checkpoint (steps 2 and 4) and of the final adapter.
+    assert _artifact_names(mlflow_store, run_id, "finetune/validation") == [
+        "final",
+        "step-000002",
+        "step-000004",
+    ]
+    for drawn in ("final", "step-000002", "step-000004"):
+        assert _artifact_names(mlflow_store, run_id, f"finetune/validation/{drawn}") == ["s0.png", "s1.png"]
     (version,) = mlflow_store.search_model_versions("name = 'sciir-lora'")
     assert version.run_id == run_id and version.tags["family"] == family
     assert (

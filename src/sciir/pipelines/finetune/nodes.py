@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 import tempfile
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +18,7 @@ from sciir.model_registry import register_adapter
 from sciir.tracking import log_artifacts, log_metrics
 from sciir.training import (
     ADAPTER_FILE,
+    CheckpointCallback,
     Family,
     LoraTrainConfig,
     SkippedImage,
@@ -36,6 +38,22 @@ TRAIN_COLUMNS = ("sample_id", "prompt", "image_path")
 VALIDATION_IMAGES = 2
 VALIDATION_STEPS = 4
 ADAPTER_ARTIFACT = "finetune/adapter"
+VALIDATION_ARTIFACT = "finetune/validation"
+
+
+@dataclass(frozen=True)
+class ValidationSettings:
+    """What validation images are drawn with: the fixed prompts (the first of the train split) and the
+    run's resolution, seed and device."""
+
+    prompts: pd.DataFrame
+    resolution: int
+    seed: int
+    device: str
+
+    @classmethod
+    def of(cls, config: LoraTrainConfig, rows: pd.DataFrame) -> ValidationSettings:
+        return cls(rows, config.resolution, config.seed, config.device)
 
 
 class FinetuneParams(LoraTrainConfig):
@@ -125,8 +143,9 @@ def finetune_lora(
     if not images:
         raise _no_usable_images_error(len(rows), skipped)
     started = time.perf_counter()
+    validation = checkpoint_validation(base_model_path, ValidationSettings.of(config, train_split))
     with peak_gpu_memory(config.device) as memory:
-        records = finetune_lora_adapter(base_model_path, images, config, config.adapter_path)
+        records = finetune_lora_adapter(base_model_path, images, config, config.adapter_path, validation)
     train_seconds = time.perf_counter() - started
     log_training_speed(records, memory)
     losses = [record.loss for record in records]
@@ -160,31 +179,29 @@ def finetune_lora(
 
 
 def write_validation_images(
-    finetune_summary: dict[str, Any], prompts: pd.DataFrame, device: str, folder: Path
+    base_model_path: str, adapter: str | Path, settings: ValidationSettings, folder: Path
 ) -> int:
-    """Generate with the base model + adapter for the first prompts into ``folder``; returns how many.
-
-    A failed generation is logged with its reason and leaves no file.
+    """Generate with the base model + ``adapter`` for the fixed validation prompts into ``folder``; returns
+    how many. A failed generation is logged with its reason and leaves no file.
     """
     from sciir.backends.diffusers_gen import DiffusersGenerator
 
-    resolution = finetune_summary["resolution"]
     generator = DiffusersGenerator(
-        pipeline_path=finetune_summary["base_model_path"],
-        lora_path=finetune_summary["adapter_path"],
+        pipeline_path=base_model_path,
+        lora_path=str(adapter),
         steps=VALIDATION_STEPS,
-        device=device,
-        resolution=resolution,
+        device=settings.device,
+        resolution=settings.resolution,
     )
     requests = [
         GenerationRequest(
             sample_id=row.sample_id,
             prompt=row.prompt,
-            seed=finetune_summary["seed"],
-            width=resolution,
-            height=resolution,
+            seed=settings.seed,
+            width=settings.resolution,
+            height=settings.resolution,
         )
-        for row in prompts.head(VALIDATION_IMAGES).itertuples()
+        for row in settings.prompts.head(VALIDATION_IMAGES).itertuples()
     ]
     written = 0
     for result in generator.generate(requests):
@@ -194,6 +211,25 @@ def write_validation_images(
         else:
             logger.warning("No validation image for %s: %s", result.sample_id, result.failure)
     return written
+
+
+def log_validation_images(
+    base_model_path: str, adapter: str | Path, settings: ValidationSettings, name: str
+) -> None:
+    """Draw the validation images with ``adapter`` and log them to ``finetune/validation/<name>``."""
+    with tempfile.TemporaryDirectory(prefix="sciir-validation-") as folder:
+        if write_validation_images(base_model_path, adapter, settings, Path(folder)):
+            log_artifacts(folder, f"{VALIDATION_ARTIFACT}/{name}")
+
+
+def checkpoint_validation(base_model_path: str, settings: ValidationSettings) -> CheckpointCallback | None:
+    """With an active MLflow run, what draws and logs the validation images of each checkpoint (under
+    ``step-<step>``), so the images show how training moves the model every ``checkpoint_every`` steps."""
+    import mlflow
+
+    if mlflow.active_run() is None:
+        return None
+    return lambda step, folder: log_validation_images(base_model_path, folder, settings, f"step-{step:06d}")
 
 
 def log_finetune_artifacts(
@@ -213,7 +249,5 @@ def log_finetune_artifacts(
             Path(finetune_summary["adapter_path"]) / ADAPTER_FILE,
             {key: str(finetune_summary[key]) for key in ("family", "base_model_path", "lora_rank")},
         )
-    device = config.device
-    with tempfile.TemporaryDirectory(prefix="sciir-validation-") as folder:
-        if write_validation_images(finetune_summary, train_split, device, Path(folder)):
-            log_artifacts(folder, "finetune/validation")
+    settings = ValidationSettings.of(config, train_split)
+    log_validation_images(finetune_summary["base_model_path"], config.adapter_path, settings, "final")
