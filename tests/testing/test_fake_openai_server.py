@@ -356,8 +356,10 @@ def _every_task_with_an_offline_answer() -> dict[str, tuple[VLMRequest, dict]]:
 
 def test_one_request_of_every_task_is_accepted_in_strict_mode_and_its_reply_parsed() -> None:
     answers = _every_task_with_an_offline_answer()
-    # Every registered task but VQAScore, which asks for log-probabilities instead of JSON.
-    assert set(answers) == set(REGISTERED) - {"vqascore"}
+    # Every registered task with a JSON reply: not VQAScore (log-probabilities), nor the AIBench
+    # illustration (a generation prompt, answered by an image).
+    assert set(answers) == {name for name, task in REGISTERED.items() if task.reply_schema is not None}
+    assert set(REGISTERED) - set(answers) == {"vqascore", "aibench_illustration"}
     requests = [request for request, _ in answers.values()]
 
     def offline_answer(body: dict) -> str:
