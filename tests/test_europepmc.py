@@ -1,15 +1,18 @@
 """The Europe PMC source against a real loopback server serving Europe PMC's response shapes.
 
-The fake service (sciir.testing.fake_europepmc) serves the embedded sample's articles: ten CC BY
+The fake service (sciir.testing.fake_europepmc) serves the embedded sample's articles: CC BY
 articles, one of them truncated (its full text does not parse), and one CC BY-NC article that the
-search's licence phrase still finds. Every assertion reads the server's request log or the files
-written; none measures how long something took.
+search's licence phrase still finds. Which articles those are, and how many there are, is read from the
+sample's manifest, so the tests follow the sample as it grows. Every assertion reads the server's request
+log or the files written; none measures how long something took.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import json
+import math
+import re
 import subprocess
 import sys
 import time
@@ -26,11 +29,13 @@ import yaml
 from sciir.jats import MAX_XML_BYTES
 from sciir.pipelines.ingest.nodes import ingest_articles, prepare_source
 from sciir.sample import write_embedded_sample
+from sciir.sample.build import MANIFEST_NAME
 from sciir.sources.download_state import OUTCOMES_FILE, PARTIAL_DIR, STATE_FILE
 from sciir.sources.europepmc import download
 from sciir.sources.europepmc_api import EuropePMCError, parse_search_page, search_query
 from sciir.sources.params import EuropePMCParams, FileLimits
 from sciir.testing.fake_europepmc import (
+    FIRST_PMCID,
     REST_PATH,
     FakeArticle,
     FakeEuropePMC,
@@ -40,8 +45,19 @@ from sciir.testing.fake_europepmc import (
 
 REPO = Path(__file__).resolve().parents[1]
 LIMITS = FileLimits(MAX_XML_BYTES, 256 * 1024 * 1024)
-TRUNCATED, NON_COMMERCIAL = "PMC9000009", "PMC9000011"  # the sample's malformed and CC BY-NC articles
-USABLE = {f"PMC{9000000 + number}" for number in range(1, 12)} - {TRUNCATED, NON_COMMERCIAL}
+
+
+@dataclasses.dataclass(frozen=True)
+class SampleIds:
+    """The served articles' PMC ids by role, as the sample's manifest says (served in folder-name order)."""
+
+    truncated: str  # its full text does not parse
+    non_commercial: str  # CC BY-NC: found by the licence phrase, then skipped
+    usable: list[str]  # every other article, in the order the search returns them
+
+    @property
+    def usable_set(self) -> set[str]:
+        return set(self.usable)
 
 
 @pytest.fixture(scope="module")
@@ -54,6 +70,22 @@ def sample_folder(tmp_path_factory) -> Path:
 @pytest.fixture(scope="module")
 def sample_articles(sample_folder: Path) -> list[FakeArticle]:
     return articles_from_folder(sample_folder)
+
+
+@pytest.fixture(scope="module")
+def ids(sample_folder: Path) -> SampleIds:
+    manifest = json.loads((sample_folder / MANIFEST_NAME).read_text(encoding="utf-8"))
+    reasons = {
+        f"PMC{FIRST_PMCID + index}": article["reason_kind"]
+        for index, article in enumerate(
+            sorted(manifest["articles"], key=lambda row: Path(row["file"]).parent.name)
+        )
+    }
+    (truncated,) = [pmcid for pmcid, reason in reasons.items() if reason == "malformed_xml"]
+    (non_commercial,) = [pmcid for pmcid, reason in reasons.items() if reason == "licence"]
+    usable = [pmcid for pmcid, reason in reasons.items() if reason is None]
+    assert len(usable) >= 6, "the tests below need six usable articles"
+    return SampleIds(truncated, non_commercial, usable)
 
 
 def _params(server: FakeEuropePMC, **settings: Any) -> EuropePMCParams:
@@ -96,7 +128,9 @@ def _files(folder: Path) -> dict[str, bytes]:
     }
 
 
-def test_paging_follows_each_next_cursor_to_the_end_and_fetches_every_article_once(sample_articles, tmp_path):
+def test_paging_follows_each_next_cursor_to_the_end_and_fetches_every_article_once(
+    sample_articles, ids, tmp_path
+):
     with FakeEuropePMC(sample_articles) as server:
         summary = download(_params(server, page_size=3), tmp_path / "dl", LIMITS)
         requests = server.requests
@@ -107,15 +141,16 @@ def test_paging_follows_each_next_cursor_to_the_end_and_fetches_every_article_on
             with urllib.request.urlopen(url) as reply:
                 assert json.loads(reply.read())["nextCursorMark"] == following.params["cursorMark"]
     assert searches[0].params["cursorMark"] == "*"
-    assert len(searches) == 5  # 11 hits in pages of 3, then the empty page that hands its cursor back
+    # Every hit in pages of 3, then the empty page that hands its cursor back.
+    assert len(searches) == math.ceil(len(sample_articles) / 3) + 1
     assert all(
         search.params["pageSize"] == "3" and search.params["resultType"] == "core" for search in searches
     )
     full_texts = _paths(requests, "/fullTextXML")
-    assert set(full_texts) == {f"{REST_PATH}/{pmcid}/fullTextXML" for pmcid in USABLE | {TRUNCATED}}
+    assert set(full_texts) == {f"{REST_PATH}/{pmcid}/fullTextXML" for pmcid in [*ids.usable, ids.truncated]}
     assert set(full_texts.values()) == {1}
-    assert _article_folders(tmp_path / "dl") == USABLE
-    assert summary.search_exhausted and summary.downloaded_now == len(USABLE)
+    assert _article_folders(tmp_path / "dl") == ids.usable_set
+    assert summary.search_exhausted and summary.downloaded_now == len(ids.usable)
     state = json.loads((tmp_path / "dl" / STATE_FILE).read_text())
     assert state["exhausted"] is True and state["page"] is None
     assert not (tmp_path / "dl" / PARTIAL_DIR).exists()
@@ -123,13 +158,15 @@ def test_paging_follows_each_next_cursor_to_the_end_and_fetches_every_article_on
     assert user_agent.startswith("SciIR/") and "mailto:ingest-tests@example.org" in user_agent
 
 
-def test_the_query_carries_the_filters_and_each_record_is_checked_again(sample_articles, tmp_path):
+def test_the_query_carries_the_filters_and_each_record_is_checked_again(sample_articles, ids, tmp_path):
     by_id = {article.pmcid: article for article in sample_articles}
+    circuit = [pmcid for pmcid in ids.usable if re.search(r"\bcircuit\b", by_id[pmcid].title, re.IGNORECASE)]
+    assert len(circuit) >= 3, "the sample needs three usable articles with 'circuit' in the title"
     articles = [
         *sample_articles,
-        dataclasses.replace(by_id["PMC9000001"], pmcid="PMC9100001", journal="Journal of Elsewhere"),
-        dataclasses.replace(by_id["PMC9000004"], pmcid="PMC9100002", open_access=False),
-        dataclasses.replace(by_id["PMC9000008"], pmcid="PMC9100003", licence="cc by-nc-nd"),
+        dataclasses.replace(by_id[circuit[0]], pmcid="PMC9100001", journal="Journal of Elsewhere"),
+        dataclasses.replace(by_id[circuit[1]], pmcid="PMC9100002", open_access=False),
+        dataclasses.replace(by_id[circuit[2]], pmcid="PMC9100003", licence="cc by-nc-nd"),
     ]
     with FakeEuropePMC(articles) as server:
         params = _params(server, query="circuit", journals=["SciIR Embedded Sample", "Nature"])
@@ -139,9 +176,9 @@ def test_the_query_carries_the_filters_and_each_record_is_checked_again(sample_a
         '(circuit) AND OPEN_ACCESS:Y AND LICENSE:"cc by" '
         'AND (JOURNAL:"SciIR Embedded Sample" OR JOURNAL:"Nature")'
     )
-    # "circuit" is in the titles of articles 1, 4 and 8; the copy in another journal and the one that is
-    # not open access are never returned; the CC BY-NC-ND copy is returned (a phrase match) and skipped.
-    assert _article_folders(tmp_path / "dl") == {"PMC9000001", "PMC9000004", "PMC9000008"}
+    # The copy in another journal and the one that is not open access are never returned; the CC BY-NC-ND
+    # copy is returned (a phrase match) and skipped.
+    assert _article_folders(tmp_path / "dl") == set(circuit)
     outcomes = _outcomes(tmp_path / "dl")
     assert outcomes["PMC9100003"]["status"] == "skipped"
     assert "'cc by-nc-nd' is not one of ['cc by']" in outcomes["PMC9100003"]["reason"]
@@ -161,35 +198,39 @@ def test_requests_keep_to_the_rate_limit_in_every_second(sample_articles, tmp_pa
 
 
 def test_retries_honour_retry_after_and_recover_from_errors_and_dropped_connections(
-    sample_articles, tmp_path
+    sample_articles, ids, tmp_path
 ):
+    first, second, third = ids.usable[:3]
     faults = {
-        f"{REST_PATH}/PMC9000001/fullTextXML": ["429", None],
-        f"{REST_PATH}/PMC9000002/fullTextXML": ["500", "500", None],
-        "/articles/PMC9000003/bin/fig2.jpg": ["drop", None],
+        f"{REST_PATH}/{first}/fullTextXML": ["429", None],
+        f"{REST_PATH}/{second}/fullTextXML": ["500", "500", None],
+        f"/articles/{third}/bin/fig2.jpg": ["drop", None],
     }
     with FakeEuropePMC(sample_articles, faults, retry_after_s=0.3) as server:
         download(_params(server, concurrency=1), tmp_path / "dl", LIMITS)
         requests = server.requests
-    assert _article_folders(tmp_path / "dl") == USABLE
+    assert _article_folders(tmp_path / "dl") == ids.usable_set
     statuses = {path: [r.status for r in requests if r.path == path] for path in faults}
     assert statuses == {
-        f"{REST_PATH}/PMC9000001/fullTextXML": [429, 200],
-        f"{REST_PATH}/PMC9000002/fullTextXML": [500, 500, 200],
-        "/articles/PMC9000003/bin/fig2.jpg": [None, 200],
+        f"{REST_PATH}/{first}/fullTextXML": [429, 200],
+        f"{REST_PATH}/{second}/fullTextXML": [500, 500, 200],
+        f"/articles/{third}/bin/fig2.jpg": [None, 200],
     }
     # Nothing at all is sent until the Retry-After the 429 named has passed (one request at a time here).
     limited = next(request for request in requests if request.status == 429)
     assert requests[limited.index + 1].received_at - limited.received_at >= 0.3
 
 
-def test_a_failed_article_is_recorded_with_its_reason_and_the_download_goes_on(sample_articles, tmp_path):
+def test_a_failed_article_is_recorded_with_its_reason_and_the_download_goes_on(
+    sample_articles, ids, tmp_path
+):
+    broken, figureless = ids.usable[:2]
     by_id = {article.pmcid: article for article in sample_articles}
-    lost_figure = dict(by_id["PMC9000002"].figures)
+    lost_figure = dict(by_id[figureless].figures)
     del lost_figure["fig2.jpg"]
-    articles = [a for a in sample_articles if a.pmcid != "PMC9000002"]
-    articles.append(dataclasses.replace(by_id["PMC9000002"], figures=lost_figure))
-    faults = {f"{REST_PATH}/PMC9000001/fullTextXML": ["malformed_xml"]}
+    articles = [a for a in sample_articles if a.pmcid != figureless]
+    articles.append(dataclasses.replace(by_id[figureless], figures=lost_figure))
+    faults = {f"{REST_PATH}/{broken}/fullTextXML": ["malformed_xml"]}
     with FakeEuropePMC(articles, faults) as server:
         download(_params(server), tmp_path / "dl", LIMITS)
         # A rerun searching from the start again fetches no article: each one is settled, failed ones too.
@@ -199,11 +240,11 @@ def test_a_failed_article_is_recorded_with_its_reason_and_the_download_goes_on(s
         assert {request.path for request in server.requests[before:]} == {f"{REST_PATH}/search"}
     outcomes = _outcomes(tmp_path / "dl")
     failed = {key: record["reason"] for key, record in outcomes.items() if record["status"] == "failed"}
-    assert set(failed) == {"PMC9000001", "PMC9000002", TRUNCATED}
-    assert "PMC9000001 full text XML: cannot parse XML" in failed["PMC9000001"]
-    assert "/articles/PMC9000002/bin/fig2.jpg returned HTTP 404 (not retried)" in failed["PMC9000002"]
-    assert "cannot parse XML" in failed[TRUNCATED]
-    assert _article_folders(tmp_path / "dl") == USABLE - {"PMC9000001", "PMC9000002"}
+    assert set(failed) == {broken, figureless, ids.truncated}
+    assert f"{broken} full text XML: cannot parse XML" in failed[broken]
+    assert f"/articles/{figureless}/bin/fig2.jpg returned HTTP 404 (not retried)" in failed[figureless]
+    assert "cannot parse XML" in failed[ids.truncated]
+    assert _article_folders(tmp_path / "dl") == ids.usable_set - {broken, figureless}
 
 
 _KILLABLE_RUN = """
@@ -227,9 +268,10 @@ def _wait_for(server: FakeEuropePMC, path: str, process: subprocess.Popen, timeo
 
 
 def test_a_killed_download_resumes_fetching_nothing_twice_and_ends_as_an_uninterrupted_one(
-    sample_articles, tmp_path
+    sample_articles, ids, tmp_path
 ):
-    hung = "/articles/PMC9000005/bin/fig2.jpg"  # killed with article 5's XML and first figure fetched
+    before_hung, hung_article = ids.usable[:4], ids.usable[4]
+    hung = f"/articles/{hung_article}/bin/fig2.jpg"  # killed with the fifth's XML and first figure fetched
     with FakeEuropePMC(sample_articles, {hung: ["hang"]}) as server:
         params = _params(server, page_size=3, concurrency=1)
         limits = [str(LIMITS.max_xml_bytes), str(LIMITS.max_image_bytes)]
@@ -248,9 +290,9 @@ def test_a_killed_download_resumes_fetching_nothing_twice_and_ends_as_an_uninter
         finally:
             process.kill()
             process.wait()
-        assert _article_folders(tmp_path / "dl") == {"PMC9000001", "PMC9000002", "PMC9000003", "PMC9000004"}
-        partial = tmp_path / "dl" / PARTIAL_DIR / "PMC9000005"
-        assert sorted(path.name for path in partial.iterdir()) == ["PMC9000005.xml", "fig1.jpg"]
+        assert _article_folders(tmp_path / "dl") == set(before_hung)
+        partial = tmp_path / "dl" / PARTIAL_DIR / hung_article
+        assert sorted(path.name for path in partial.iterdir()) == [f"{hung_article}.xml", "fig1.jpg"]
         server.set_faults({})
         download(params.model_copy(update={"concurrency": 2}), tmp_path / "dl", LIMITS)
         resumed = server.requests
@@ -263,10 +305,10 @@ def test_a_killed_download_resumes_fetching_nothing_twice_and_ends_as_an_uninter
     assert _outcomes(tmp_path / "dl") == _outcomes(tmp_path / "reference")
 
 
-def test_max_articles_bounds_the_folder_across_reruns(sample_articles, tmp_path):
+def test_max_articles_bounds_the_folder_across_reruns(sample_articles, ids, tmp_path):
     with FakeEuropePMC(sample_articles) as server:
         download(_params(server, max_articles=3, page_size=4), tmp_path / "dl", LIMITS)
-        assert _article_folders(tmp_path / "dl") == {"PMC9000001", "PMC9000002", "PMC9000003"}
+        assert _article_folders(tmp_path / "dl") == set(ids.usable[:3])
         state = json.loads((tmp_path / "dl" / STATE_FILE).read_text())
         assert state["page"] is not None and state["exhausted"] is False  # stopped part way through a page
         before = len(server.requests)
@@ -276,7 +318,7 @@ def test_max_articles_bounds_the_folder_across_reruns(sample_articles, tmp_path)
         answered = Counter(
             r.path for r in server.requests if r.status == 200 and not r.path.endswith("/search")
         )
-    assert _article_folders(tmp_path / "dl") == {f"PMC900000{number}" for number in range(1, 6)}
+    assert _article_folders(tmp_path / "dl") == set(ids.usable[:5])
     assert set(answered.values()) == {1}
 
 
@@ -304,7 +346,7 @@ def _comparable(table: pd.DataFrame, fields: list[str], keys: list[str]) -> list
 
 
 def test_the_download_ingests_to_the_same_rows_as_the_folder_it_was_served_from(
-    sample_folder, sample_articles, tmp_path
+    sample_folder, sample_articles, ids, tmp_path
 ):
     with FakeEuropePMC(sample_articles) as server:
         settings = {
@@ -322,7 +364,7 @@ def test_the_download_ingests_to_the_same_rows_as_the_folder_it_was_served_from(
     # The articles the download left out are those it recorded as failed (unparsable) or skipped (CC BY-NC).
     left_out = set(local_articles["doi"].dropna()) - set(articles["doi"])
     outcomes = _outcomes(tmp_path / "dl")
-    assert left_out == {outcomes[NON_COMMERCIAL]["doi"]} and outcomes[TRUNCATED]["status"] == "failed"
+    assert left_out == {outcomes[ids.non_commercial]["doi"]} and outcomes[ids.truncated]["status"] == "failed"
     local_articles = local_articles[local_articles["doi"].isin(articles["doi"])]
     local_figures = local_figures[local_figures["doi"].isin(articles["doi"])]
     assert (
@@ -336,7 +378,7 @@ def test_the_download_ingests_to_the_same_rows_as_the_folder_it_was_served_from(
     assert _comparable(figures, FIGURE_FIELDS, ["figure_uid"]) == _comparable(
         local_figures, FIGURE_FIELDS, ["figure_uid"]
     )
-    assert set(articles["article_id"]) == USABLE
+    assert set(articles["article_id"]) == ids.usable_set
 
 
 def test_a_folder_that_is_not_a_download_is_refused(sample_articles, sample_folder, tmp_path):
