@@ -18,6 +18,16 @@ REPO = Path(__file__).resolve().parents[1]
 CurateParamsBuilder = Callable[..., dict[str, Any]]
 
 
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Under pytest-xdist's ``--dist loadgroup`` (``make test``), each module's tests run on one worker, so a
+    module's fixtures are built once; a module that names its own ``xdist_group`` keeps it (the end-to-end
+    modules sharing the session's project clone, tests/e2e/conftest.py)."""
+    for item in items:
+        if item.get_closest_marker("xdist_group") is None:
+            item.add_marker(pytest.mark.xdist_group(item.nodeid.split("::")[0]))
+
+
 @pytest.fixture
 def mlflow_store(tmp_path):
     """A real MLflow store in tmp_path; MLflow's globals restored afterwards."""

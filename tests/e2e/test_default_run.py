@@ -15,7 +15,8 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-pytestmark = pytest.mark.e2e
+# One xdist worker runs every module that shares the session's project clone (tests/e2e/conftest.py).
+pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("e2e_project")]
 
 REPO = Path(__file__).resolve().parents[2]
 STAGES = ["ingest", "curate", "annotate", "bench_select", "finetune", "generate", "evaluate", "human_corr"]

@@ -24,7 +24,8 @@ from pathlib import Path
 
 import pytest
 
-pytestmark = pytest.mark.e2e
+# One xdist worker runs every module that shares the session's project clone (tests/e2e/conftest.py).
+pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("e2e_project")]
 
 REPO = Path(__file__).resolve().parents[2]
 DOCUMENTS = ["README.md", *sorted(str(p.relative_to(REPO)) for p in (REPO / "docs").glob("*.md"))]

@@ -1,6 +1,9 @@
-"""The release procedure of docs/release.md with a local DVC remote: one clone reproduces bench_select, tags
-the release and pushes it; a git clone of the tag pulls it and loads the same release with
-``datasets.load_dataset``."""
+"""The release procedure of docs/release.md with a local DVC remote: the session's project clone reproduces
+bench_select, tags the release and pushes it; a git clone of the tag pulls it and loads the same release with
+``datasets.load_dataset``.
+
+The project clone is the one the default run and the documented commands ran in (they run first, on the same
+xdist worker), so `dvc repro bench_select` finds its stages reproduced; run alone, it reproduces them cold."""
 
 from __future__ import annotations
 
@@ -11,7 +14,8 @@ from pathlib import Path
 
 import pytest
 
-pytestmark = pytest.mark.e2e
+# One xdist worker runs every module that shares the session's project clone (tests/e2e/conftest.py).
+pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("e2e_project")]
 
 BIN = Path(sys.executable).parent
 TAG = "sciir-release-v1"
@@ -34,9 +38,9 @@ def _load(folder: Path):
 
 
 @pytest.fixture(scope="module")
-def published(make_clone) -> Path:
-    """A clone in which the release is reproduced, committed, tagged and pushed to its ./dvcstore."""
-    origin = make_clone("origin", commit=True)
+def published(project: Path) -> Path:
+    """The project clone, with the release reproduced, committed, tagged and pushed to its ./dvcstore."""
+    origin = project
     _run(origin, str(BIN / "dvc"), "repro", "bench_select")
     _run(origin, *GIT, "add", "-A")
     # Empty when the committed dvc.lock already names these outputs (a reproduction gives the same bytes).
