@@ -7,13 +7,16 @@ PYTHONPATH, no MLflow override; only what the README says to do (``make run``, t
 ``source .venv/bin/activate``) puts the tools on PATH. Commands that cannot run here are listed in
 ``EXEMPT`` with the reason; servers (``SERVERS``) are started, polled until they answer and stopped;
 example files the documents name are written by ``doc_fixtures.py`` right before the first command
-that names them. A documented command with neither a run nor an exemption fails the test, and so
+that names them. The ``STANDALONE`` commands, which need nothing an earlier command made, run in a second
+newcomer's shell in a fresh clone of their own, beside the first session. A documented command with neither
+a run nor an exemption fails the test, and so
 does a command written in running text (an inline code span) that no block runs and no entry exempts.
 """
 
 from __future__ import annotations
 
 import importlib.util
+import json
 import os
 import re
 import shlex
@@ -127,6 +130,19 @@ SERVERS = {
 COMMAND_WORDS = re.compile(
     r"^(kedro|dvc|make|mlflow|vllm|source|pip|python3?|brew|dnf|apt-get|\.venv/bin/\S+)\s|^--params\s"
 )
+# Documented commands that need nothing an earlier command made (benchmarks writing their own data): they
+# run in a newcomer's shell of their own, in a fresh clone, beside the main session (on another xdist worker).
+STANDALONE = {
+    ".venv/bin/python benchmarks/bench_warm_cache.py",
+    ".venv/bin/python benchmarks/bench_image_payload.py",
+}
+# Files copied aside right after a command (into ``<logs>/<index>.files/``), for tests of its outcome that
+# later commands would overwrite.
+SNAPSHOTS = {
+    "kedro run": [
+        f"data/08_reporting/metrics/{stage}.json" for stage in ("annotate", "generate", "evaluate")
+    ],
+}
 FENCE = re.compile(r"^(\s*)```(\w*)\s*$")
 SESSION_TIMEOUT_S = 1800
 
@@ -206,7 +222,7 @@ def test_the_documents_show_the_commands_this_test_knows():
     commands = {command.text for command in ALL_BLOCKS}
     assert {"make run", "source .venv/bin/activate", "dvc repro"} <= commands
     spans = {command.text for document in DOCUMENTS for command in inline_commands(document)}
-    stale = sorted(set(EXEMPT) - commands - spans) + sorted(set(SERVERS) - commands)
+    stale = sorted(set(EXEMPT) - commands - spans) + sorted((set(SERVERS) | STANDALONE) - commands)
     assert not stale, f"exempted commands no document shows any more (remove them): {stale}"
 
 
@@ -262,14 +278,15 @@ def _server_step(command: str, url: str, log: str) -> str:
     )
 
 
-def session_script(commands: list[Command], logs: Path) -> str:
+def session_script(commands: list[Command], logs: Path, standalone: bool = False) -> str:
     """One bash script running ``commands`` in order; each logs to ``<logs>/<i>.log`` and its status to ``<i>.rc``.
 
-    A failed command does not stop the session: each one's result is reported on its own.
+    Only the ``STANDALONE`` commands run with ``standalone``, only the others without. A failed command does
+    not stop the session: each one's result is reported on its own.
     """
     lines, written = [], set()
     for index, command in enumerate(commands):
-        if command.text in EXEMPT:
+        if command.text in EXEMPT or (command.text in STANDALONE) != standalone:
             continue
         for name in FIXTURES:
             if name not in written and re.search(rf"(^|[ =,/]){re.escape(name)}($|[ ,/])", command.text):
@@ -283,6 +300,9 @@ def session_script(commands: list[Command], logs: Path) -> str:
                 f"started=$SECONDS\n{{ {command.text}\n}} > {log}.log 2>&1 < /dev/null; echo $? > {log}.rc\n"
                 f"echo $((SECONDS - started)) > {log}.seconds\n"
             )
+            if command.text in SNAPSHOTS:
+                kept = " ".join(shlex.quote(path) for path in SNAPSHOTS[command.text])
+                lines.append(f"mkdir -p {log}.files && cp {kept} {log}.files/\n")
     return "".join(lines)
 
 
@@ -296,15 +316,13 @@ def slowest_steps(commands: list[Command], logs: Path, count: int = 8) -> list[s
     return [f"{seconds:5d} s  {label}" for seconds, label in sorted(timed, reverse=True)[:count]]
 
 
-@pytest.fixture(scope="module")
-def session(project: Path, tmp_path_factory) -> Path:
-    """Run every documented command once in one newcomer's shell in the project; the folder of their logs."""
-    logs = tmp_path_factory.mktemp("documented_commands")
+def run_session(root: Path, logs: Path, standalone: bool) -> Path:
+    """Run the session's commands in one newcomer's shell in ``root``; ``logs``, the folder of their logs."""
     script = logs / "session.sh"
-    script.write_text(session_script(ALL_BLOCKS, logs))
+    script.write_text(session_script(ALL_BLOCKS, logs, standalone))
     subprocess.run(
         ["bash", "--noprofile", "--norc", str(script)],
-        cwd=project,
+        cwd=root,
         env=_newcomer_env(),
         timeout=SESSION_TIMEOUT_S,
         check=True,
@@ -312,6 +330,20 @@ def session(project: Path, tmp_path_factory) -> Path:
     # Shown with the test's output (pytest -rA, or on a failure): where the session's time goes.
     print("slowest documented commands:\n" + "\n".join(slowest_steps(ALL_BLOCKS, logs)))
     return logs
+
+
+@pytest.fixture(scope="module")
+def session(project: Path, tmp_path_factory) -> Path:
+    """Every documented command but the standalone ones, once, in order, in the project; their logs."""
+    return run_session(project, tmp_path_factory.mktemp("documented_commands"), standalone=False)
+
+
+@pytest.fixture(scope="module")
+def standalone_session(make_clone, tmp_path_factory) -> Path:
+    """The ``STANDALONE`` commands in a fresh clone of their own; their logs."""
+    return run_session(
+        make_clone("standalone"), tmp_path_factory.mktemp("standalone_commands"), standalone=True
+    )
 
 
 def _result(logs: Path, step: str) -> str | None:
@@ -335,6 +367,8 @@ def test_every_documented_command_runs(session, document):
         if command.text in EXEMPT:
             assert EXEMPT[command.text].strip(), command.label
             continue
+        if command.text in STANDALONE:  # test_the_standalone_commands_run
+            continue
         problem = _result(session, str(index))
         if problem:
             failures.append(f"{command.label}\n  {problem}")
@@ -344,13 +378,44 @@ def test_every_documented_command_runs(session, document):
     assert not failures, "documented commands failed:\n" + "\n".join(failures)
 
 
+@pytest.mark.xdist_group("standalone")  # its own fresh clone: free to run beside the session
+def test_the_standalone_commands_run(standalone_session):
+    ran = [(index, command) for index, command in enumerate(ALL_BLOCKS) if command.text in STANDALONE]
+    assert {command.text for _, command in ran} == STANDALONE
+    failures = [
+        f"{command.label}\n  {problem}"
+        for index, command in ran
+        if (problem := _result(standalone_session, str(index)))
+    ]
+    assert not failures, "documented commands failed:\n" + "\n".join(failures)
+
+
 def _log_of(session: Path, text: str) -> str:
     """The output of the README's block command ``text``."""
     index = next(i for i, command in enumerate(ALL_BLOCKS) if command.text == text)
     return (session / f"{index}.log").read_text(errors="replace")
 
 
+def test_the_second_kedro_run_makes_no_model_calls(session):
+    # README: `make run`, then `kedro run`, which the response cache answers whole.
+    index = next(i for i, command in enumerate(ALL_BLOCKS) if command.text == "kedro run")
+    files = sorted((session / f"{index}.files").iterdir())
+    assert [file.name for file in files] == ["annotate.json", "evaluate.json", "generate.json"]
+    for file in files:
+        metrics = json.loads(file.read_text())
+        misses = {k: v for k, v in metrics.items() if k.endswith("cache_misses")}
+        assert misses and all(v == 0 for v in misses.values()), (file.name, metrics)
+        assert any(k.endswith("cache_hits") and v > 0 for k, v in metrics.items()), (file.name, metrics)
+
+
+STAGES = ["ingest", "curate", "annotate", "bench_select", "finetune", "generate", "evaluate", "human_corr"]
+
+
 def test_the_readme_dvc_commands_reproduce_check_and_push(session, project):
+    # In a fresh clone DVC's cache is empty, so `dvc repro` after `make run` runs every stage, each as
+    # `kedro run --pipelines <stage>` (dvc.yaml): every named pipeline runs alone after a default run.
+    reproduced = _log_of(session, "dvc repro")
+    assert [stage for stage in STAGES if f"Running stage '{stage}'" not in reproduced] == []
     assert "Data and pipelines are up to date" in _log_of(session, "dvc status")
     assert "evaluate" in _log_of(session, "dvc metrics show")
     assert any(path.is_file() for path in (project / "dvcstore").rglob("*")), "nothing reached ./dvcstore"
