@@ -220,6 +220,23 @@ def test_other_code_gives_new_shard_keys(tmp_path: Path, shard_params, monkeypat
     assert shard_key(figures, [None], settings) != first
 
 
+def test_a_figure_file_written_again_keeps_its_shard_key_and_other_bytes_change_it(
+    tmp_path: Path, shard_params
+) -> None:
+    settings = CurateParams.model_validate(shard_params(tmp_path / "shards", processes=False))
+    path = tmp_path / "f1.png"
+    Image.new("RGB", (8, 8), "red").save(path)
+    figures = [_figure_row("f1", path)]
+    first = shard_key(figures, [None], settings)
+    data = path.read_bytes()
+    path.unlink()
+    path.write_bytes(data)  # as `dvc repro` or `dvc checkout` writes it: new time, same bytes
+    os.utime(path, ns=(path.stat().st_atime_ns, path.stat().st_mtime_ns + 10**9))
+    assert shard_key(figures, [None], settings) == first
+    Image.new("RGB", (8, 8), "blue").save(path)
+    assert shard_key(figures, [None], settings) != first
+
+
 def test_only_settings_of_a_figures_work_change_its_shard_key(tmp_path: Path, shard_params) -> None:
     params = shard_params(tmp_path / "shards", processes=False)
     figures = [_figure_row("f1", tmp_path / "f1.png")]

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from kedro_datasets.partitions import PartitionedDataset
 from PIL import Image
 from PIL import ImageFile as PILImageFile
 
@@ -16,7 +17,7 @@ from sciir.backends import base
 from sciir.backends.base import VLMRequest
 from sciir.backends.cache import request_key
 from sciir.backends.offline import OfflineVLM
-from sciir.image_dataset import ImageFileDataset
+from sciir.image_dataset import EncodedImage, ImageFileDataset, ImageFolderDataset
 from sciir.image_payload import (
     ConversionStore,
     ImageFile,
@@ -236,3 +237,21 @@ def test_the_dataset_loads_a_lazy_handle_and_saves_images_and_bytes(tmp_path):
     raw = _write(tmp_path, "raw.webp", _noisy(), "WEBP").read_bytes()
     dataset.save(raw)
     assert dataset.load().read() == raw
+
+
+def test_an_encoded_image_is_written_as_it_is_and_decoded_for_a_pillow_folder(tmp_path):
+    # compress_level 0: bytes that encoding the decoded image again would never give back
+    png = io.BytesIO()
+    _noisy().save(png, format="PNG", compress_level=0)
+    encoded = EncodedImage(png.getvalue())
+    ImageFolderDataset(
+        path=str(tmp_path / "ours"), dataset="sciir.image_dataset.ImageFileDataset", filename_suffix=".png"
+    ).save({"m/s1": encoded})
+    assert (tmp_path / "ours" / "m" / "s1.png").read_bytes() == png.getvalue()
+    PartitionedDataset(
+        path=str(tmp_path / "pillow"), dataset="pillow.ImageDataset", filename_suffix=".png"
+    ).save({"m/s1": encoded})
+    written = tmp_path / "pillow" / "m" / "s1.png"
+    assert written.read_bytes() != png.getvalue()
+    with Image.open(written) as image:
+        assert image.tobytes() == _noisy().tobytes()

@@ -5,18 +5,25 @@ a consumer that needs pixels calls ``.image()`` (or ``sciir.generated_images.ope
 a decoded image (encoded in the format of the file's suffix, PNG by default), bytes already encoded, or
 a handle, so the generate and curate pipelines write through it as they wrote through
 ``pillow.ImageDataset``. It is the inner dataset of the image folders' ``PartitionedDataset``;
-:class:`ImageFolderDataset` is such a folder that exists after every save, even of no image.
+:class:`ImageFolderDataset` is such a folder that exists after every save, even of no image, and that
+writes an :class:`EncodedImage` partition's bytes as they are, where a ``pillow.ImageDataset`` folder
+gets the decoded image it saves.
 """
 
 from __future__ import annotations
 
+import io
+from dataclasses import dataclass, field
 from pathlib import PurePosixPath
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kedro.io import AbstractDataset
 from kedro_datasets.partitions import PartitionedDataset
 
 from sciir.image_payload import ImageFile, encode
+
+if TYPE_CHECKING:
+    from PIL import Image
 
 
 def _suffix_format(filepath: str) -> str:
@@ -63,10 +70,26 @@ class ImageFileDataset(AbstractDataset[Any, ImageFile]):
         return {"filepath": self._filepath}
 
 
+@dataclass(frozen=True)
+class EncodedImage:
+    """An image partition of encoded bytes (a generated PNG): called, the decoded image, as a lazy partition
+    of any image folder is; :class:`ImageFolderDataset` writes ``data`` itself, never decoding and encoding
+    it again (about 0.2 s for a 1024 px PNG)."""
+
+    data: bytes = field(repr=False)
+
+    def __call__(self) -> Image.Image:
+        from PIL import Image
+
+        return Image.open(io.BytesIO(self.data))
+
+
 class ImageFolderDataset(PartitionedDataset):
     """A ``PartitionedDataset`` of image files that creates its folder on every save, so a stage that drew
     nothing (a generation switched off) still leaves the folder its DVC ``outs`` promise."""
 
     def save(self, data: dict[str, Any]) -> None:
-        super().save(data)
+        super().save(
+            {key: value.data if isinstance(value, EncodedImage) else value for key, value in data.items()}
+        )
         self._filesystem.makedirs(self._normalized_path, exist_ok=True)

@@ -12,6 +12,7 @@ import hashlib
 import json
 import multiprocessing
 import os
+import stat
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -46,13 +47,25 @@ class Shard:
     methods: tuple[str | None, ...]
 
 
-def _file_stamp(path: str) -> list[int] | None:
-    """Size and modification time of an image file: a changed file gives its shard a new key."""
+def _file_digest(path: str) -> str | None:
+    """The sha256 of a file's bytes (None when it cannot be read): a changed file gives its shard a new key.
+
+    The content, not the modification time: `dvc repro` and `dvc checkout` write outputs anew with the same
+    bytes (ingest's embedded sample, pulled figures), and those keep their shards. Reading every figure
+    file costs about a second per GB, against seconds per figure to curate it again. Only a regular file
+    is read here (a FIFO would block the node): anything else is curated, under the per-figure limits, in
+    a worker's child process, which says what it is.
+    """
+    digest = hashlib.sha256()
     try:
-        stat = os.stat(path)
+        if not stat.S_ISREG(os.stat(path).st_mode):
+            return "not a regular file"
+        with open(path, "rb") as file:
+            while block := file.read(1 << 20):
+                digest.update(block)
     except OSError:
         return None
-    return [stat.st_size, stat.st_mtime_ns]
+    return digest.hexdigest()
 
 
 def _settings_fingerprint(settings: CurateParams) -> dict[str, Any]:
@@ -62,7 +75,7 @@ def _settings_fingerprint(settings: CurateParams) -> dict[str, Any]:
     dumped["workers"].pop("count", None)
     weights = settings.detector.yolo_weights
     # A detector retrained into the same file is another detector: its shards are not resumed.
-    dumped["detector"]["yolo_weights_file"] = _file_stamp(weights) if weights else None
+    dumped["detector"]["yolo_weights_file"] = _file_digest(weights) if weights else None
     return dumped
 
 
@@ -88,7 +101,7 @@ def shard_key(
         "code": code_fingerprint(),
         "settings": _settings_fingerprint(settings),
         "figures": [
-            {**figure, "methods_text": text, "image_file": _file_stamp(str(figure["image_path"]))}
+            {**figure, "methods_text": text, "image_file": _file_digest(str(figure["image_path"]))}
             for figure, text in zip(figures, methods, strict=True)
         ],
     }

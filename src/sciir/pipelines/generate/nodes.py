@@ -13,7 +13,6 @@ import logging
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +27,7 @@ from sciir.backends.base import (
     ImageGenerator,
     PlanRequest,
 )
+from sciir.image_dataset import EncodedImage
 from sciir.progress import Progress
 
 logger = logging.getLogger(__name__)
@@ -196,7 +196,8 @@ def png_loader(result: GenerationResult) -> ImageLoader:
     """A loader of the result's image, checked now to be a readable image file.
 
     Kedro's PartitionedDataset saves a callable partition lazily, so only compressed bytes
-    stay in memory until each image is written; evaluate reads the same loader shape back.
+    stay in memory until each image is written, and they are written as they are (a generated or
+    cached PNG is never decoded and encoded again); evaluate reads the same loader shape back.
 
     Raises:
         ValueError: the bytes are not an image; the message names the sample.
@@ -208,7 +209,7 @@ def png_loader(result: GenerationResult) -> ImageLoader:
         raise ValueError(
             f"image bytes for sample {result.sample_id} are not a readable image: {error}"
         ) from None
-    return partial(_open_png, png)
+    return EncodedImage(png)
 
 
 def adapter_record(generator: ImageGenerator, finetune_summary: dict[str, Any]) -> dict[str, Any] | None:
