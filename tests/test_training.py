@@ -257,7 +257,7 @@ class _Denoiser(torch.nn.Module):
 def _deterministic_recipe(examples: torch.Tensor) -> LoraRecipe:
     denoiser = _Denoiser()
 
-    def loss(encoded: torch.Tensor, indices: torch.Tensor, generator: torch.Generator) -> torch.Tensor:
+    def loss(encoded: torch.Tensor, indices: torch.Tensor, draws: tuple[torch.Tensor, ...]) -> torch.Tensor:
         return ((encoded[indices] - denoiser.weight) ** 2).mean()
 
     return LoraRecipe(
@@ -265,6 +265,7 @@ def _deterministic_recipe(examples: torch.Tensor) -> LoraRecipe:
         encoders=(),
         encode=lambda images, chunk: examples,
         encoded_type=torch.Tensor,
+        draw=lambda encoded, indices, generator: (),
         loss=loss,
         save_adapter=lambda folder: folder,
     )

@@ -205,25 +205,34 @@ def flow_matching_loss_at(
     return weighted_flow_loss(prediction, target, loss_weights(sigmas, weighting))
 
 
+def flow_matching_draws(
+    examples: EncodedFlowExamples, indices: torch.Tensor, config: LoraTrainConfig, generator: torch.Generator
+) -> tuple[torch.Tensor, ...]:
+    """A batch's random draws, one row per example: the noise and the point of the sigma density. Drawn on
+    the CPU, so a seed gives the same run on any device."""
+    import torch
+
+    noise = torch.randn(examples.latents[indices].shape, generator=generator)
+    points = sample_density(
+        len(indices), config.timestep_density, config.logit_mean, config.logit_std, generator
+    )
+    return noise, points
+
+
 def flow_matching_loss(
     transformer: QwenImageTransformer2DModel,
     examples: EncodedFlowExamples,
     indices: torch.Tensor,
     training_sigmas: torch.Tensor,
     config: LoraTrainConfig,
-    generator: torch.Generator,
+    draws: tuple[torch.Tensor, ...],
 ) -> torch.Tensor:
-    """The weighted flow-matching loss of one batch with fresh noise at sigmas drawn from the density."""
-    import torch
-
+    """The weighted flow-matching loss of the examples at ``indices`` with their draws
+    (:func:`flow_matching_draws`): their noise, at the training sigmas nearest their density points."""
     device = examples.latents.device
-    # Random numbers are drawn on the CPU so a seed gives the same run on any device.
-    noise = torch.randn(examples.latents[indices].shape, generator=generator).to(device)
-    points = sample_density(
-        len(indices), config.timestep_density, config.logit_mean, config.logit_std, generator
-    )
+    noise, points = draws
     sigmas = pick_training_sigmas(points, training_sigmas).to(device)
-    return flow_matching_loss_at(transformer, examples, indices, noise, sigmas, config.loss_weighting)
+    return flow_matching_loss_at(transformer, examples, indices, noise.to(device), sigmas, config.loss_weighting)
 
 
 def add_flow_lora(transformer: QwenImageTransformer2DModel, config: LoraTrainConfig) -> None:
@@ -268,15 +277,16 @@ def load_recipe(model_path: str | Path, config: LoraTrainConfig) -> LoraRecipe:
         return encode_flow_examples(pipe, pixels, [image.caption for image in images], chunk_size)
 
     def loss(
-        examples: EncodedFlowExamples, indices: torch.Tensor, generator: torch.Generator
+        examples: EncodedFlowExamples, indices: torch.Tensor, draws: tuple[torch.Tensor, ...]
     ) -> torch.Tensor:
-        return flow_matching_loss(pipe.transformer, examples, indices, training_sigmas, config, generator)
+        return flow_matching_loss(pipe.transformer, examples, indices, training_sigmas, config, draws)
 
     return LoraRecipe(
         denoiser=pipe.transformer,
         encoders=(pipe.vae, pipe.text_encoder),
         encode=encode,
         encoded_type=EncodedFlowExamples,
+        draw=lambda examples, indices, generator: flow_matching_draws(examples, indices, config, generator),
         loss=loss,
         save_adapter=lambda folder: save_flow_lora(pipe.transformer, folder),
     )

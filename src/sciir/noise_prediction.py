@@ -120,21 +120,33 @@ def encode_examples(parts: DiffusionParts, images: list[TrainingImage], chunk_si
     return EncodedExamples(torch.cat(means), torch.cat(stds), torch.cat(states))
 
 
-def diffusion_loss(
+def diffusion_draws(
     parts: DiffusionParts, encoded: EncodedExamples, indices: torch.Tensor, generator: torch.Generator
-) -> torch.Tensor:
-    """MSE between the UNet's prediction and its target for one batch noised at random timesteps."""
+) -> tuple[torch.Tensor, ...]:
+    """A batch's random draws, one row per example: the latent sample's standard normal, the noise and
+    the timestep. Drawn on the CPU, so a seed gives the same run on any device."""
     import torch
+
+    shape = encoded.latent_mean[indices].shape
+    n_timesteps = parts.noise_scheduler.config.num_train_timesteps
+    return (
+        torch.randn(shape, generator=generator),
+        torch.randn(shape, generator=generator),
+        torch.randint(0, n_timesteps, (len(indices),), generator=generator),
+    )
+
+
+def diffusion_loss(
+    parts: DiffusionParts, encoded: EncodedExamples, indices: torch.Tensor, draws: tuple[torch.Tensor, ...]
+) -> torch.Tensor:
+    """MSE between the UNet's prediction and its target for the examples at ``indices``, noised with their
+    draws (:func:`diffusion_draws`) at their timesteps."""
     import torch.nn.functional as functional
 
     device = encoded.latent_mean.device
-    mean, std = encoded.latent_mean[indices], encoded.latent_std[indices]
-    # Random numbers are drawn on the CPU so a seed gives the same run on any device.
-    sampled = mean + std * torch.randn(mean.shape, generator=generator).to(device)
+    standard, noise, timesteps = (draw.to(device) for draw in draws)
+    sampled = encoded.latent_mean[indices] + encoded.latent_std[indices] * standard
     latents = sampled * parts.vae.config.scaling_factor
-    noise = torch.randn(latents.shape, generator=generator).to(device)
-    n_timesteps = parts.noise_scheduler.config.num_train_timesteps
-    timesteps = torch.randint(0, n_timesteps, (len(indices),), generator=generator).to(device)
     noisy_latents = parts.noise_scheduler.add_noise(latents, noise, timesteps)
     prediction_type = parts.noise_scheduler.config.prediction_type
     if prediction_type == "epsilon":
@@ -178,6 +190,7 @@ def load_recipe(model_path: str | Path, config: LoraTrainConfig) -> LoraRecipe:
         encoders=(parts.text_encoder, parts.vae),
         encode=lambda images, chunk_size: encode_examples(parts, images, chunk_size),
         encoded_type=EncodedExamples,
-        loss=lambda encoded, indices, generator: diffusion_loss(parts, encoded, indices, generator),
+        draw=lambda encoded, indices, generator: diffusion_draws(parts, encoded, indices, generator),
+        loss=lambda encoded, indices, draws: diffusion_loss(parts, encoded, indices, draws),
         save_adapter=lambda folder: save_lora_adapter(parts.unet, folder),
     )

@@ -118,7 +118,6 @@ TRAJECTORY_FIELDS = (
     "family",
     "resolution",
     "steps",
-    "batch_size",
     "gradient_accumulation_steps",
     "learning_rate",
     "lora_rank",
@@ -208,16 +207,83 @@ class LoraRecipe:
     """A model family's side of training, for one loaded pipeline whose denoiser carries a fresh LoRA.
 
     ``encode(images, chunk_size)`` returns a dataclass of ``encoded_type`` whose fields are tensors (or
-    None) with the examples along the first axis; ``loss(encoded, indices, generator)`` is the loss of
-    the examples at ``indices``, drawing its randomness from ``generator``.
+    None) with the examples along the first axis; ``draw(encoded, indices, generator)`` draws a batch's
+    random numbers from ``generator``, a tuple of tensors with one row per example of ``indices``;
+    ``loss(encoded, indices, draws)`` is the mean loss of the examples at ``indices`` with their draws. The
+    two are apart so that data-parallel processes draw a batch's numbers alike and each computes the loss
+    of its share of the examples (:class:`DataParallel`).
     """
 
     denoiser: torch.nn.Module
     encoders: tuple[torch.nn.Module, ...]
     encode: Callable[[list[TrainingImage], int], Any]
     encoded_type: type
-    loss: Callable[[Any, torch.Tensor, torch.Generator], torch.Tensor]
+    draw: Callable[[Any, torch.Tensor, torch.Generator], tuple[torch.Tensor, ...]]
+    loss: Callable[[Any, torch.Tensor, tuple[torch.Tensor, ...]], torch.Tensor]
     save_adapter: Callable[[Path], Path]
+
+
+@dataclass(frozen=True)
+class DataParallel:
+    """This process's place among the data-parallel training processes (one, by default).
+
+    Every process holds the same LoRA and draws the same batches and random numbers; each computes the
+    loss of its contiguous share of a batch's examples, scaled by its share, and the gradients are summed
+    across processes before each optimiser step, so every process takes the step one process would take on
+    the whole batch (up to the order of float sums). ``batch_size`` is per process: a step sees
+    ``batch_size x world_size x gradient_accumulation_steps`` examples. The process group is the caller's
+    (``sciir.distributed_training`` sets it up from the launcher's environment).
+    """
+
+    rank: int = 0
+    world_size: int = 1
+
+    @property
+    def is_main(self) -> bool:
+        return self.rank == 0
+
+    def share(self, batch: torch.Tensor) -> torch.Tensor:
+        """Positions (in ``batch``) of this process's examples: a contiguous, nearly equal split."""
+        import torch
+
+        return torch.arange(len(batch)).tensor_split(self.world_size)[self.rank]
+
+    def sum_gradients(self, parameters: Iterable[torch.Tensor]) -> None:
+        """Sum each parameter's gradient over the processes (a process with no examples adds zeros)."""
+        if self.world_size == 1:
+            return
+        import torch
+        import torch.distributed as distributed
+
+        for parameter in parameters:
+            if parameter.grad is None:
+                parameter.grad = torch.zeros_like(parameter)
+            distributed.all_reduce(parameter.grad, op=distributed.ReduceOp.SUM)
+
+    def sum_value(self, value: float) -> float:
+        """``value`` summed over the processes (a step's loss from each one's share)."""
+        if self.world_size == 1:
+            return value
+        import torch
+        import torch.distributed as distributed
+
+        total = torch.tensor([value], dtype=torch.float64)
+        distributed.all_reduce(total, op=distributed.ReduceOp.SUM)
+        return float(total.item())
+
+    @contextmanager
+    def main_first(self) -> Iterator[None]:
+        """The main process runs the block before the others (it fills a cache they then read)."""
+        if self.world_size > 1 and not self.is_main:
+            self._wait_for_everyone()
+        yield
+        if self.world_size > 1 and self.is_main:
+            self._wait_for_everyone()
+
+    def _wait_for_everyone(self) -> None:
+        import torch.distributed as distributed
+
+        distributed.barrier()
 
 
 def lora_config(rank: int, alpha: float | None, target_modules: Iterable[str]) -> LoraConfig:
@@ -310,14 +376,18 @@ def _stream_seeds(seed: int) -> tuple[int, int]:
     return int(order), int(noise)
 
 
-def _trajectory(config: LoraTrainConfig) -> dict[str, Any]:
-    """The settings that shape the run, as JSON values (a checkpoint stores them so)."""
-    return config.model_dump(mode="json", include=set(TRAJECTORY_FIELDS))
+def _trajectory(config: LoraTrainConfig, parallel: DataParallel) -> dict[str, Any]:
+    """The settings that shape the run, as JSON values (a checkpoint stores them so), with the examples of
+    one batch over all processes: how the run is split into processes does not shape it."""
+    settings = config.model_dump(mode="json", include=set(TRAJECTORY_FIELDS))
+    return settings | {"global_batch_size": config.batch_size * parallel.world_size}
 
 
-def _check_same_trajectory(progress: Mapping[str, Any], config: LoraTrainConfig, folder: Path) -> None:
+def _check_same_trajectory(
+    progress: Mapping[str, Any], config: LoraTrainConfig, parallel: DataParallel, folder: Path
+) -> None:
     """Refuse a checkpoint of a run with other settings: resuming it would not continue that run."""
-    saved, current = progress["trajectory"], _trajectory(config)
+    saved, current = progress["trajectory"], _trajectory(config, parallel)
     differing = [f"{k}: {saved.get(k)!r} != {v!r}" for k, v in current.items() if saved.get(k) != v]
     if differing:
         raise ValueError(
@@ -332,8 +402,10 @@ def train_lora(
     checkpoint_root: Path | None,
     resume_from: Path | None = None,
     on_checkpoint: CheckpointCallback | None = None,
+    parallel: DataParallel = DataParallel(),
 ) -> list[StepRecord]:
-    """Optimise the LoRA of the recipe's denoiser up to step ``config.steps``.
+    """Optimise the LoRA of the recipe's denoiser up to step ``config.steps``, as process ``parallel`` of
+    the data-parallel processes (checkpoints and callbacks in the main process only).
 
     From ``resume_from`` (a checkpoint) the run continues at the step after the checkpoint's and
     reaches the weights an uninterrupted run reaches. Every ``config.checkpoint_every`` steps (when
@@ -364,7 +436,7 @@ def train_lora(
     records: list[StepRecord] = []
     if resume_from is not None:
         progress = load_checkpoint(resume_from, trainable, optimizer, scheduler, generator)
-        _check_same_trajectory(progress, config, resume_from)
+        _check_same_trajectory(progress, config, parallel, resume_from)
         records = [StepRecord(**record) for record in progress["records"]]
         logger.info("Resuming LoRA training from %s (step %d)", resume_from, len(records))
     # The order is replayed from its seed, so the resumed run sees the batches the interrupted one would have.
@@ -372,7 +444,7 @@ def train_lora(
     order = accumulation_groups(
         batch_indices(
             len(encoded),
-            config.batch_size,
+            config.batch_size * parallel.world_size,
             config.steps * accumulation,
             torch.Generator().manual_seed(order_seed),
         ),
@@ -385,9 +457,11 @@ def train_lora(
         started = time.perf_counter()
         learning_rate = optimizer.param_groups[0]["lr"]
         value = sum(
-            _accumulate_gradients(recipe, encoded, batch, generator, config, len(batches))
+            _accumulate_gradients(recipe, encoded, batch, generator, config, len(batches), parallel)
             for batch in batches
         )
+        parallel.sum_gradients(trainable.values())
+        value = parallel.sum_value(value)
         optimizer.step()
         scheduler.step()
         optimizer.zero_grad()
@@ -395,9 +469,10 @@ def train_lora(
             raise FloatingPointError(f"training loss is {value} at step {step}; lower learning_rate")
         speed = sum(len(batch) for batch in batches) / max(time.perf_counter() - started, 1e-9)
         records.append(StepRecord(step, value, learning_rate, speed))
-        if checkpoint_root is not None and config.checkpoint_every and step % config.checkpoint_every == 0:
+        at_checkpoint = config.checkpoint_every and step % config.checkpoint_every == 0
+        if checkpoint_root is not None and at_checkpoint and parallel.is_main:
             saved = _save_training_checkpoint(
-                recipe, trainable, optimizer, scheduler, generator, records, config, checkpoint_root
+                recipe, trainable, optimizer, scheduler, generator, records, config, parallel, checkpoint_root
             )
             if on_checkpoint is not None:
                 with preserved_random_states():
@@ -413,14 +488,22 @@ def _accumulate_gradients(
     generator: torch.Generator,
     config: LoraTrainConfig,
     batches_per_step: int,
+    parallel: DataParallel,
 ) -> float:
-    """Add one batch's share of the step's loss gradient to the LoRA's; returns that share of the loss.
+    """Add this process's part of one batch's share of the step's loss gradient to the LoRA's; returns
+    that part of the loss.
 
     Each batch's mean loss is divided by the batches of the step, so the step's loss (and gradient) is
-    the mean over its batches whatever their number.
+    the mean over its batches whatever their number; every process draws the whole batch's random
+    numbers, and the mean over its own examples counts by their share of the batch.
     """
+    draws = recipe.draw(encoded, indices, generator)
+    mine = parallel.share(indices)
+    if len(mine) == 0:
+        return 0.0
     with autocast(config.mixed_precision, recipe.denoiser.device):
-        loss = recipe.loss(encoded, indices, generator) / batches_per_step
+        loss = recipe.loss(encoded, indices[mine], tuple(draw[mine] for draw in draws))
+        loss = loss * (len(mine) / len(indices)) / batches_per_step
     loss.backward()
     return float(loss.detach())
 
@@ -433,6 +516,7 @@ def _save_training_checkpoint(
     generator: torch.Generator,
     records: list[StepRecord],
     config: LoraTrainConfig,
+    parallel: DataParallel,
     root: Path,
 ) -> Path:
     """A checkpoint of the run after its last record, with the adapter also in diffusers' format."""
@@ -443,7 +527,7 @@ def _save_training_checkpoint(
     progress = {
         "step": records[-1].step,
         "records": [asdict(record) for record in records],
-        "trajectory": _trajectory(config),
+        "trajectory": _trajectory(config, parallel),
     }
     return save_checkpoint(folder, trainable, optimizer, scheduler, generator, progress)
 
@@ -493,8 +577,11 @@ def finetune_lora_adapter(
     config: LoraTrainConfig,
     adapter_path: str | Path,
     on_checkpoint: CheckpointCallback | None = None,
+    parallel: DataParallel = DataParallel(),
 ) -> list[StepRecord]:
-    """Train a LoRA for the pipeline at ``model_path`` on ``images`` and save it to ``adapter_path``.
+    """Train a LoRA for the pipeline at ``model_path`` on ``images`` and save it to ``adapter_path``, as
+    process ``parallel`` of the data-parallel processes (the main one saves; it encodes first, so with an
+    encoding cache the others read what it wrote).
 
     The family is ``config.family`` or, when None, the pipeline's (:func:`sciir.lora_families.resolve_family`).
     Deterministic for a given ``config.seed``, resumed or not, with or without the encoding cache; the
@@ -516,7 +603,7 @@ def finetune_lora_adapter(
     family = resolve_family(model_path, config.family)
     check_optimizer_available(config.optimizer)
     checkpoint_root = Path(adapter_path) / CHECKPOINT_DIR
-    if config.resume_from_checkpoint is None:
+    if config.resume_from_checkpoint is None and parallel.is_main:
         # Checkpoints of an earlier run would be mistaken for this run's.
         shutil.rmtree(checkpoint_root, ignore_errors=True)
     resume_from = find_checkpoint(checkpoint_root, config.resume_from_checkpoint)
@@ -526,7 +613,8 @@ def finetune_lora_adapter(
         recipe = load_family_recipe(family, model_path, config)
         for model in (recipe.denoiser, *recipe.encoders):
             model.to(config.device)
-        encoded = encode_with_cache(recipe, model_path, images, config)
+        with parallel.main_first():
+            encoded = encode_with_cache(recipe, model_path, images, config)
         records = train_lora(
             recipe,
             encoded,
@@ -534,6 +622,8 @@ def finetune_lora_adapter(
             checkpoint_root if config.checkpoint_every else None,
             resume_from,
             on_checkpoint,
+            parallel,
         )
-    recipe.save_adapter(Path(adapter_path))
+    if parallel.is_main:
+        recipe.save_adapter(Path(adapter_path))
     return records

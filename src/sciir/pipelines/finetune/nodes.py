@@ -13,6 +13,7 @@ import pandas as pd
 from pydantic import PositiveInt
 
 from sciir.backends.base import GenerationRequest
+from sciir.distributed_training import VALIDATION_DIR, LaunchParams, TrainingJob, train_in_processes
 from sciir.lora_families import ensure_tiny_base, resolve_family
 from sciir.model_registry import register_adapter
 from sciir.tracking import log_artifacts, log_metrics
@@ -65,6 +66,12 @@ class FinetuneParams(LoraTrainConfig):
     max_train_samples: PositiveInt
     # The MLflow registered model the adapter becomes a version of (None: not registered).
     registered_model: str | None = "sciir-lora"
+    # Data-parallel training processes (sciir.distributed_training); one in all trains in this process.
+    launch: LaunchParams = LaunchParams()
+
+    def training_config(self) -> LoraTrainConfig:
+        """The training run's own settings, without where models live or how many processes run it."""
+        return LoraTrainConfig.model_validate(self.model_dump(include=set(LoraTrainConfig.model_fields)))
 
 
 def prepare_base_model(params: dict[str, Any]) -> str:
@@ -143,9 +150,16 @@ def finetune_lora(
     if not images:
         raise _no_usable_images_error(len(rows), skipped)
     started = time.perf_counter()
-    validation = checkpoint_validation(base_model_path, ValidationSettings.of(config, train_split))
-    with peak_gpu_memory(config.device) as memory:
-        records = finetune_lora_adapter(base_model_path, images, config, config.adapter_path, validation)
+    settings = ValidationSettings.of(config, train_split)
+    if config.launch.total_processes > 1:
+        usable = [row for row in rows if row["sample_id"] in {image.sample_id for image in images}]
+        records, memory = train_in_launched_processes(base_model_path, usable, config, settings)
+    else:
+        validation = checkpoint_validation(base_model_path, settings)
+        with peak_gpu_memory(config.device) as memory:
+            records = finetune_lora_adapter(
+                base_model_path, images, config.training_config(), config.adapter_path, validation
+            )
     train_seconds = time.perf_counter() - started
     log_training_speed(records, memory)
     losses = [record.loss for record in records]
@@ -176,6 +190,30 @@ def finetune_lora(
         "train_seconds": train_seconds,
     }
     return summary, history, metrics
+
+
+def train_in_launched_processes(
+    base_model_path: str, rows: list[dict[str, Any]], config: FinetuneParams, settings: ValidationSettings
+) -> tuple[list[StepRecord], dict[str, float]]:
+    """Train in ``config.launch.total_processes`` data-parallel processes; with an active MLflow run, the
+    validation images their main process drew at each checkpoint are logged to it (``step-<step>``)."""
+    import mlflow
+
+    logged = mlflow.active_run() is not None and config.checkpoint_every > 0
+    validation_rows = settings.prompts.head(VALIDATION_IMAGES)[["sample_id", "prompt"]].to_dict("records")
+    job = TrainingJob(
+        model_path=base_model_path,
+        rows=rows,
+        config=config.training_config(),
+        adapter_path=config.adapter_path,
+        validation_rows=validation_rows if logged else [],
+    )
+    with tempfile.TemporaryDirectory(prefix="sciir-finetune-") as folder:
+        records, memory = train_in_processes(job, config.launch, Path(folder))
+        for drawn in sorted((Path(folder) / VALIDATION_DIR).glob("step-*")):
+            if any(drawn.iterdir()):
+                log_artifacts(drawn, f"{VALIDATION_ARTIFACT}/{drawn.name}")
+    return records, memory
 
 
 def write_validation_images(
