@@ -8,6 +8,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+import yaml
+from kedro.io import DataCatalog
 from kedro_datasets.partitions import PartitionedDataset
 from PIL import Image
 from PIL import ImageFile as PILImageFile
@@ -29,6 +31,8 @@ from sciir.image_payload import (
     sniff_format,
 )
 from sciir.judging import build_judge_request
+
+REPO = Path(__file__).resolve().parents[1]
 
 
 def _noisy(mode: str = "RGB", side: int = 64) -> Image.Image:
@@ -248,6 +252,12 @@ def test_an_encoded_image_is_written_as_it_is_and_decoded_for_a_pillow_folder(tm
         path=str(tmp_path / "ours"), dataset="sciir.image_dataset.ImageFileDataset", filename_suffix=".png"
     ).save({"m/s1": encoded})
     assert (tmp_path / "ours" / "m" / "s1.png").read_bytes() == png.getvalue()
+    # The project's image folders are such folders: the generations entry as conf/base/catalog.yml has it.
+    entries = yaml.safe_load((REPO / "conf" / "base" / "catalog.yml").read_text(encoding="utf-8"))
+    entry = entries["generations"]
+    entry["dataset"] = {**entry["dataset"], "path": str(tmp_path / "generations")}
+    DataCatalog.from_config({"generations": entry}).save("generations", {"m/s1": encoded})
+    assert (tmp_path / "generations" / "m" / "s1.png").read_bytes() == png.getvalue()
     PartitionedDataset(
         path=str(tmp_path / "pillow"), dataset="pillow.ImageDataset", filename_suffix=".png"
     ).save({"m/s1": encoded})

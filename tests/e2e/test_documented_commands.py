@@ -94,6 +94,10 @@ EXEMPT = {
         "a measurement that standardises 200 generated 1-3 Mpx images several ways on both cores; "
         "standardisation is tested in tests/test_imaging.py, tests/test_bad_images.py and tests/test_vips_resize.py"
     ),
+    ".venv/bin/python benchmarks/bench_generation_save.py": (
+        "a measurement of about 6 minutes (200 images of 1 MB encoded again on the slow side); writing the "
+        "generator's bytes as they are through the generations entry is tested in tests/test_image_payload.py"
+    ),
     ".venv/bin/python benchmarks/bench_report.py": (
         "a measurement that writes 8,000 images (about 2.3 GB) and renders their report for minutes; the "
         "report is tested in tests/test_report.py, tests/test_report_folder.py and tests/browser"
