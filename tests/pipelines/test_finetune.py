@@ -9,9 +9,7 @@ import mlflow
 import pandas as pd
 import pytest
 import yaml
-from kedro.io import DataCatalog, MemoryDataset
 from kedro.runner import SequentialRunner
-from kedro_datasets.json import JSONDataset
 from PIL import Image, ImageDraw
 from pydantic import ValidationError
 
@@ -19,7 +17,6 @@ from sciir.pipelines.finetune import create_pipeline
 from sciir.pipelines.finetune.nodes import finetune_lora, prepare_base_model
 from sciir.tiny_flow_models import MARKER_FILE as FLOW_MARKER_FILE
 from sciir.tiny_models import MARKER_FILE
-from sciir.tracking import MetricsDataset
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -64,20 +61,11 @@ def _artifact_names(client, run_id: str, path: str) -> list[str]:
 @pytest.mark.parametrize(
     ("family", "marker"), [("noise_prediction", MARKER_FILE), ("flow_matching", FLOW_MARKER_FILE)]
 )
-def test_pipeline_trains_an_adapter_and_logs_it(family, marker, params, train_split, tmp_path, mlflow_store):
+def test_pipeline_trains_an_adapter_and_logs_it(
+    family, marker, params, train_split, tmp_path, mlflow_store, finetune_catalog
+):
     params = params | {"family": family, "checkpoint_every": 2}
-    catalog = DataCatalog(
-        {
-            "train_split": MemoryDataset(train_split),
-            "params:finetune": MemoryDataset(params),
-            # As in the project's catalog; a memory dataset would be released after its last reader.
-            "finetune_summary": JSONDataset(filepath=str(tmp_path / "finetune_summary.json")),
-            "finetune_metric_history": MetricsDataset(
-                filepath=str(tmp_path / "history.json"), prefix="finetune"
-            ),
-            "finetune_metrics": MetricsDataset(filepath=str(tmp_path / "metrics.json"), prefix="finetune"),
-        }
-    )
+    catalog = finetune_catalog(train_split, params)
     with mlflow.start_run() as run:
         SequentialRunner().run(create_pipeline(), catalog)
     summary, history, metrics = (

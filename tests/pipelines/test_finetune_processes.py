@@ -11,16 +11,13 @@ import pandas as pd
 import pytest
 import torch
 import yaml
-from kedro.io import DataCatalog, MemoryDataset
 from kedro.runner import SequentialRunner
-from kedro_datasets.json import JSONDataset
 from PIL import Image, ImageDraw
 from safetensors.torch import load_file
 
 from sciir.distributed_training import LaunchParams, launch_command
 from sciir.pipelines.finetune import create_pipeline
 from sciir.pipelines.finetune.nodes import finetune_lora, prepare_base_model
-from sciir.tracking import MetricsDataset
 
 REPO = Path(__file__).resolve().parents[2]
 ADAPTER = "pytorch_lora_weights.safetensors"
@@ -90,7 +87,9 @@ def _largest_difference(first: dict[str, torch.Tensor], second: dict[str, torch.
     return max(float((first[key] - second[key]).abs().max()) for key in first)
 
 
-def test_two_process_training_is_one_mlflow_run(params, train_split, tmp_path, mlflow_store):
+def test_two_process_training_is_one_mlflow_run(
+    params, train_split, tmp_path, mlflow_store, finetune_catalog
+):
     params = params | {
         "family": "flow_matching",
         "batch_size": 1,
@@ -98,17 +97,7 @@ def test_two_process_training_is_one_mlflow_run(params, train_split, tmp_path, m
         "adapter_path": str(tmp_path / "lora"),
         "launch": _two_processes(),
     }
-    catalog = DataCatalog(
-        {
-            "train_split": MemoryDataset(train_split),
-            "params:finetune": MemoryDataset(params),
-            "finetune_summary": JSONDataset(filepath=str(tmp_path / "finetune_summary.json")),
-            "finetune_metric_history": MetricsDataset(
-                filepath=str(tmp_path / "history.json"), prefix="finetune"
-            ),
-            "finetune_metrics": MetricsDataset(filepath=str(tmp_path / "metrics.json"), prefix="finetune"),
-        }
-    )
+    catalog = finetune_catalog(train_split, params)
     with mlflow.start_run() as run:
         SequentialRunner().run(create_pipeline(), catalog)
 
