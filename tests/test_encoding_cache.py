@@ -10,7 +10,7 @@ import pytest
 import torch
 
 from sciir.encoding_cache import INDEX_FILE, cache_key, load_encoded, save_encoded, standardised
-from sciir.training import LoraTrainConfig, TrainingImage
+from sciir.training import BucketedExamples, LoraTrainConfig, TrainingImage
 
 
 @dataclasses.dataclass
@@ -34,7 +34,7 @@ def _config(**changes) -> LoraTrainConfig:
     return LoraTrainConfig(**(values | {"lora_rank": 2, "seed": 0} | changes))
 
 
-def test_the_key_follows_the_model_the_images_the_captions_and_the_resolution(tmp_path):
+def test_the_key_follows_the_model_the_images_the_captions_and_the_sizes(tmp_path):
     model = tmp_path / "model"
     model.mkdir()
     (model / "weights.bin").write_bytes(b"one")
@@ -50,6 +50,7 @@ def test_the_key_follows_the_model_the_images_the_captions_and_the_resolution(tm
         cache_key(model, repainted, _config()),
         cache_key(model, images[:2], _config()),
         cache_key(model, images, _config(resolution=16)),
+        cache_key(model, images, _config(aspect_buckets=[(16, 16), (32, 16)])),
         cache_key(model, images, _config(family="noise_prediction")),
     ]
     (model / "weights.bin").write_bytes(b"two")
@@ -62,18 +63,23 @@ def test_the_key_follows_the_model_the_images_the_captions_and_the_resolution(tm
 def test_shards_round_trip_exactly_and_an_unset_field_stays_none(tmp_path):
     latents = torch.randn(5, 4, 2, 2, generator=torch.Generator().manual_seed(0))
     encoded = Encoded(latents=latents.permute(0, 2, 3, 1).contiguous().permute(0, 3, 1, 2), mask=None)
-    folder = save_encoded(tmp_path / "entry", encoded, "k1", shard_size=2)
+    wide = Encoded(latents=torch.randn(1, 4, 2, 4, generator=torch.Generator().manual_seed(1)), mask=None)
+    folder = save_encoded(tmp_path / "entry", BucketedExamples((encoded, wide)), "k1", shard_size=2)
     assert sorted(p.name for p in folder.iterdir()) == [
-        INDEX_FILE, "shard-00000.safetensors", "shard-00001.safetensors", "shard-00002.safetensors",
+        "bucket-00-shard-00000.safetensors", "bucket-00-shard-00001.safetensors",
+        "bucket-00-shard-00002.safetensors", "bucket-01-shard-00000.safetensors", INDEX_FILE,
     ]  # fmt: skip
     loaded = load_encoded(folder, Encoded, "k1")
-    assert loaded is not None and loaded.mask is None and torch.equal(loaded.latents, latents)
+    assert loaded is not None and loaded.bucket_sizes == [5, 1]
+    square, oblong = loaded.buckets
+    assert square.mask is None and torch.equal(square.latents, latents) and torch.equal(oblong.latents, wide.latents)
     # Whatever layout the encoder returned, training sees contiguous tensors either way.
-    assert standardised(encoded, "cpu").latents.is_contiguous() and loaded.latents.is_contiguous()
+    moved = standardised(BucketedExamples((encoded,)), "cpu").buckets[0]
+    assert moved.latents.is_contiguous() and square.latents.is_contiguous()
 
 
 def test_an_entry_of_another_key_or_without_its_index_is_not_read(tmp_path):
-    encoded = Encoded(latents=torch.ones(2, 1), mask=torch.ones(2, 3))
+    encoded = BucketedExamples((Encoded(latents=torch.ones(2, 1), mask=torch.ones(2, 3)),))
     folder = save_encoded(tmp_path / "entry", encoded, "k1", shard_size=4)
     assert load_encoded(folder, Encoded, "k2") is None
     (folder / INDEX_FILE).unlink()  # as if the save had been cut short before the index
@@ -83,8 +89,11 @@ def test_an_entry_of_another_key_or_without_its_index_is_not_read(tmp_path):
 
 @pytest.mark.parametrize("shard_size", [1, 3])
 def test_a_new_save_replaces_the_old_shards(tmp_path, shard_size):
-    save_encoded(tmp_path / "entry", Encoded(latents=torch.zeros(3, 1), mask=None), "k", shard_size=1)
-    save_encoded(tmp_path / "entry", Encoded(latents=torch.ones(3, 1), mask=None), "k", shard_size=shard_size)
+    def one_bucket(value: float) -> BucketedExamples:
+        return BucketedExamples((Encoded(latents=torch.full((3, 1), value), mask=None),))
+
+    save_encoded(tmp_path / "entry", one_bucket(0.0), "k", shard_size=1)
+    save_encoded(tmp_path / "entry", one_bucket(1.0), "k", shard_size=shard_size)
     loaded = load_encoded(tmp_path / "entry", Encoded, "k")
-    assert torch.equal(loaded.latents, torch.ones(3, 1))
-    assert len(list((tmp_path / "entry").glob("shard-*"))) == 3 // shard_size
+    assert torch.equal(loaded.buckets[0].latents, torch.ones(3, 1))
+    assert len(list((tmp_path / "entry").glob("bucket-*"))) == 3 // shard_size

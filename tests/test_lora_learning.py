@@ -44,7 +44,7 @@ def trained(tmp_path_factory):
         rows.append(
             {"sample_id": f"f{index}", "prompt": f"figure {index}", "image_path": str(root / f"f{index}.png")}
         )
-    images, skipped = load_training_images(rows, RESOLUTION)
+    images, skipped = load_training_images(rows, [(RESOLUTION, RESOLUTION)])
     assert not skipped
     config = LoraTrainConfig(
         resolution=RESOLUTION,

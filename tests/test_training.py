@@ -22,7 +22,7 @@ from sciir.training import (
     LoraRecipe,
     LoraTrainConfig,
     StepRecord,
-    batch_indices,
+    bucket_batches,
     canonical_safetensors_header,
     finetune_lora_adapter,
     load_training_images,
@@ -52,7 +52,7 @@ def images(tmp_path_factory):
                 "image_path": str(path),
             }
         )
-    loaded, skipped = load_training_images(rows, RESOLUTION)
+    loaded, skipped = load_training_images(rows, [(RESOLUTION, RESOLUTION)])
     assert not skipped
     return loaded
 
@@ -85,7 +85,7 @@ def test_unusable_images_are_skipped_with_a_reason_naming_the_file(tmp_path, cap
         {"sample_id": "d", "prompt": "p", "image_path": str(truncated)},
         {"sample_id": "e", "prompt": "p", "image_path": None},
     ]
-    images, skipped = load_training_images(rows, 16)
+    images, skipped = load_training_images(rows, [(16, 16)])
     assert [i.sample_id for i in images] == ["a"]
     assert images[0].pixels.shape == (3, 16, 16) and images[0].pixels.max() == pytest.approx(1.0)
     assert [s.sample_id for s in skipped] == ["b", "c", "d", "e"]
@@ -95,9 +95,9 @@ def test_unusable_images_are_skipped_with_a_reason_naming_the_file(tmp_path, cap
 
 
 def test_each_pass_visits_every_example_once():
-    batches = list(batch_indices(5, 2, 6, torch.Generator().manual_seed(0)))
-    assert len(batches) == 6
-    first_pass = torch.cat(batches[:3]).tolist()
+    batches = list(bucket_batches([5], 2, 6, torch.Generator().manual_seed(0)))
+    assert len(batches) == 6 and {bucket for bucket, _ in batches} == {0}
+    first_pass = torch.cat([indices for _, indices in batches[:3]]).tolist()
     assert sorted(first_pass) == [0, 1, 2, 3, 4]
 
 

@@ -163,7 +163,7 @@ def run_job(job_file: Path) -> None:
     parallel = DataParallel(rank=state.process_index, world_size=state.num_processes)
     device = str(state.device) if on_gpus else job.config.device
     config = job.config.model_copy(update={"device": device})
-    images, skipped = load_training_images(job.rows, config.resolution)
+    images, skipped = load_training_images(job.rows, config.training_sizes)
     if skipped:  # the node checked these rows: a file gone since is this run's failure
         raise FileNotFoundError(f"training images became unusable: {[s.reason for s in skipped]}")
     folder = job_file.parent

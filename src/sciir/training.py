@@ -19,7 +19,7 @@ import math
 import random
 import shutil
 import time
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 from PIL import Image, ImageOps
-from pydantic import BaseModel, ConfigDict, NonNegativeInt, PositiveFloat, PositiveInt
+from pydantic import BaseModel, ConfigDict, NonNegativeInt, PositiveFloat, PositiveInt, field_validator
 
 from sciir.lora_checkpoints import (
     checkpoint_folder,
@@ -60,6 +60,13 @@ Family = Literal["noise_prediction", "flow_matching"]
 CheckpointCallback = Callable[[int, Path], None]
 TimestepDensity = Literal["logit_normal", "uniform"]
 LossWeighting = Literal["none", "sigma_sqrt", "cosmap"]
+# A batch: its bucket and the indices of its examples within the bucket.
+_Batch = tuple[int, "torch.Tensor"]
+# An image size as (width, height), PIL's order.
+Size = tuple[int, int]
+# Sides of an aspect bucket are multiples of this: the VAEs of both families downsample 8 times and
+# Qwen-Image's transformer takes 2x2 patches of the latents.
+BUCKET_SIDE_MULTIPLE = 16
 
 
 class LoraTrainConfig(BaseModel):
@@ -71,6 +78,10 @@ class LoraTrainConfig(BaseModel):
     # pipeline's is refused.
     family: Family | None = None
     resolution: PositiveInt
+    # Training sizes (width, height) of similar pixel count: each image is resized and centre-cropped to
+    # the one nearest its aspect ratio and every batch holds one size. None: every image a square of
+    # ``resolution``.
+    aspect_buckets: tuple[tuple[PositiveInt, PositiveInt], ...] | None = None
     steps: PositiveInt
     batch_size: PositiveInt
     # Batches whose gradients are summed before each optimiser step: an effective batch of
@@ -112,11 +123,31 @@ class LoraTrainConfig(BaseModel):
     # same adapter bytes whatever ran before it in the process.
     cpu_threads: PositiveInt = 1
 
+    @field_validator("aspect_buckets")
+    @classmethod
+    def _buckets_are_usable(cls, buckets: tuple[Size, ...] | None) -> tuple[Size, ...] | None:
+        if buckets is None:
+            return None
+        if not buckets:
+            raise ValueError("aspect_buckets is empty: list (width, height) pairs, or null for squares")
+        odd = [size for size in buckets if any(side % BUCKET_SIDE_MULTIPLE for side in size)]
+        if odd:
+            raise ValueError(f"aspect bucket sides must be multiples of {BUCKET_SIDE_MULTIPLE}: {odd}")
+        if len(set(buckets)) < len(buckets):
+            raise ValueError(f"aspect_buckets lists a size twice: {list(buckets)}")
+        return buckets
+
+    @property
+    def training_sizes(self) -> tuple[Size, ...]:
+        """The sizes images are trained at: the aspect buckets, or the one square of ``resolution``."""
+        return self.aspect_buckets or ((self.resolution, self.resolution),)
+
 
 # The settings that shape the sequence of weights: a checkpoint resumes only a run that agrees on them.
 TRAJECTORY_FIELDS = (
     "family",
     "resolution",
+    "aspect_buckets",
     "steps",
     "gradient_accumulation_steps",
     "learning_rate",
@@ -147,7 +178,7 @@ class StepRecord:
 
 @dataclass(frozen=True)
 class TrainingImage:
-    """One (image, caption) pair; ``pixels`` is (3, resolution, resolution) float32 in [-1, 1]."""
+    """One (image, caption) pair; ``pixels`` is (3, height, width) float32 in [-1, 1], at a training size."""
 
     sample_id: str
     caption: str
@@ -163,22 +194,32 @@ class SkippedImage:
     reason: str
 
 
-def load_pixels(path: str | Path, resolution: int) -> np.ndarray:
-    """An image as a (3, r, r) float32 array in [-1, 1], centre-cropped to a square then resized.
+def nearest_size(width: int, height: int, sizes: Sequence[Size]) -> Size:
+    """The size in ``sizes`` whose aspect ratio is nearest ``width / height`` (on a log scale, so 2:1
+    and 1:2 are as far from 1:1); the first listed on a tie."""
+    ratio = math.log(width / height)
+    return min(sizes, key=lambda size: abs(math.log(size[0] / size[1]) - ratio))
+
+
+def load_pixels(path: str | Path, sizes: Sequence[Size]) -> np.ndarray:
+    """An image as a (3, h, w) float32 array in [-1, 1]: resized to cover the size of ``sizes`` nearest
+    its aspect ratio, then centre-cropped to it.
 
     Raises:
         OSError: the file is missing, not an image, or truncated.
     """
     with Image.open(path) as image:
         image.load()  # decode now, so a truncated file fails here and not later
-        square = ImageOps.fit(image.convert("RGB"), (resolution, resolution), Image.Resampling.LANCZOS)
-    return (np.asarray(square, dtype=np.float32) / 127.5 - 1.0).transpose(2, 0, 1)
+        size = nearest_size(image.width, image.height, sizes)
+        fitted = ImageOps.fit(image.convert("RGB"), size, Image.Resampling.LANCZOS)
+    return (np.asarray(fitted, dtype=np.float32) / 127.5 - 1.0).transpose(2, 0, 1)
 
 
 def load_training_images(
-    rows: Iterable[Mapping[str, Any]], resolution: int
+    rows: Iterable[Mapping[str, Any]], sizes: Sequence[Size]
 ) -> tuple[list[TrainingImage], list[SkippedImage]]:
-    """The usable (image, caption) pairs of rows with sample_id, prompt and image_path.
+    """The usable (image, caption) pairs of rows with sample_id, prompt and image_path, each image at the
+    training size of ``sizes`` nearest its aspect ratio.
 
     A missing or unreadable image is skipped with a logged warning naming the file; it is
     returned among the skipped rows, never dropped silently.
@@ -190,7 +231,7 @@ def load_training_images(
         try:
             if not isinstance(path, str) or not path:
                 raise ValueError("the row has no image_path")
-            pixels = load_pixels(path, resolution)
+            pixels = load_pixels(path, sizes)
         except (OSError, ValueError, Image.DecompressionBombError) as error:
             reason = (
                 f"training image {path!r} of sample {sample} is unusable: {type(error).__name__}: {error}"
@@ -200,6 +241,25 @@ def load_training_images(
             continue
         images.append(TrainingImage(sample_id=sample, caption=str(row["prompt"]), pixels=pixels))
     return images, skipped
+
+
+def image_size(image: TrainingImage) -> Size:
+    """The (width, height) an image was loaded at."""
+    _, height, width = image.pixels.shape
+    return width, height
+
+
+def by_size(images: Sequence[TrainingImage]) -> list[list[TrainingImage]]:
+    """The images grouped by size, groups in the order their first image comes, images in their order."""
+    groups: dict[Size, list[TrainingImage]] = {}
+    for image in images:
+        groups.setdefault(image_size(image), []).append(image)
+    return list(groups.values())
+
+
+def describe_buckets(images: Sequence[TrainingImage]) -> dict[str, int]:
+    """Images per training size, as ``{"<width>x<height>": count}``."""
+    return {"{}x{}".format(*image_size(group[0])): len(group) for group in by_size(images)}
 
 
 @dataclass(frozen=True)
@@ -348,23 +408,57 @@ def lora_adapter_metadata(model: torch.nn.Module) -> dict[str, Any]:
     return {key: sorted(value) if isinstance(value, set) else value for key, value in config.items()}
 
 
-def batch_indices(
-    n_examples: int, batch_size: int, steps: int, generator: torch.Generator
-) -> Iterator[torch.Tensor]:
-    """Indices of the examples in each of ``steps`` batches: a fresh shuffle for every pass over the data."""
+@dataclass(frozen=True)
+class BucketedExamples:
+    """A training set's encodings, one recipe encoding per training size: the examples of a bucket share
+    a latent shape, so every batch is drawn from one bucket."""
+
+    buckets: tuple[Any, ...]
+
+    @property
+    def bucket_sizes(self) -> list[int]:
+        return [len(bucket) for bucket in self.buckets]
+
+    def __len__(self) -> int:
+        return sum(self.bucket_sizes)
+
+
+def as_buckets(encoded: Any) -> BucketedExamples:
+    """``encoded`` as bucketed examples (a recipe's single encoding is one bucket)."""
+    return encoded if isinstance(encoded, BucketedExamples) else BucketedExamples((encoded,))
+
+
+def encode_by_size(recipe: LoraRecipe, images: list[TrainingImage], chunk_size: int) -> BucketedExamples:
+    """The recipe's encodings of the images, one bucket per training size (:func:`by_size`)."""
+    return BucketedExamples(tuple(recipe.encode(group, chunk_size) for group in by_size(images)))
+
+
+def bucket_batches(
+    bucket_sizes: Sequence[int], batch_size: int, steps: int, generator: torch.Generator
+) -> Iterator[tuple[int, torch.Tensor]]:
+    """``steps`` batches as (bucket, indices within the bucket). Each pass over the data shuffles every
+    bucket's examples and splits them into batches (a bucket's last may be smaller); with more than one
+    bucket the pass's batches are shuffled too, so sizes alternate. One bucket's batches stay in shuffle
+    order, which is already random (and draws nothing more from ``generator``)."""
     import torch
 
     produced = 0
     while produced < steps:
-        order = torch.randperm(n_examples, generator=generator)
-        for batch in order.split(batch_size):
+        batches = [
+            (bucket, batch)
+            for bucket, count in enumerate(bucket_sizes)
+            for batch in torch.randperm(count, generator=generator).split(batch_size)
+        ]
+        if len(bucket_sizes) > 1:
+            batches = [batches[i] for i in torch.randperm(len(batches), generator=generator)]
+        for batch in batches:
             if produced == steps:
                 return
             produced += 1
             yield batch
 
 
-def accumulation_groups(batches: Iterator[torch.Tensor], size: int) -> Iterator[list[torch.Tensor]]:
+def accumulation_groups(batches: Iterator[_Batch], size: int) -> Iterator[list[_Batch]]:
     """The batches in consecutive groups of ``size``: the batches of one optimiser step each."""
     while group := list(itertools.islice(batches, size)):
         yield group
@@ -405,7 +499,8 @@ def train_lora(
     parallel: DataParallel = DataParallel(),
 ) -> list[StepRecord]:
     """Optimise the LoRA of the recipe's denoiser up to step ``config.steps``, as process ``parallel`` of
-    the data-parallel processes (checkpoints and callbacks in the main process only).
+    the data-parallel processes (checkpoints and callbacks in the main process only). ``encoded`` is
+    :class:`BucketedExamples` or one recipe encoding (a single bucket).
 
     From ``resume_from`` (a checkpoint) the run continues at the step after the checkpoint's and
     reaches the weights an uninterrupted run reaches. Every ``config.checkpoint_every`` steps (when
@@ -422,6 +517,7 @@ def train_lora(
     import torch
     from diffusers.optimization import get_scheduler
 
+    examples = as_buckets(encoded)
     model = recipe.denoiser
     trainable = {name: p for name, p in model.named_parameters() if p.requires_grad}
     optimizer = build_optimizer(config.optimizer, list(trainable.values()), config.learning_rate)
@@ -442,8 +538,8 @@ def train_lora(
     # The order is replayed from its seed, so the resumed run sees the batches the interrupted one would have.
     accumulation = config.gradient_accumulation_steps
     order = accumulation_groups(
-        batch_indices(
-            len(encoded),
+        bucket_batches(
+            examples.bucket_sizes,
             config.batch_size * parallel.world_size,
             config.steps * accumulation,
             torch.Generator().manual_seed(order_seed),
@@ -457,8 +553,10 @@ def train_lora(
         started = time.perf_counter()
         learning_rate = optimizer.param_groups[0]["lr"]
         value = sum(
-            _accumulate_gradients(recipe, encoded, batch, generator, config, len(batches), parallel)
-            for batch in batches
+            _accumulate_gradients(
+                recipe, examples.buckets[bucket], indices, generator, config, len(batches), parallel
+            )
+            for bucket, indices in batches
         )
         parallel.sum_gradients(trainable.values())
         value = parallel.sum_value(value)
@@ -467,7 +565,7 @@ def train_lora(
         optimizer.zero_grad()
         if not math.isfinite(value):
             raise FloatingPointError(f"training loss is {value} at step {step}; lower learning_rate")
-        speed = sum(len(batch) for batch in batches) / max(time.perf_counter() - started, 1e-9)
+        speed = sum(len(indices) for _, indices in batches) / max(time.perf_counter() - started, 1e-9)
         records.append(StepRecord(step, value, learning_rate, speed))
         at_checkpoint = config.checkpoint_every and step % config.checkpoint_every == 0
         if checkpoint_root is not None and at_checkpoint and parallel.is_main:

@@ -171,7 +171,9 @@ def test_a_second_run_reads_the_cache_and_trains_the_same_adapter(
     assert encoders <= encoder_calls.keys()  # the first run encodes
     (entry,) = (tmp_path / "cache").iterdir()
     index = json.loads((entry / INDEX_FILE).read_text())
-    assert index["count"] == 3 and index["shards"] == ["shard-00000.safetensors", "shard-00001.safetensors"]
+    (bucket,) = index["buckets"]  # square images: one bucket
+    assert bucket["count"] == 3
+    assert bucket["shards"] == ["bucket-00-shard-00000.safetensors", "bucket-00-shard-00001.safetensors"]
     first = (tmp_path / "lora" / ADAPTER_FILE).read_bytes()
 
     encoder_calls.clear()
@@ -256,3 +258,29 @@ def test_the_family_picks_the_tiny_pipeline_and_must_match_a_folders_class(tmp_p
     (flux / "model_index.json").write_text(json.dumps({"_class_name": "KandinskyPipeline"}))
     with pytest.raises(ValueError, match="KandinskyPipeline is of no known family"):
         prepare_base_model(_params(tmp_path, base_model=str(flux), family=None))
+
+
+def test_aspect_buckets_train_the_flow_family_and_its_cache_keeps_each_size(flow_base, tmp_path, encoder_calls):
+    # Two square figures and two twice as wide: the wide ones train at 64x32, as latents twice as wide.
+    rows = []
+    for index, size in enumerate([(48, 48), (96, 48), (48, 48), (96, 48)]):
+        path = tmp_path / f"f{index}.png"
+        Image.new("RGB", size, FIGURES[index % 3][0]).save(path)
+        rows.append({"sample_id": f"f{index}", "prompt": f"figure {index}", "image_path": str(path)})
+    split = pd.DataFrame(rows)
+    params = _params(tmp_path, aspect_buckets=[[32, 32], [64, 32]], batch_size=2)
+    summary, history, _ = finetune_lora(split, flow_base, params)
+    assert summary["buckets"] == {"32x32": 2, "64x32": 2}
+    assert len(_losses(history)) == 4 and all(np.isfinite(_losses(history)))
+    (entry,) = (tmp_path / "cache").iterdir()
+    index = json.loads((entry / INDEX_FILE).read_text())
+    assert [bucket["count"] for bucket in index["buckets"]] == [2, 2]
+    square, wide = (load_file(entry / bucket["shards"][0])["latents"] for bucket in index["buckets"])
+    assert wide.shape[-1] == 2 * square.shape[-1] and wide.shape[-2] == square.shape[-2]
+    first = (tmp_path / "lora" / ADAPTER_FILE).read_bytes()
+    # Read back from the cache (no encoder runs), the buckets train the same adapter.
+    encoder_calls.clear()
+    finetune_lora(split, flow_base, params)
+    assert not encoder_calls
+    assert (tmp_path / "lora" / ADAPTER_FILE).read_bytes() == first
+    assert len(list((tmp_path / "cache").iterdir())) == 1

@@ -24,6 +24,7 @@ from sciir.training import (
     LoraTrainConfig,
     SkippedImage,
     StepRecord,
+    describe_buckets,
     finetune_lora_adapter,
     load_training_images,
 )
@@ -146,9 +147,10 @@ def finetune_lora(
     config = FinetuneParams.model_validate(params)
     config = config.model_copy(update={"family": resolve_family(base_model_path, config.family)})
     rows = training_rows(train_split, config.max_train_samples)
-    images, skipped = load_training_images(rows, config.resolution)
+    images, skipped = load_training_images(rows, config.training_sizes)
     if not images:
         raise _no_usable_images_error(len(rows), skipped)
+    logger.info("Training images per size: %s", describe_buckets(images))
     started = time.perf_counter()
     settings = ValidationSettings.of(config, train_split)
     if config.launch.total_processes > 1:
@@ -169,6 +171,7 @@ def finetune_lora(
         "adapter_path": config.adapter_path,
         "steps": len(losses),
         "resolution": config.resolution,
+        "buckets": describe_buckets(images),
         "final_loss": losses[-1],
         "n_train": len(images),
         "n_skipped": len(skipped),
