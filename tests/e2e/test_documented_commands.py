@@ -117,6 +117,11 @@ EXEMPT = {
         "a measurement of about a minute judging the default run's images twice; evaluate computes the same "
         "judge validation in every default run (tests/e2e/test_default_run.py)"
     ),
+    ".venv/bin/python benchmarks/bench_gpu_qwen_image.py": (
+        "needs a CUDA GPU (the full-size Qwen-Image transformer, 20 B parameters); the same code runs on the "
+        "CPU with --tiny, a command the standalone session runs, and tests/test_bench_gpu_qwen_image.py "
+        "checks that without a GPU it says so"
+    ),
     "mlflow artifacts download -r <run id> -a report -d out": (
         "needs a run id of the user's store; logging the report folder as the artifact `report/` is tested "
         "on a real MLflow store in tests/test_report_folder.py"
@@ -139,6 +144,7 @@ COMMAND_WORDS = re.compile(
 STANDALONE = {
     ".venv/bin/python benchmarks/bench_warm_cache.py",
     ".venv/bin/python benchmarks/bench_image_payload.py",
+    ".venv/bin/python benchmarks/bench_gpu_qwen_image.py --tiny",
 }
 # Files copied aside right after a command (into ``<logs>/<index>.files/``), for tests of its outcome that
 # later commands would overwrite.
