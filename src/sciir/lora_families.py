@@ -29,7 +29,7 @@ PIPELINE_FAMILIES: dict[str, Family] = {
 }
 # The pipeline classes the recipes train today; for the others of PIPELINE_FAMILIES the recipe (their
 # text encoders, latent layout and model call) is not written yet.
-TRAINED_PIPELINES = ("StableDiffusionPipeline", "QwenImagePipeline")
+TRAINED_PIPELINES = ("StableDiffusionPipeline", "StableDiffusionXLPipeline", "QwenImagePipeline")
 RECIPES: dict[Family, str] = {
     "noise_prediction": "sciir.noise_prediction:load_recipe",
     "flow_matching": "sciir.flow_matching:load_recipe",

@@ -4,20 +4,31 @@ It stands in for a real base model in tests and in the offline embedded run: the
 (UNet2DConditionModel, AutoencoderKL, CLIPTextModel, CLIPTokenizer, DDIM scheduler) saved in
 the same folder layout, so whatever loads a real diffusers pipeline loads this one. The
 tokenizer is a byte-level CLIP tokenizer without merges (one token per byte), built in code.
+A tiny SDXL pipeline (a second, projecting CLIP text encoder and a UNet conditioned on the pooled
+caption and the size ids) is built the same way, for tests of SDXL-class training.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from sciir.saved_pipelines import ensure_marked, holds, save_marked
 
 if TYPE_CHECKING:
-    from diffusers import AutoencoderKL, DDIMScheduler, StableDiffusionPipeline, UNet2DConditionModel
-    from transformers import CLIPTextModel, CLIPTokenizer
+    from diffusers import (
+        AutoencoderKL,
+        DDIMScheduler,
+        StableDiffusionPipeline,
+        StableDiffusionXLPipeline,
+        UNet2DConditionModel,
+    )
+    from transformers import CLIPTextModel, CLIPTextModelWithProjection, CLIPTokenizer
 
+T = TypeVar("T")
 MARKER_FILE = "sciir_tiny.json"
+SDXL_MARKER_FILE = "sciir_tiny_sdxl.json"
 # Bump when a configuration below changes, so copies saved by an older version are rebuilt.
 TINY_FORMAT_VERSION = 2
 MAX_TOKENS = 77
@@ -50,12 +61,18 @@ def build_tokenizer() -> CLIPTokenizer:
     return CLIPTokenizer(vocab=tokenizer_vocab(), merges=[], model_max_length=MAX_TOKENS)
 
 
-def _text_encoder(tokenizer: CLIPTokenizer) -> CLIPTextModel:
-    from transformers import CLIPTextConfig, CLIPTextModel
+TEXT_HIDDEN_SIZE = 32
+# SDXL's UNet embeds each of its six size ids (original size, crop corner, target size) in this many
+# dimensions, beside the pooled caption.
+SDXL_TIME_EMBED_DIM = 8
 
-    config = CLIPTextConfig(
+
+def _text_config(tokenizer: CLIPTokenizer, **extra: Any) -> Any:
+    from transformers import CLIPTextConfig
+
+    return CLIPTextConfig(
         vocab_size=len(tokenizer),
-        hidden_size=32,
+        hidden_size=TEXT_HIDDEN_SIZE,
         intermediate_size=64,
         num_hidden_layers=2,
         num_attention_heads=4,
@@ -63,24 +80,51 @@ def _text_encoder(tokenizer: CLIPTokenizer) -> CLIPTextModel:
         bos_token_id=tokenizer.bos_token_id,
         eos_token_id=tokenizer.eos_token_id,
         pad_token_id=tokenizer.pad_token_id,
+        **extra,
     )
-    return CLIPTextModel(config)
 
 
-def _unet() -> UNet2DConditionModel:
+def _text_encoder(tokenizer: CLIPTokenizer) -> CLIPTextModel:
+    from transformers import CLIPTextModel
+
+    return CLIPTextModel(_text_config(tokenizer))
+
+
+def _projecting_text_encoder(tokenizer: CLIPTokenizer) -> CLIPTextModelWithProjection:
+    from transformers import CLIPTextModelWithProjection
+
+    return CLIPTextModelWithProjection(_text_config(tokenizer, projection_dim=TEXT_HIDDEN_SIZE))
+
+
+def _unet(**conditioning: Any) -> UNet2DConditionModel:
+    """The tiny UNet, cross-attending to one text encoder's states unless ``conditioning`` says otherwise."""
     from diffusers import UNet2DConditionModel
 
     return UNet2DConditionModel(
-        sample_size=LATENT_SIZE,
-        in_channels=4,
-        out_channels=4,
-        block_out_channels=(16, 32),
-        layers_per_block=1,
-        down_block_types=("DownBlock2D", "CrossAttnDownBlock2D"),
-        up_block_types=("CrossAttnUpBlock2D", "UpBlock2D"),
-        cross_attention_dim=32,
-        attention_head_dim=8,
-        norm_num_groups=8,
+        **{
+            "sample_size": LATENT_SIZE,
+            "in_channels": 4,
+            "out_channels": 4,
+            "block_out_channels": (16, 32),
+            "layers_per_block": 1,
+            "down_block_types": ("DownBlock2D", "CrossAttnDownBlock2D"),
+            "up_block_types": ("CrossAttnUpBlock2D", "UpBlock2D"),
+            "cross_attention_dim": TEXT_HIDDEN_SIZE,
+            "attention_head_dim": 8,
+            "norm_num_groups": 8,
+        }
+        | conditioning
+    )
+
+
+def _sdxl_unet() -> UNet2DConditionModel:
+    """The tiny UNet as SDXL's: the two encoders' states side by side, the pooled caption and size ids."""
+    return _unet(
+        cross_attention_dim=2 * TEXT_HIDDEN_SIZE,
+        use_linear_projection=True,
+        addition_embed_type="text_time",
+        addition_time_embed_dim=SDXL_TIME_EMBED_DIM,
+        projection_class_embeddings_input_dim=6 * SDXL_TIME_EMBED_DIM + TEXT_HIDDEN_SIZE,
     )
 
 
@@ -131,16 +175,21 @@ def _scheduler() -> DDIMScheduler:
     )
 
 
+def _seeded(seed: int, make: Callable[[], T]) -> T:
+    """``make()`` with torch seeded by ``seed``, the caller's random stream left as it was."""
+    import torch
+
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        return make()
+
+
 def build_tiny_pipeline(seed: int = 0) -> StableDiffusionPipeline:
     """A tiny text-to-image pipeline whose random weights depend only on ``seed``."""
-    import torch
     from diffusers import StableDiffusionPipeline
 
     tokenizer = build_tokenizer()
-    # fork_rng: seeding must not change the random stream of whoever called us.
-    with torch.random.fork_rng(devices=[]):
-        torch.manual_seed(seed)
-        unet, vae, text_encoder = _unet(), _vae(), _text_encoder(tokenizer)
+    unet, vae, text_encoder = _seeded(seed, lambda: (_unet(), _vae(), _text_encoder(tokenizer)))
     return StableDiffusionPipeline(
         vae=vae,
         text_encoder=text_encoder,
@@ -151,6 +200,33 @@ def build_tiny_pipeline(seed: int = 0) -> StableDiffusionPipeline:
         feature_extractor=None,
         requires_safety_checker=False,
     )
+
+
+def build_tiny_sdxl_pipeline(seed: int = 0) -> StableDiffusionXLPipeline:
+    """A tiny SDXL pipeline whose random weights depend only on ``seed`` (the VAE, tokenizer and scheduler
+    of the tiny pipeline, a second, projecting text encoder and an SDXL UNet)."""
+    from diffusers import StableDiffusionXLPipeline
+
+    tokenizer = build_tokenizer()
+    unet, vae, text_encoder, text_encoder_2 = _seeded(
+        seed,
+        lambda: (_sdxl_unet(), _vae(), _text_encoder(tokenizer), _projecting_text_encoder(tokenizer)),
+    )
+    return StableDiffusionXLPipeline(
+        vae=vae,
+        text_encoder=text_encoder,
+        text_encoder_2=text_encoder_2,
+        tokenizer=tokenizer,
+        tokenizer_2=build_tokenizer(),
+        unet=unet,
+        scheduler=_scheduler(),
+        add_watermarker=False,
+    )
+
+
+def ensure_tiny_sdxl_pipeline(folder: str | Path, seed: int = 0) -> Path:
+    """The tiny SDXL pipeline in ``folder``, built only when absent, incomplete or saved with another seed."""
+    return ensure_marked(folder, SDXL_MARKER_FILE, _marker(seed), lambda: build_tiny_sdxl_pipeline(seed))
 
 
 def _marker(seed: int) -> dict[str, Any]:

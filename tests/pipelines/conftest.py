@@ -3,14 +3,24 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import pandas as pd
 import pytest
+import yaml
 from kedro.io import DataCatalog, MemoryDataset
 from kedro_datasets.json import JSONDataset
 
 from sciir.tracking import MetricsDataset
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture(scope="session")
+def finetune_defaults() -> dict[str, Any]:
+    """The project's ``finetune`` parameters (conf/base/parameters_finetune.yml)."""
+    return yaml.safe_load((REPO / "conf" / "base" / "parameters_finetune.yml").read_text())["finetune"]
 
 
 @pytest.fixture
