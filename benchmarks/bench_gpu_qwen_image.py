@@ -78,9 +78,13 @@ class Measured:
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--tiny", action="store_true", help="tiny random models on the CPU (a check of the code)")
+    parser.add_argument(
+        "--tiny", action="store_true", help="tiny random models on the CPU (a check of the code)"
+    )
     parser.add_argument("--resolution", type=int, default=None, help="image side (default 1024; tiny: 32)")
-    parser.add_argument("--text-tokens", type=int, default=256, help="caption tokens the transformer attends to")
+    parser.add_argument(
+        "--text-tokens", type=int, default=256, help="caption tokens the transformer attends to"
+    )
     parser.add_argument("--train-steps", type=int, default=5, help="timed training steps (after 2 warm-up)")
     parser.add_argument("--generation-steps", type=int, default=50, help="denoising steps per image")
     parser.add_argument("--images", type=int, default=2, help="timed generations (after 1 warm-up)")
@@ -145,7 +149,9 @@ def random_examples(setup: Setup, generator: torch.Generator) -> EncodedFlowExam
     )
 
 
-def measure_training(transformer: torch.nn.Module, scheduler: Any, setup: Setup, args: argparse.Namespace) -> Measured:
+def measure_training(
+    transformer: torch.nn.Module, scheduler: Any, setup: Setup, args: argparse.Namespace
+) -> Measured:
     """Seconds per LoRA step (batch 1) after two warm-up steps, and the counted FLOPs of one step."""
     from diffusers import FlowMatchEulerDiscreteScheduler
     from diffusers.training_utils import cast_training_params
@@ -188,7 +194,9 @@ def measure_training(transformer: torch.nn.Module, scheduler: Any, setup: Setup,
     seconds = (time.perf_counter() - started) / args.train_steps
     transformer.eval()
     what = f"LoRA training step (rank {args.lora_rank}, batch 1{', checkpointing' if config.gradient_checkpointing else ''})"
-    return Measured(what, seconds, tflop, mfu(tflop, seconds, args.peak_tflops), peak_memory_gib(setup.device))
+    return Measured(
+        what, seconds, tflop, mfu(tflop, seconds, args.peak_tflops), peak_memory_gib(setup.device)
+    )
 
 
 def measure_generation(
@@ -197,7 +205,9 @@ def measure_generation(
     """Seconds per image at ``--generation-steps`` steps with true CFG, and its counted FLOPs."""
     from diffusers import QwenImagePipeline
 
-    pipe = QwenImagePipeline(scheduler=scheduler, vae=vae, text_encoder=None, tokenizer=None, transformer=transformer)
+    pipe = QwenImagePipeline(
+        scheduler=scheduler, vae=vae, text_encoder=None, tokenizer=None, transformer=transformer
+    )
     pipe.set_progress_bar_config(disable=True)
     generator = torch.Generator().manual_seed(1)
     positive, negative = (random_examples(setup, generator).caption_embeds for _ in range(2))
@@ -225,7 +235,9 @@ def measure_generation(
     seconds = (time.perf_counter() - started) / args.images
     assert image.size == (setup.resolution, setup.resolution), image.size
     what = f"generation ({args.generation_steps} steps, true CFG, VAE decode)"
-    return Measured(what, seconds, tflop, mfu(tflop, seconds, args.peak_tflops), peak_memory_gib(setup.device))
+    return Measured(
+        what, seconds, tflop, mfu(tflop, seconds, args.peak_tflops), peak_memory_gib(setup.device)
+    )
 
 
 def device_peak(device: str, given: float | None) -> float | None:
@@ -237,11 +249,16 @@ def device_peak(device: str, given: float | None) -> float | None:
 
 
 def table(results: list[Measured], targets: list[float]) -> str:
-    lines = ["| measured | seconds | TFLOP (counted) | MFU | target | peak memory |", "|---|---|---|---|---|---|"]
+    lines = [
+        "| measured | seconds | TFLOP (counted) | MFU | target | peak memory |",
+        "|---|---|---|---|---|---|",
+    ]
     for result, target in zip(results, targets, strict=True):
         share = "n/a" if result.mfu is None else f"{result.mfu:.1%}"
         memory = "n/a" if result.peak_memory_gib is None else f"{result.peak_memory_gib:.1f} GiB"
-        lines.append(f"| {result.what} | {result.seconds:.3f} | {result.tflop:.4g} | {share} | {target:.0%} | {memory} |")
+        lines.append(
+            f"| {result.what} | {result.seconds:.3f} | {result.tflop:.4g} | {share} | {target:.0%} | {memory} |"
+        )
     return "\n".join(lines)
 
 

@@ -51,7 +51,11 @@ def test_the_nearest_bucket_is_the_one_of_the_nearest_aspect_ratio():
 
 def test_images_load_at_their_bucket_and_a_square_stays_a_square(tmp_path):
     rows = [
-        {"sample_id": name, "prompt": name, "image_path": _figure(tmp_path / f"{name}.png", size, (200, 0, 0))}
+        {
+            "sample_id": name,
+            "prompt": name,
+            "image_path": _figure(tmp_path / f"{name}.png", size, (200, 0, 0)),
+        }
         for name, size in [("wide", (400, 190)), ("tall", (120, 260)), ("square", (90, 100))]
     ]
     images, skipped = load_training_images(rows, [SQUARE, WIDE, TALL])
@@ -89,7 +93,10 @@ def test_every_batch_holds_one_bucket_and_each_pass_visits_every_example_once():
 
 def test_one_bucket_draws_the_batches_of_a_plain_shuffle():
     generator = torch.Generator().manual_seed(3)
-    expected = [*torch.randperm(5, generator=generator).split(2), *torch.randperm(5, generator=generator).split(2)]
+    expected = [
+        *torch.randperm(5, generator=generator).split(2),
+        *torch.randperm(5, generator=generator).split(2),
+    ]
     batches = list(bucket_batches([5], 2, 6, torch.Generator().manual_seed(3)))
     assert [indices.tolist() for _, indices in batches] == [indices.tolist() for indices in expected]
 
@@ -98,8 +105,14 @@ def test_the_noise_family_trains_each_bucket_at_its_own_latent_shape(tmp_path):
     base = ensure_tiny_pipeline(tmp_path / "base", seed=0)
     colours = [(220, 30, 30), (30, 30, 220), (30, 160, 30), (0, 0, 0)]
     rows = [
-        {"sample_id": f"s{i}", "prompt": f"figure {i}", "image_path": _figure(tmp_path / f"s{i}.png", size, colour)}
-        for i, (size, colour) in enumerate(zip([(64, 64), (128, 64), (64, 64), (128, 64)], colours, strict=True))
+        {
+            "sample_id": f"s{i}",
+            "prompt": f"figure {i}",
+            "image_path": _figure(tmp_path / f"s{i}.png", size, colour),
+        }
+        for i, (size, colour) in enumerate(
+            zip([(64, 64), (128, 64), (64, 64), (128, 64)], colours, strict=True)
+        )
     ]
     config = _config(aspect_buckets=[SQUARE, WIDE])
     images, _ = load_training_images(rows, config.training_sizes)

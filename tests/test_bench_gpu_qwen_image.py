@@ -42,7 +42,9 @@ def test_the_tiny_run_measures_a_training_step_and_generations_of_fifty_steps(be
     assert generation["tflop"] > 10 * training["tflop"] > 0
     assert "| LoRA training step (rank 64, batch 1) |" in capsys.readouterr().out
 
-    bench.main(["--tiny", "--generation-steps", "10", "--train-steps", "1", "--images", "1", "--json", str(report)])
+    bench.main(
+        ["--tiny", "--generation-steps", "10", "--train-steps", "1", "--images", "1", "--json", str(report)]
+    )
     fewer = {entry["what"].split(" (")[0]: entry for entry in json.loads(report.read_text())["results"]}
     per_step = (generation["tflop"] - fewer["generation"]["tflop"]) / 40
     assert per_step > 0 and fewer["generation"]["tflop"] > 10 * per_step

@@ -13,7 +13,7 @@ loop, checkpoints and options live in :mod:`sciir.training`.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -180,6 +180,20 @@ def encode_flow_examples(
     return EncodedFlowExamples(latents=torch.cat(latents), caption_embeds=embeds, caption_mask=mask)
 
 
+def packed_flow_loss(
+    predict: Callable[[torch.Tensor], torch.Tensor],
+    latents: torch.Tensor,
+    noise: torch.Tensor,
+    sigmas: torch.Tensor,
+    weighting: LossWeighting,
+) -> torch.Tensor:
+    """The weighted flow-matching loss of a transformer on 2x2-packed latents: ``predict(tokens)`` is its
+    velocity prediction for the noisy latents' tokens."""
+    prediction = predict(pack_latents(noisy_latents(latents, noise, sigmas)))
+    target = pack_latents(velocity_target(latents, noise))
+    return weighted_flow_loss(prediction, target, loss_weights(sigmas, weighting))
+
+
 def flow_matching_loss_at(
     transformer: QwenImageTransformer2DModel,
     examples: EncodedFlowExamples,
@@ -192,17 +206,19 @@ def flow_matching_loss_at(
     latents = examples.latents[indices]
     batch, _, height, width = latents.shape
     mask = None if examples.caption_mask is None else examples.caption_mask[indices]
-    prediction = transformer(
-        hidden_states=pack_latents(noisy_latents(latents, noise, sigmas)),
-        # The pipeline passes timestep / 1000, that is the sigma itself.
-        timestep=sigmas,
-        encoder_hidden_states=examples.caption_embeds[indices],
-        encoder_hidden_states_mask=mask,
-        img_shapes=[[(1, height // 2, width // 2)]] * batch,
-        return_dict=False,
-    )[0]
-    target = pack_latents(velocity_target(latents, noise))
-    return weighted_flow_loss(prediction, target, loss_weights(sigmas, weighting))
+
+    def predict(tokens: torch.Tensor) -> torch.Tensor:
+        return transformer(
+            hidden_states=tokens,
+            # The pipeline passes timestep / 1000, that is the sigma itself.
+            timestep=sigmas,
+            encoder_hidden_states=examples.caption_embeds[indices],
+            encoder_hidden_states_mask=mask,
+            img_shapes=[[(1, height // 2, width // 2)]] * batch,
+            return_dict=False,
+        )[0]
+
+    return packed_flow_loss(predict, latents, noise, sigmas, weighting)
 
 
 def flow_matching_draws(
@@ -219,6 +235,19 @@ def flow_matching_draws(
     return noise, points
 
 
+def loss_with_draws(
+    loss_at: Callable[[torch.Tensor, torch.Tensor], torch.Tensor],
+    latents: torch.Tensor,
+    training_sigmas: torch.Tensor,
+    draws: tuple[torch.Tensor, ...],
+) -> torch.Tensor:
+    """``loss_at(noise, sigmas)`` of a batch with its draws (:func:`flow_matching_draws`): its noise, at the
+    training sigmas nearest its density points, both on the device of ``latents``."""
+    noise, points = draws
+    sigmas = pick_training_sigmas(points, training_sigmas).to(latents.device)
+    return loss_at(noise.to(latents.device), sigmas)
+
+
 def flow_matching_loss(
     transformer: QwenImageTransformer2DModel,
     examples: EncodedFlowExamples,
@@ -227,12 +256,15 @@ def flow_matching_loss(
     config: LoraTrainConfig,
     draws: tuple[torch.Tensor, ...],
 ) -> torch.Tensor:
-    """The weighted flow-matching loss of the examples at ``indices`` with their draws
-    (:func:`flow_matching_draws`): their noise, at the training sigmas nearest their density points."""
-    device = examples.latents.device
-    noise, points = draws
-    sigmas = pick_training_sigmas(points, training_sigmas).to(device)
-    return flow_matching_loss_at(transformer, examples, indices, noise.to(device), sigmas, config.loss_weighting)
+    """The weighted flow-matching loss of the examples at ``indices`` with their draws."""
+    return loss_with_draws(
+        lambda noise, sigmas: flow_matching_loss_at(
+            transformer, examples, indices, noise, sigmas, config.loss_weighting
+        ),
+        examples.latents,
+        training_sigmas,
+        draws,
+    )
 
 
 def add_flow_lora(transformer: QwenImageTransformer2DModel, config: LoraTrainConfig) -> None:

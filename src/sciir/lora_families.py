@@ -27,13 +27,15 @@ PIPELINE_FAMILIES: dict[str, Family] = {
     "StableDiffusion3Pipeline": "flow_matching",
     "FluxPipeline": "flow_matching",
 }
-# The pipeline classes the recipes train today; for the others of PIPELINE_FAMILIES the recipe (their
+# The recipe of each pipeline class trained today; for the others of PIPELINE_FAMILIES the recipe (their
 # text encoders, latent layout and model call) is not written yet.
-TRAINED_PIPELINES = ("StableDiffusionPipeline", "StableDiffusionXLPipeline", "QwenImagePipeline")
-RECIPES: dict[Family, str] = {
-    "noise_prediction": "sciir.noise_prediction:load_recipe",
-    "flow_matching": "sciir.flow_matching:load_recipe",
+RECIPES: dict[str, str] = {
+    "StableDiffusionPipeline": "sciir.noise_prediction:load_recipe",
+    "StableDiffusionXLPipeline": "sciir.noise_prediction:load_recipe",
+    "QwenImagePipeline": "sciir.flow_matching:load_recipe",
+    "FluxPipeline": "sciir.flux:load_recipe",
 }
+TRAINED_PIPELINES = tuple(RECIPES)
 # Each family's tiny pipeline builder; its module's MARKER_FILE marks a folder it saved.
 TINY_BUILDERS: dict[Family, str] = {
     "noise_prediction": "sciir.tiny_models:ensure_tiny_pipeline",
@@ -82,8 +84,13 @@ def resolve_family(model_path: str | Path, requested: Family | None) -> Family:
 
 
 def load_family_recipe(family: Family, model_path: str | Path, config: LoraTrainConfig) -> LoraRecipe:
-    """The family's recipe for the pipeline at ``model_path``, its denoiser carrying a fresh LoRA."""
-    return _imported(RECIPES[family])(model_path, config)
+    """The recipe of ``family`` for the pipeline at ``model_path``, its denoiser carrying a fresh LoRA.
+
+    Raises:
+        ValueError: the pipeline's class has no recipe, or its family is not ``family``.
+    """
+    resolve_family(model_path, family)
+    return _imported(RECIPES[pipeline_class(model_path)])(model_path, config)
 
 
 def ensure_tiny_base(folder: str | Path, family: Family, seed: int) -> Path:

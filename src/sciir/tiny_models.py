@@ -84,7 +84,7 @@ def _text_config(tokenizer: CLIPTokenizer, **extra: Any) -> Any:
     )
 
 
-def _text_encoder(tokenizer: CLIPTokenizer) -> CLIPTextModel:
+def clip_text_encoder(tokenizer: CLIPTokenizer) -> CLIPTextModel:
     from transformers import CLIPTextModel
 
     return CLIPTextModel(_text_config(tokenizer))
@@ -128,7 +128,8 @@ def _sdxl_unet() -> UNet2DConditionModel:
     )
 
 
-def _vae() -> AutoencoderKL:
+def tiny_vae(**extra: Any) -> AutoencoderKL:
+    """The tiny VAE (one halving per side, a narrow posterior); ``extra`` adds to its configuration."""
     from diffusers import AutoencoderKL
 
     vae = AutoencoderKL(
@@ -142,6 +143,7 @@ def _vae() -> AutoencoderKL:
         norm_num_groups=8,
         sample_size=LATENT_SIZE * 2,
         scaling_factor=LATENT_SCALING,
+        **extra,
     )
     narrow_posterior(vae, POSTERIOR_LOG_VARIANCE)
     return vae
@@ -175,7 +177,7 @@ def _scheduler() -> DDIMScheduler:
     )
 
 
-def _seeded(seed: int, make: Callable[[], T]) -> T:
+def seeded(seed: int, make: Callable[[], T]) -> T:
     """``make()`` with torch seeded by ``seed``, the caller's random stream left as it was."""
     import torch
 
@@ -189,7 +191,7 @@ def build_tiny_pipeline(seed: int = 0) -> StableDiffusionPipeline:
     from diffusers import StableDiffusionPipeline
 
     tokenizer = build_tokenizer()
-    unet, vae, text_encoder = _seeded(seed, lambda: (_unet(), _vae(), _text_encoder(tokenizer)))
+    unet, vae, text_encoder = seeded(seed, lambda: (_unet(), tiny_vae(), clip_text_encoder(tokenizer)))
     return StableDiffusionPipeline(
         vae=vae,
         text_encoder=text_encoder,
@@ -208,9 +210,9 @@ def build_tiny_sdxl_pipeline(seed: int = 0) -> StableDiffusionXLPipeline:
     from diffusers import StableDiffusionXLPipeline
 
     tokenizer = build_tokenizer()
-    unet, vae, text_encoder, text_encoder_2 = _seeded(
+    unet, vae, text_encoder, text_encoder_2 = seeded(
         seed,
-        lambda: (_sdxl_unet(), _vae(), _text_encoder(tokenizer), _projecting_text_encoder(tokenizer)),
+        lambda: (_sdxl_unet(), tiny_vae(), clip_text_encoder(tokenizer), _projecting_text_encoder(tokenizer)),
     )
     return StableDiffusionXLPipeline(
         vae=vae,

@@ -250,9 +250,9 @@ def test_the_family_picks_the_tiny_pipeline_and_must_match_a_folders_class(tmp_p
 
     flux = tmp_path / "flux"
     flux.mkdir()
-    (flux / "model_index.json").write_text(json.dumps({"_class_name": "FluxPipeline"}))
+    (flux / "model_index.json").write_text(json.dumps({"_class_name": "StableDiffusion3Pipeline"}))
     with pytest.raises(
-        ValueError, match="FluxPipeline is a flow_matching pipeline, but its recipe is not written"
+        ValueError, match="StableDiffusion3Pipeline is a flow_matching pipeline, but its recipe is not written"
     ):
         prepare_base_model(_params(tmp_path, base_model=str(flux), family=None))
     (flux / "model_index.json").write_text(json.dumps({"_class_name": "KandinskyPipeline"}))
