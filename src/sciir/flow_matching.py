@@ -180,17 +180,18 @@ def encode_flow_examples(
     return EncodedFlowExamples(latents=torch.cat(latents), caption_embeds=embeds, caption_mask=mask)
 
 
-def packed_flow_loss(
+def flow_loss(
     predict: Callable[[torch.Tensor], torch.Tensor],
     latents: torch.Tensor,
     noise: torch.Tensor,
     sigmas: torch.Tensor,
     weighting: LossWeighting,
+    layout: Callable[[torch.Tensor], torch.Tensor] = pack_latents,
 ) -> torch.Tensor:
-    """The weighted flow-matching loss of a transformer on 2x2-packed latents: ``predict(tokens)`` is its
-    velocity prediction for the noisy latents' tokens."""
-    prediction = predict(pack_latents(noisy_latents(latents, noise, sigmas)))
-    target = pack_latents(velocity_target(latents, noise))
+    """The weighted flow-matching loss of a transformer: ``predict(inputs)`` is its velocity prediction for
+    the noisy latents in its input ``layout`` (2x2-packed tokens by default, as Qwen-Image and Flux take)."""
+    prediction = predict(layout(noisy_latents(latents, noise, sigmas)))
+    target = layout(velocity_target(latents, noise))
     return weighted_flow_loss(prediction, target, loss_weights(sigmas, weighting))
 
 
@@ -218,7 +219,7 @@ def flow_matching_loss_at(
             return_dict=False,
         )[0]
 
-    return packed_flow_loss(predict, latents, noise, sigmas, weighting)
+    return flow_loss(predict, latents, noise, sigmas, weighting)
 
 
 def flow_matching_draws(

@@ -2,7 +2,7 @@
 
 Two families: ``noise_prediction`` (a UNet predicting the added noise, DDPM objective: Stable Diffusion
 1.x/2.x, SDXL) and ``flow_matching`` (a transformer predicting the rectified-flow velocity: Qwen-Image,
-SD3, Flux). A pipeline's family is read from its class name in ``model_index.json``. Recipes and tiny
+SD3, Flux), each pipeline class with its recipe. A pipeline's family is read from its class name in ``model_index.json``. Recipes and tiny
 builders are named as ``"module:function"`` strings, imported only when used, so this module pulls in no
 torch.
 """
@@ -20,22 +20,14 @@ if TYPE_CHECKING:
     from sciir.training import Family, LoraRecipe, LoraTrainConfig
 
 FAMILIES: tuple[Family, ...] = ("noise_prediction", "flow_matching")
-PIPELINE_FAMILIES: dict[str, Family] = {
-    "StableDiffusionPipeline": "noise_prediction",
-    "StableDiffusionXLPipeline": "noise_prediction",
-    "QwenImagePipeline": "flow_matching",
-    "StableDiffusion3Pipeline": "flow_matching",
-    "FluxPipeline": "flow_matching",
+# Each pipeline class trained: its family and its recipe.
+PIPELINE_RECIPES: dict[str, tuple[Family, str]] = {
+    "StableDiffusionPipeline": ("noise_prediction", "sciir.noise_prediction:load_recipe"),
+    "StableDiffusionXLPipeline": ("noise_prediction", "sciir.noise_prediction:load_recipe"),
+    "QwenImagePipeline": ("flow_matching", "sciir.flow_matching:load_recipe"),
+    "FluxPipeline": ("flow_matching", "sciir.flux:load_recipe"),
+    "StableDiffusion3Pipeline": ("flow_matching", "sciir.sd3:load_recipe"),
 }
-# The recipe of each pipeline class trained today; for the others of PIPELINE_FAMILIES the recipe (their
-# text encoders, latent layout and model call) is not written yet.
-RECIPES: dict[str, str] = {
-    "StableDiffusionPipeline": "sciir.noise_prediction:load_recipe",
-    "StableDiffusionXLPipeline": "sciir.noise_prediction:load_recipe",
-    "QwenImagePipeline": "sciir.flow_matching:load_recipe",
-    "FluxPipeline": "sciir.flux:load_recipe",
-}
-TRAINED_PIPELINES = tuple(RECIPES)
 # Each family's tiny pipeline builder; its module's MARKER_FILE marks a folder it saved.
 TINY_BUILDERS: dict[Family, str] = {
     "noise_prediction": "sciir.tiny_models:ensure_tiny_pipeline",
@@ -71,11 +63,12 @@ def resolve_family(model_path: str | Path, requested: Family | None) -> Family:
         ValueError: the pipeline's class has no recipe, or its family is not ``requested``.
     """
     name = pipeline_class(model_path)
-    family = PIPELINE_FAMILIES.get(name)
-    if name not in TRAINED_PIPELINES:
-        supported = ", ".join(f"{cls} ({PIPELINE_FAMILIES[cls]})" for cls in TRAINED_PIPELINES)
-        what = f"a {family} pipeline, but its recipe is not written yet" if family else "of no known family"
-        raise ValueError(f"finetune base model {model_path}: {name} is {what}; supported: {supported}")
+    if name not in PIPELINE_RECIPES:
+        supported = ", ".join(f"{cls} ({family})" for cls, (family, _) in PIPELINE_RECIPES.items())
+        raise ValueError(
+            f"finetune base model {model_path}: {name} is of no known family; supported: {supported}"
+        )
+    family = PIPELINE_RECIPES[name][0]
     if requested is not None and requested != family:
         raise ValueError(
             f"finetune.family is {requested!r} but the base model {model_path} is a {name} ({family})"
@@ -90,7 +83,7 @@ def load_family_recipe(family: Family, model_path: str | Path, config: LoraTrain
         ValueError: the pipeline's class has no recipe, or its family is not ``family``.
     """
     resolve_family(model_path, family)
-    return _imported(RECIPES[pipeline_class(model_path)])(model_path, config)
+    return _imported(PIPELINE_RECIPES[pipeline_class(model_path)][1])(model_path, config)
 
 
 def ensure_tiny_base(folder: str | Path, family: Family, seed: int) -> Path:

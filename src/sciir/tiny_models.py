@@ -90,7 +90,7 @@ def clip_text_encoder(tokenizer: CLIPTokenizer) -> CLIPTextModel:
     return CLIPTextModel(_text_config(tokenizer))
 
 
-def _projecting_text_encoder(tokenizer: CLIPTokenizer) -> CLIPTextModelWithProjection:
+def projecting_clip_text_encoder(tokenizer: CLIPTokenizer) -> CLIPTextModelWithProjection:
     from transformers import CLIPTextModelWithProjection
 
     return CLIPTextModelWithProjection(_text_config(tokenizer, projection_dim=TEXT_HIDDEN_SIZE))
@@ -212,7 +212,7 @@ def build_tiny_sdxl_pipeline(seed: int = 0) -> StableDiffusionXLPipeline:
     tokenizer = build_tokenizer()
     unet, vae, text_encoder, text_encoder_2 = seeded(
         seed,
-        lambda: (_sdxl_unet(), tiny_vae(), clip_text_encoder(tokenizer), _projecting_text_encoder(tokenizer)),
+        lambda: (_sdxl_unet(), tiny_vae(), clip_text_encoder(tokenizer), projecting_clip_text_encoder(tokenizer)),
     )
     return StableDiffusionXLPipeline(
         vae=vae,
