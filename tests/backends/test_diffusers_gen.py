@@ -15,7 +15,7 @@ from PIL import Image
 
 from sciir.backends.base import GenerationRequest
 from sciir.backends.diffusers_gen import DiffusersGenerator
-from sciir.backends.prompt_fit import FittedPrompt, fit_prompt
+from sciir.backends.prompt_fit import FittedPrompt, fit_prompt, pipeline_text_inputs
 from sciir.backends.registry import build_backend
 from sciir.tiny_models import build_tokenizer, ensure_tiny_pipeline, save_tiny_pipeline
 from sciir.training import LoraTrainConfig, TrainingImage, finetune_lora_adapter
@@ -123,13 +123,13 @@ LONG_PROMPT = " ".join(f"label{i} leads to node{i}." for i in range(60))  # far 
 
 def test_a_prompt_is_cut_at_the_last_whole_word_the_text_encoder_reads():
     tokenizer = build_tokenizer()
-    fitted = fit_prompt(LONG_PROMPT, [tokenizer])
+    fitted = fit_prompt(LONG_PROMPT, tokenizer, tokenizer.model_max_length)
     assert fitted.cut and 0 < fitted.words_kept < fitted.words == len(LONG_PROMPT.split())
     assert LONG_PROMPT.startswith(fitted.text)
     count = len(tokenizer(fitted.text)["input_ids"])
     one_more = " ".join(LONG_PROMPT.split()[: fitted.words_kept + 1])
     assert count <= tokenizer.model_max_length < len(tokenizer(one_more, verbose=False)["input_ids"])
-    assert fit_prompt("a cell", [tokenizer]) == FittedPrompt("a cell", 2, 2)
+    assert fit_prompt("a cell", tokenizer, tokenizer.model_max_length) == FittedPrompt("a cell", 2, 2)
 
 
 def test_long_prompts_are_said_once_and_recorded_per_image_not_warned_per_prompt(base_folder, caplog, capfd):
@@ -192,3 +192,23 @@ def test_a_failing_request_in_a_batch_fails_alone(base_folder):
 def test_a_batch_size_below_one_is_refused(base_folder):
     with pytest.raises(ValueError, match="batch_size must be at least 1, got 0"):
         DiffusersGenerator(pipeline_path=str(base_folder), batch_size=0)
+
+
+def test_a_t5_encoder_reads_more_of_a_long_prompt_than_clip(tmp_path, capfd):
+    from sciir.tiny_flux_models import ensure_tiny_flux_pipeline
+
+    folder = ensure_tiny_flux_pipeline(tmp_path / "flux", seed=0)
+    generator = DiffusersGenerator(pipeline_path=str(folder), steps=1, resolution=32)
+    inputs = pipeline_text_inputs(generator._loaded_pipeline(), generator.call_kwargs)
+    # CLIP's own limit, and T5's from FluxPipeline's default max_sequence_length.
+    assert [(i.argument, i.limit) for i in inputs] == [("prompt", 77), ("prompt_2", 512)]
+    (result,) = generator.generate([GenerationRequest(sample_id="s", prompt=LONG_PROMPT, seed=0, width=32, height=32)])
+    assert result.ok, result.failure
+    kept = result.meta["prompt_words_kept_per_encoder"]
+    assert 0 < kept["prompt"] < kept["prompt_2"] < result.meta["prompt_words"] == 240
+    assert result.meta["prompt_words_kept"] == kept["prompt_2"]
+    # An explicit max_sequence_length is what T5 is fitted to.
+    shorter = DiffusersGenerator(pipeline_path=str(folder), steps=1, resolution=32, max_sequence_length=128)
+    assert pipeline_text_inputs(shorter._loaded_pipeline(), shorter.call_kwargs)[1].limit == 128
+    printed = capfd.readouterr()
+    assert "truncated" not in printed.err + printed.out

@@ -6,9 +6,9 @@ the request and the configuration; it is generated at ``resolution`` and resized
 requested size. Up to ``batch_size`` prompts go through the pipeline in one call, each with its own
 seeded generator (diffusers draws each sample's starting noise from its own generator), and the
 pipeline batches classifier-free guidance's two passes itself; a batch that fails is retried one
-request at a time, so a bad request fails alone. A prompt longer than the text encoder reads is cut at a word boundary
-(:mod:`sciir.backends.prompt_fit`): one warning per generator, and the image's meta says how many
-words were kept.
+request at a time, so a bad request fails alone. A prompt longer than a text encoder reads is cut at a word
+boundary for that encoder (:mod:`sciir.backends.prompt_fit`; a pipeline's T5 encoder reads more than its
+CLIP ones): one warning per generator, and the image's meta says how many words were kept.
 """
 
 from __future__ import annotations
@@ -21,9 +21,11 @@ from typing import Any
 
 from sciir.backends.base import GenerationRequest, GenerationResult, ImageGenerator
 from sciir.backends.fingerprint import folder_fingerprint
-from sciir.backends.prompt_fit import FittedPrompt, fit_prompt, pipeline_tokenizers
+from sciir.backends.prompt_fit import FittedPrompt, fit_prompts, pipeline_text_inputs
 
 BACKEND_NAME = "diffusers"
+# A prompt as each text encoder of the pipeline reads it, by call argument (prompt, prompt_2, ...).
+Prompts = dict[str, FittedPrompt]
 logger = logging.getLogger(__name__)
 
 
@@ -131,7 +133,7 @@ class DiffusersGenerator(ImageGenerator):
         prompts = [self._fitted(pipeline, request.prompt) for request in batch]
         if len(batch) > 1:
             try:
-                images = self._render(pipeline, batch, [prompt.text for prompt in prompts])
+                images = self._render(pipeline, batch, prompts)
             except Exception as error:  # retried one by one below, so only a bad request fails
                 logger.info(
                     "a batch of %d failed (%s); generating its requests one at a time", len(batch), error
@@ -143,11 +145,9 @@ class DiffusersGenerator(ImageGenerator):
             for request, prompt in zip(batch, prompts, strict=True)
         ]
 
-    def _generate_one(
-        self, pipeline: Any, request: GenerationRequest, prompt: FittedPrompt
-    ) -> GenerationResult:
+    def _generate_one(self, pipeline: Any, request: GenerationRequest, prompt: Prompts) -> GenerationResult:
         try:
-            (image,) = self._render(pipeline, [request], [prompt.text])
+            (image,) = self._render(pipeline, [request], [prompt])
         except Exception as error:  # one bad request must not stop the others
             reason = (
                 f"diffusers generation failed for sample {request.sample_id}: {type(error).__name__}: {error}"
@@ -155,37 +155,42 @@ class DiffusersGenerator(ImageGenerator):
             return GenerationResult(sample_id=request.sample_id, failure=reason)
         return self._result(request, prompt, image)
 
-    def _result(self, request: GenerationRequest, prompt: FittedPrompt, image: Any) -> GenerationResult:
+    def _result(self, request: GenerationRequest, prompt: Prompts, image: Any) -> GenerationResult:
         buffer = io.BytesIO()
         image.save(buffer, format="PNG")
         meta = {"backend": BACKEND_NAME, "lora": self.lora_path is not None, "steps": self.steps}
-        if prompt.cut:
-            meta |= {"prompt_words_kept": prompt.words_kept, "prompt_words": prompt.words}
+        meta |= prompt_meta(prompt)
         return GenerationResult(sample_id=request.sample_id, image=buffer.getvalue(), meta=meta)
 
-    def _fitted(self, pipeline: Any, prompt: str) -> FittedPrompt:
-        """The prompt within the text encoder's limit; the first cut is said once for this generator."""
-        tokenizers = pipeline_tokenizers(pipeline)
-        fitted = fit_prompt(prompt, tokenizers)
-        if fitted.cut and not self._said_prompts_are_cut:
+    def _fitted(self, pipeline: Any, prompt: str) -> Prompts:
+        """The prompt within each text encoder's limit; the first cut is said once for this generator."""
+        inputs = pipeline_text_inputs(pipeline, self.call_kwargs)
+        fitted = fit_prompts(prompt, inputs)
+        if any(text.cut for text in fitted.values()) and not self._said_prompts_are_cut:
             self._said_prompts_are_cut = True
-            limit = min(tokenizer.model_max_length for tokenizer in tokenizers)
+            limits = ", ".join(f"{i.argument} {i.limit}" for i in inputs if i.limit is not None)
             logger.warning(
-                "%s: prompts longer than its text encoder's %d tokens are cut at the last whole word that "
-                "fits; each image's meta (prompt_words_kept of prompt_words) says how much of its prompt the model read",
+                "%s: prompts longer than a text encoder reads (tokens: %s) are cut at the last whole word "
+                "that fits it; each image's meta (prompt_words_kept of prompt_words) says how much of its "
+                "prompt the model read",
                 self.pipeline_path,
-                limit,
+                limits,
             )
         return fitted
 
-    def _render(self, pipeline: Any, requests: Sequence[GenerationRequest], prompts: list[str]) -> list[Any]:
-        """One PIL image per request from one pipeline call, each from its own seed, at its requested size."""
+    def _render(
+        self, pipeline: Any, requests: Sequence[GenerationRequest], prompts: list[Prompts]
+    ) -> list[Any]:
+        """One PIL image per request from one pipeline call, each from its own seed, at its requested size;
+        each text encoder gets its own fitted prompts."""
         import torch
         from PIL import Image
 
         size = {"height": self.resolution, "width": self.resolution} if self.resolution else {}
+        per_encoder = {argument: [prompt[argument].text for prompt in prompts] for argument in prompts[0]}
         output = pipeline(
-            prompts,
+            per_encoder.pop("prompt"),
+            **per_encoder,
             num_inference_steps=self.steps,
             guidance_scale=self.guidance_scale,
             generator=[torch.Generator(device=self.device).manual_seed(r.seed) for r in requests],
@@ -199,3 +204,18 @@ class DiffusersGenerator(ImageGenerator):
                 image = image.resize((request.width, request.height), Image.Resampling.LANCZOS)
             images.append(image)
         return images
+
+
+def prompt_meta(prompt: Prompts) -> dict[str, Any]:
+    """What an image's meta says of a cut prompt: the most words any text encoder read of all, and each
+    encoder's count when they differ (nothing when no encoder cut it)."""
+    if not any(text.cut for text in prompt.values()):
+        return {}
+    kept = {argument: text.words_kept for argument, text in prompt.items()}
+    meta: dict[str, Any] = {
+        "prompt_words_kept": max(kept.values()),
+        "prompt_words": next(iter(prompt.values())).words,
+    }
+    if len(set(kept.values())) > 1:
+        meta["prompt_words_kept_per_encoder"] = kept
+    return meta
