@@ -3,12 +3,10 @@
 from __future__ import annotations
 
 import hashlib
-from pathlib import Path
 
 import mlflow
 import pandas as pd
 import pytest
-import yaml
 from kedro.runner import SequentialRunner
 from PIL import Image, ImageDraw
 from pydantic import ValidationError
@@ -18,13 +16,10 @@ from sciir.pipelines.finetune.nodes import finetune_lora, prepare_base_model
 from sciir.tiny_flow_models import MARKER_FILE as FLOW_MARKER_FILE
 from sciir.tiny_models import MARKER_FILE
 
-REPO = Path(__file__).resolve().parents[2]
-
 
 @pytest.fixture
-def params(tmp_path):
-    base = yaml.safe_load((REPO / "conf" / "base" / "parameters_finetune.yml").read_text())["finetune"]
-    return base | {
+def params(tmp_path, finetune_defaults):
+    return finetune_defaults | {
         "tiny_model_path": str(tmp_path / "tiny_base"),
         "encoding_cache": str(tmp_path / "cache"),
         "adapter_path": str(tmp_path / "lora"),

@@ -10,7 +10,6 @@ import mlflow
 import pandas as pd
 import pytest
 import torch
-import yaml
 from kedro.runner import SequentialRunner
 from PIL import Image, ImageDraw
 from safetensors.torch import load_file
@@ -19,7 +18,6 @@ from sciir.distributed_training import LaunchParams, launch_command
 from sciir.pipelines.finetune import create_pipeline
 from sciir.pipelines.finetune.nodes import finetune_lora, prepare_base_model
 
-REPO = Path(__file__).resolve().parents[2]
 ADAPTER = "pytorch_lora_weights.safetensors"
 
 
@@ -30,9 +28,8 @@ def _free_port() -> int:
 
 
 @pytest.fixture
-def params(tmp_path):
-    base = yaml.safe_load((REPO / "conf" / "base" / "parameters_finetune.yml").read_text())["finetune"]
-    return base | {
+def params(tmp_path, finetune_defaults):
+    return finetune_defaults | {
         "tiny_model_path": str(tmp_path / "tiny_base"),
         "encoding_cache": str(tmp_path / "cache"),
         "resolution": 32,
