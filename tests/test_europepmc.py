@@ -306,15 +306,18 @@ def test_a_killed_download_resumes_fetching_nothing_twice_and_ends_as_an_uninter
 
 
 def test_max_articles_bounds_the_folder_across_reruns(sample_articles, ids, tmp_path):
+    served = sorted([*ids.usable, ids.truncated, ids.non_commercial])
+    # The first page holds the third usable article and one more, so the run stops part way through it.
+    page_size = served.index(ids.usable[2]) + 2
     with FakeEuropePMC(sample_articles) as server:
-        download(_params(server, max_articles=3, page_size=4), tmp_path / "dl", LIMITS)
+        download(_params(server, max_articles=3, page_size=page_size), tmp_path / "dl", LIMITS)
         assert _article_folders(tmp_path / "dl") == set(ids.usable[:3])
         state = json.loads((tmp_path / "dl" / STATE_FILE).read_text())
         assert state["page"] is not None and state["exhausted"] is False  # stopped part way through a page
         before = len(server.requests)
-        download(_params(server, max_articles=3, page_size=4), tmp_path / "dl", LIMITS)
+        download(_params(server, max_articles=3, page_size=page_size), tmp_path / "dl", LIMITS)
         assert len(server.requests) == before  # nothing more to do
-        download(_params(server, max_articles=5, page_size=4), tmp_path / "dl", LIMITS)
+        download(_params(server, max_articles=5, page_size=page_size), tmp_path / "dl", LIMITS)
         answered = Counter(
             r.path for r in server.requests if r.status == 200 and not r.path.endswith("/search")
         )

@@ -4,6 +4,7 @@ hostile packages refused member by member without stopping the others or writing
 from __future__ import annotations
 
 import io
+import json
 import random
 import shutil
 import tarfile
@@ -15,6 +16,7 @@ import yaml
 
 from sciir.pipelines.ingest.nodes import ingest_articles, prepare_source
 from sciir.sample import write_embedded_sample
+from sciir.sample.build import MANIFEST_NAME
 from sciir.sources.packages import PackageLimits, UnsafePackageError, unpack_package
 
 REPO = Path(__file__).resolve().parents[1]
@@ -59,18 +61,25 @@ def _rows(figures: Any) -> list[dict[str, Any]]:
     return figures[FIELDS].sort_values("figure_uid").to_dict("records")
 
 
+def _accepted_articles(folder: Path, count: int) -> list[str]:
+    """The first ``count`` articles the sample's manifest expects ingest to accept."""
+    manifest = json.loads((folder / MANIFEST_NAME).read_text(encoding="utf-8"))
+    return [row["article_id"] for row in manifest["articles"] if row["expected"] == "kept"][:count]
+
+
 def test_pmc_packages_and_nxml_articles_are_read_as_the_plain_folder(sample_folder, tmp_path):
+    first, second, third = _accepted_articles(sample_folder, 3)
     source = tmp_path / "oa"
     source.mkdir()
-    _pmc_package(source / "PMC100001.tar.gz", sample_folder / "sample-001", "PMC100001")
-    _pmc_package(source / "PMC100003.tgz", sample_folder / "sample-003", "PMC100003")
+    _pmc_package(source / "PMC100001.tar.gz", sample_folder / first, "PMC100001")
+    _pmc_package(source / "PMC100003.tgz", sample_folder / third, "PMC100003")
     nxml = source / "PMC100002"
-    shutil.copytree(sample_folder / "sample-002", nxml)
+    shutil.copytree(sample_folder / second, nxml)
     (nxml / "article.xml").rename(nxml / "PMC100002.nxml")
 
     articles, figures = _ingest(source)
     plain = tmp_path / "plain"
-    for name in ("sample-001", "sample-002", "sample-003"):
+    for name in (first, second, third):
         shutil.copytree(sample_folder / name, plain / name)
     plain_articles, plain_figures = _ingest(plain)
 

@@ -3,13 +3,21 @@ a request with the answerer the task registry names for their kind of reader (``
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from typing import ClassVar
 
 import pytesseract
 
 from sciir.backends.base import VisionLanguageModel, VLMRequest, VLMResult
 from sciir.tasks.registry import Sight, UnknownTask, answerer, readers_of
+
+
+def answer_threads() -> int:
+    """Requests answered at once: one per core. Their time goes to Tesseract processes and OpenCV, which
+    run outside the GIL, and a reading's first pass uses one core alone."""
+    return max(1, os.cpu_count() or 1)
 
 
 class RuleBasedVLM(VisionLanguageModel):
@@ -20,7 +28,11 @@ class RuleBasedVLM(VisionLanguageModel):
     sight: Sight
 
     def generate(self, requests: Sequence[VLMRequest]) -> list[VLMResult]:
-        return [self._answer(request) for request in requests]
+        threads = min(answer_threads(), len(requests))
+        if threads <= 1:
+            return [self._answer(request) for request in requests]
+        with ThreadPoolExecutor(max_workers=threads, thread_name_prefix=f"{self.reader}-rules") as pool:
+            return list(pool.map(self._answer, requests))
 
     def _answer(self, request: VLMRequest) -> VLMResult:
         try:

@@ -39,8 +39,9 @@ MANIFEST_NAME = "MANIFEST.json"
 # Bump when what a seed draws changes (ingest rewrites a sample folder of another version).
 # 2: law plots write their equation; 3: methods in varied prose (sciir.sample.prose); 4: panels drawing two
 # or three tracks (sciir.sample.combined) and truth of what each panel shows per track; 5: a staged plot's
-# stages drawn within curation's gutter of the plot.
-SAMPLE_VERSION = 5
+# stages drawn within curation's gutter of the plot; 6: 18 panels of each combined kind and more topics, so
+# bench_select's three IQR filters all run on the sample.
+SAMPLE_VERSION = 6
 ICON_CAPTION = "Pictogram of a laboratory flask."
 
 
@@ -60,6 +61,9 @@ class FigureSlot:
 
 
 E, P, L = "entity", "process", "law"
+# Panels of each combined kind: bench_select's candidates. Its filters keep about half at each IQR step, so
+# 18 of each (about 60 candidates) leave the rendered and retained text filters 20 or more to work on.
+COMBINED_PER_KIND = 18
 GOOD_SLOTS: tuple[FigureSlot, ...] = (
     FigureSlot(("process",), (E, P)),
     FigureSlot(("process",), (E, P)),
@@ -90,10 +94,10 @@ GOOD_SLOTS: tuple[FigureSlot, ...] = (
     FigureSlot(("molecule",), (E, L)),
     # Panels whose drawing shows two or three tracks (``sciir.sample.combined``): the semiotic groups of
     # bench_select are formed from these alone, as the panels above show one track each in their drawing.
-    *(FigureSlot(("circuit_law",), (E, L)),) * 6,
-    *(FigureSlot(("reaction",), (E, P)),) * 6,
-    *(FigureSlot(("rate_reaction",), (E, L, P)),) * 6,
-    *(FigureSlot(("staged_plot",), (L, P)),) * 6,
+    *(FigureSlot(("circuit_law",), (E, L)),) * COMBINED_PER_KIND,
+    *(FigureSlot(("reaction",), (E, P)),) * COMBINED_PER_KIND,
+    *(FigureSlot(("rate_reaction",), (E, L, P)),) * COMBINED_PER_KIND,
+    *(FigureSlot(("staged_plot",), (L, P)),) * COMBINED_PER_KIND,
 )
 NON_COMMERCIAL_SLOTS = (FigureSlot(("plot",), (E, L)), FigureSlot(("process",), (E, P)))
 MALFORMED_SLOTS = (FigureSlot(("molecule",), (E, L)),)
