@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+import yaml
 
 # One xdist worker runs every module that shares the session's project clone (tests/e2e/conftest.py).
 pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("e2e_project")]
@@ -86,6 +87,19 @@ def test_every_figure_is_kept_or_rejected_with_a_reason(first_run, project):
     kept_figures = set(figures.loc[figures.status == "kept", "figure_uid"])
     assert kept_figures == set(curated.figure_uid)
     assert (curated[curated.status == "rejected"].reason.str.len() > 0).all()
+
+
+def test_every_quality_filter_of_bench_select_runs_on_the_sample_and_every_group_remains(first_run, project):
+    metrics = json.loads((project / "data" / "08_reporting" / "metrics" / "bench_select.json").read_text())
+    params = yaml.safe_load((project / "conf" / "base" / "parameters_bench_select.yml").read_text())
+    cascade = ["after_density", "after_iqr_terms", "after_iqr_rendered_text", "after_iqr_retained_text"]
+    counts = [metrics[name] for name in cascade]
+    # A skipped IQR filter keeps every candidate: each one ran, on enough candidates, and removed some.
+    assert all(before >= params["bench_select"]["iqr_min_samples"] for before in counts[:-1])
+    assert all(after < before for before, after in zip(counts[:-1], counts[1:], strict=True))
+    groups = ("All_Three", "Entity_Law", "Law_Process", "Entity_Process")
+    assert all(metrics[f"group_{group}"] >= 2 for group in groups)
+    assert metrics["benchmark_size"] == counts[-1] == sum(metrics[f"group_{group}"] for group in groups)
 
 
 def test_aibench_examines_every_models_illustrations_of_the_aibench_set(first_run, project):
