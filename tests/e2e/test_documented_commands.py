@@ -145,6 +145,7 @@ STANDALONE = {
     ".venv/bin/python benchmarks/bench_warm_cache.py",
     ".venv/bin/python benchmarks/bench_image_payload.py",
     ".venv/bin/python benchmarks/bench_gpu_qwen_image.py --tiny",
+    ".venv/bin/python benchmarks/bench_rule_threads.py",
 }
 # Files copied aside right after a command (into ``<logs>/<index>.files/``), for tests of its outcome that
 # later commands would overwrite.

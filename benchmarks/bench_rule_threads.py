@@ -1,0 +1,63 @@
+"""The offline backend's screen task on the embedded sample's figures, one request at a time against one
+thread per core (``sciir.backends.rule_based``), side by side in one run.
+
+Each mode starts with an empty memo of OCR readings, so every figure is read by Tesseract in both. It prints
+both wall times, their ratio, and whether the two modes gave the same answers.
+
+Usage, from the repository root:
+    .venv/bin/python benchmarks/bench_rule_threads.py            # the sample's first 48 figures
+Options: --figures N.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import tempfile
+import time
+from pathlib import Path
+
+from sciir.backends import ocr, rule_based
+from sciir.backends.offline import OfflineVLM
+from sciir.sample import write_embedded_sample
+from sciir.sample.build import MANIFEST_NAME
+from sciir.screening import ScreenParams, screen_request
+
+
+def _figures(folder: Path, count: int) -> list[bytes]:
+    manifest = json.loads((folder / MANIFEST_NAME).read_text(encoding="utf-8"))
+    files = [row["file"] for row in manifest["figures"] if row["expected"] == "kept"][:count]
+    return [(folder / file).read_bytes() for file in files]
+
+
+def _timed(requests: list, threads: int) -> tuple[float, list]:
+    ocr._SHARED_MEMOS.clear()  # a cold memo: every figure is read again
+    rule_based.answer_threads = lambda: threads
+    start = time.perf_counter()
+    results = OfflineVLM().generate(requests)
+    return time.perf_counter() - start, [result.output for result in results]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--figures", type=int, default=48)
+    args = parser.parse_args()
+    cores = os.cpu_count() or 1
+    with tempfile.TemporaryDirectory() as tmp:
+        write_embedded_sample(Path(tmp))
+        images = _figures(Path(tmp), args.figures)
+    settings = ScreenParams()
+    requests = [screen_request(image, "", settings) for image in images]
+    megabytes = sum(len(image) for image in images) / 1e6
+    print(f"{len(requests)} figures ({megabytes:.1f} MB of PNG), {cores} cores")
+    one, one_answers = _timed(requests, 1)
+    many, many_answers = _timed(requests, cores)
+    print(f"one request at a time : {one:7.1f} s  ({one / len(requests):.2f} s per figure)")
+    print(f"one thread per core   : {many:7.1f} s  ({many / len(requests):.2f} s per figure)")
+    print(f"ratio (threads / one) : {many / one:7.2f}")
+    print(f"same answers          : {one_answers == many_answers}")
+
+
+if __name__ == "__main__":
+    main()
