@@ -2,7 +2,7 @@
 
 Runs ingest, curate and annotate (``kedro run``) in a fresh copy of the project with the annotator
 backend named on the command line, then joins the annotations to the sample's ground truth by
-sample_id (``sciir.annotation_quality`` defines every number) and prints, per measure, the counts,
+sample_id (``sciir.sample.annotation_quality`` defines every number) and prints, per measure, the counts,
 precision and recall, with the samples counted and the coverage (samples annotated ok / all the truth
 holds). ``--out`` also writes the results as CSV or JSON (by its suffix).
 
@@ -32,8 +32,8 @@ from typing import Any
 import pandas as pd
 import yaml
 
-from sciir.annotation_quality import annotation_quality, relation_errors, sample_truth
 from sciir.backends.registry import registered_backends
+from sciir.sample.annotation_quality import annotation_quality, relation_errors, sample_truth
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -54,7 +54,7 @@ def _copy_project(root: Path, local_conf: bool) -> None:
 def _annotator_entry(backend: str, config: dict[str, Any]) -> dict[str, Any]:
     """The catalog entry of the annotator, as conf/base/backends.yml writes one."""
     entry: dict[str, Any] = {
-        "type": "sciir.backends.dataset.BackendDataset",
+        "type": "sciir.catalog.backend_dataset.BackendDataset",
         "kind": "vlm",
         "backend": backend,
         "cache_path": "data/cache/responses.sqlite",

@@ -41,7 +41,7 @@ import yaml
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_standardise import write_images  # noqa: E402
 
-from sciir.ids import figure_uid  # noqa: E402
+from sciir.figures.ids import figure_uid  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
 FIGURES_PER_ARTICLE = 4
@@ -165,9 +165,9 @@ def peak_memory_of_curate(project: Path, figures: pd.DataFrame, articles: pd.Dat
 def shard_throughput(
     figures: pd.DataFrame, articles: pd.DataFrame, workers: int, work: Path
 ) -> dict[str, Any]:
-    from sciir.pipelines.curate.cluster import dask_client
+    from sciir.figures.params import CurateParams
+    from sciir.figures.shard_cluster import dask_client
     from sciir.pipelines.curate.nodes import curate_figures
-    from sciir.pipelines.curate.params import CurateParams
 
     params = yaml.safe_load((REPO / "conf" / "base" / "parameters_curate.yml").read_text(encoding="utf-8"))
     params = params["curate"]

@@ -28,7 +28,7 @@ from bench_image_payload import write_images
 from kedro.io import DataCatalog
 from PIL import Image
 
-from sciir.image_dataset import EncodedImage
+from sciir.catalog.image_dataset import EncodedImage
 
 REPO = Path(__file__).resolve().parents[1]
 

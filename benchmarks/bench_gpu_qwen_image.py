@@ -7,8 +7,8 @@ with random weights, in bfloat16: a step does the arithmetic the trained model d
 (Qwen2.5-VL-7B) runs once per prompt, not per step, and is left out: random caption embeddings of
 ``--text-tokens`` tokens stand in for its output.
 
-Training runs the project's recipe (sciir.flow_matching: the LoRA on the attention projections of both
-streams, the batch's draws and the flow-matching loss; sciir.training_resources: bf16 autocast, gradient
+Training runs the project's recipe (sciir.training.flow_matching: the LoRA on the attention projections of both
+streams, the batch's draws and the flow-matching loss; sciir.training.resources: bf16 autocast, gradient
 checkpointing, AdamW) on the transformer. Generation runs QwenImagePipeline with true classifier-free
 guidance (two transformer passes per step, as the pipeline does) and the VAE decode.
 
@@ -37,14 +37,14 @@ from typing import Any
 
 import torch
 
-from sciir.flow_matching import (
+from sciir.training.flow_matching import (
     EncodedFlowExamples,
     add_flow_lora,
     flow_matching_draws,
     flow_matching_loss,
 )
-from sciir.training import LoraTrainConfig
-from sciir.training_resources import autocast, build_optimizer, enable_gradient_checkpointing
+from sciir.training.loop import LoraTrainConfig
+from sciir.training.resources import autocast, build_optimizer, enable_gradient_checkpointing
 
 # Dense bfloat16 tensor-core peaks (NVIDIA's data sheets, without sparsity), by a name in the device's.
 PEAK_TFLOPS = {"H200": 989.4, "H100": 989.4, "A100": 312.0}
@@ -100,7 +100,7 @@ def build_models(tiny: bool) -> tuple[torch.nn.Module, torch.nn.Module, Any]:
     from diffusers import AutoencoderKLQwenImage, FlowMatchEulerDiscreteScheduler, QwenImageTransformer2DModel
 
     if tiny:
-        from sciir.tiny_flow_models import build_tiny_flow_pipeline
+        from sciir.training.tiny_qwen_image import build_tiny_flow_pipeline
 
         pipe = build_tiny_flow_pipeline(seed=0)
         return pipe.transformer, pipe.vae, pipe.scheduler

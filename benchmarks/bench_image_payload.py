@@ -1,5 +1,5 @@
 """CPU per image of a judge request's image bytes: the old path (decode + PNG re-encode) against the
-new one (the file's own bytes, checked without a decode: ``sciir.image_payload.payload``).
+new one (the file's own bytes, checked without a decode: ``sciir.images.payload.payload``).
 
 The images are 1024x1024 RGB PNGs of about 1 MB (smooth gradients plus noise, each different), written
 to a temporary folder. Each path reads every file from disk and makes its bytes; the request's cache
@@ -23,7 +23,7 @@ from pathlib import Path
 import numpy as np
 from PIL import Image
 
-from sciir.image_payload import ImageFile, ImageLimits, payload
+from sciir.images.payload import ImageFile, ImageLimits, payload
 
 
 def write_images(folder: Path, count: int, side: int, noise: float) -> list[Path]:

@@ -28,7 +28,7 @@ from PIL import Image
 
 from sciir.backends.base import VLMRequest
 from sciir.backends.openai_compat import OpenAICompatibleVLM
-from sciir.judging import build_judge_request
+from sciir.tasks.judge import build_judge_request
 
 REPO = Path(__file__).resolve().parents[1]
 CONCURRENCY_LEVELS = (1, 8, 64, 256)

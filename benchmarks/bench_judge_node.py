@@ -57,7 +57,7 @@ import numpy as np
 import pandas as pd
 from PIL import Image
 
-from sciir.judging import JUDGE_REPLY_SCHEMA, checklist_items, render_judge_prompt
+from sciir.tasks.judge import JUDGE_REPLY_SCHEMA, checklist_items, render_judge_prompt
 
 REPO = Path(__file__).resolve().parents[1]
 SAMPLES = 24
@@ -230,7 +230,7 @@ def write_judge_entry(root: Path, base_url: str, concurrency: int, cache_name: s
     """``conf/local/backends.yml``: the README's served-judge entry pointing at ``base_url``."""
     (root / "conf" / "local" / "backends.yml").write_text(
         "judge:\n"
-        "  type: sciir.backends.dataset.BackendDataset\n"
+        "  type: sciir.catalog.backend_dataset.BackendDataset\n"
         "  kind: vlm\n"
         "  backend: openai\n"
         f"  config: {{base_url: '{base_url}', model: fake-vlm, concurrency: {concurrency}}}\n"

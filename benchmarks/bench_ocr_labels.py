@@ -64,7 +64,7 @@ import pytesseract
 from PIL import Image
 
 from sciir.backends import ocr
-from sciir.image_payload import encode
+from sciir.images.payload import encode
 
 REPO = Path(__file__).resolve().parents[1]
 FIXTURE = REPO / "tests" / "fixtures" / "real_figure_labels.json"
@@ -258,7 +258,7 @@ def judge_validation() -> None:
     import pandas as pd
 
     from sciir.backends.visual_judge import answer_items
-    from sciir.judge_validation import question_truth, validation_table
+    from sciir.evaluation.judge_validation import question_truth, validation_table
 
     data = REPO / "data"
     tables = {

@@ -7,7 +7,7 @@
 2. a benchmark, a checklist of Q questions per sample (default 15, over the four tracks, with the
    question texts, expected texts, kinds and polarities of real checklists) and the judge's verdicts
    (80% yes, 15% no, 5% abstained, with evidence and reasoning);
-3. scores them with ``sciir.scoring`` (200 bootstrap resamples) and runs the evaluate pipeline's
+3. scores them with ``sciir.evaluation.scoring`` (200 bootstrap resamples) and runs the evaluate pipeline's
    ``build_report`` node on the folder (``evaluate.images_dir``, as a user's own images are read),
    then saves its output with the catalog's ``ReportFolderDataset`` twice: cold (every thumbnail made)
    and warm (the same report again: every thumbnail kept);
@@ -54,10 +54,10 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from sciir.bootstrap import BootstrapConfig
+from sciir.catalog.report_dataset import SUMMARY_PAGE, ReportFolderDataset
+from sciir.evaluation.scoring import leaderboard, score_samples, score_table
 from sciir.pipelines.evaluate.nodes import build_report
-from sciir.report_folder import SUMMARY_PAGE, ReportFolderDataset
-from sciir.scoring import leaderboard, score_samples, score_table
+from sciir.stats.bootstrap import BootstrapConfig
 
 CHROMIUM = Path("/usr/bin/chromium")
 TRACKS = ("text", "text", "text", "text", "entity", "entity", "entity", "entity", "process", "process")

@@ -20,9 +20,9 @@ from pathlib import Path
 
 from sciir.backends import ocr, rule_based
 from sciir.backends.offline import OfflineVLM
+from sciir.figures.review import ScreenParams, screen_request
 from sciir.sample import write_embedded_sample
 from sciir.sample.build import MANIFEST_NAME
-from sciir.screening import ScreenParams, screen_request
 
 
 def _figures(folder: Path, count: int) -> list[bytes]:

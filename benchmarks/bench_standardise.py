@@ -9,8 +9,8 @@ transparent page), LZW TIFF with an sRGB ICC profile (as the IJM figures), 16-bi
 - **plain Pillow**: ``Image.open``, ``ImageOps.exif_transpose``, ``ImageCms.profileToProfile`` when a
   profile is embedded, ``convert("RGB")`` (alpha onto white; 16-bit grey /257), the B.2 edge colour on
   the whole array, ``resize(LANCZOS)``, paste on the padded canvas, ``save(format="PNG")``;
-- **SciIR**: ``sciir.image_decode.decode_file``, ``sciir.colour.normalise`` and
-  ``sciir.imaging.standardised_png`` (libvips' Lanczos-3 shrink and padding, sciir.vips_resize, then
+- **SciIR**: ``sciir.images.decode.decode_file``, ``sciir.images.colour.normalise`` and
+  ``sciir.figures.imaging.standardised_png`` (libvips' Lanczos-3 shrink and padding, sciir.images.vips_resize, then
   ``encoded_png``; a grey image stays one band): the functions a curate worker runs on a one-panel
   figure; its CPU time is also split by stage;
 - **floor**: SciIR's decode of the file plus its PNG encode of that file's standardised pixels (made
@@ -18,7 +18,7 @@ transparent page), LZW TIFF with an sRGB ICC profile (as the IJM figures), 16-bi
 
 Each path runs in this one process over all files (after a warm-up read and one untimed image), timed
 in CPU seconds, so the images per second are per core; OpenCV runs on one thread, as in a curate worker. With ``--workers N`` SciIR's path is also run
-through the worker pool curate uses (``sciir.isolated``), reported as images per second of wall time per
+through the worker pool curate uses (``sciir.figures.isolated``), reported as images per second of wall time per
 worker.
 
 Usage, from the repository root:
@@ -36,11 +36,11 @@ from pathlib import Path
 import numpy as np
 from PIL import Image, ImageCms, ImageDraw, ImageFilter, ImageOps
 
-from sciir.colour import normalise
-from sciir.image_decode import decode_file
-from sciir.imaging import edge_colour, encoded_png, standardised_pixels, standardised_png
-from sciir.isolated import Failed, WorkerLimits, run_isolated
-from sciir.pipelines.curate.figure_work import single_threaded_opencv
+from sciir.figures.figure_work import single_threaded_opencv
+from sciir.figures.imaging import edge_colour, encoded_png, standardised_pixels, standardised_png
+from sciir.figures.isolated import Failed, WorkerLimits, run_isolated
+from sciir.images.colour import normalise
+from sciir.images.decode import decode_file
 
 SIZE = 1024
 TOLERANCE = 24
@@ -252,7 +252,7 @@ def main() -> None:
     args = parser.parse_args()
 
     paths = write_images(args.cache, args.images)
-    single_threaded_opencv()  # as in a curate worker (sciir.pipelines.curate.figure_work)
+    single_threaded_opencv()  # as in a curate worker (sciir.figures.figure_work)
     megapixels = np.mean([np.prod(Image.open(path).size) for path in paths]) / 1e6
     for path in paths:  # warm the page cache, so every path reads from memory
         path.read_bytes()

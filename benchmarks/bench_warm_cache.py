@@ -28,7 +28,7 @@ from PIL import Image, ImageDraw
 from sciir.backends.base import VLMRequest
 from sciir.backends.cache import CachedVLM, ResponseCache
 from sciir.backends.openai_compat import OpenAICompatibleVLM
-from sciir.judging import ChecklistItem, build_judge_request, parse_judge_reply
+from sciir.tasks.judge import ChecklistItem, build_judge_request, parse_judge_reply
 
 QUESTIONS_PER_IMAGE = 10
 

@@ -5,7 +5,7 @@ For stage ``<name>`` the roots are the modules of ``src/sciir/pipelines/<name>/`
 inside functions count: they run when the node runs), plus the modules named at run time:
 
 - registry strings ``"sciir.x.y:Class"`` (``sciir.backends.registry``), followed for the stages whose
-  catalog entries are backends (``sciir.backends.dataset`` types: annotator, generators, judge). There
+  catalog entries are backends (``sciir.catalog.backend_dataset`` types: annotator, generators, judge). There
   all registered backends count, not only those of ``conf/base/backends.yml``, because a user switches
   backend in ``conf/local`` or by ``--params`` without touching dvc.yaml, and the stage must rerun when
   that backend's code changes. A stage without a backend entry never builds one, so there they do not;
@@ -27,7 +27,7 @@ import yaml
 REPO = Path(__file__).resolve().parents[1]
 SRC = REPO / "src"
 PIPELINES = SRC / "sciir" / "pipelines"
-BACKEND_DATASETS = "sciir.backends.dataset"
+BACKEND_DATASETS = "sciir.catalog.backend_dataset"
 REGISTRY_TARGET = re.compile(r"^(sciir(?:\.\w+)+):\w+$")
 
 
@@ -142,10 +142,10 @@ def test_stage_depends_on_every_module_its_pipeline_imports(stage):
 def test_the_import_graph_follows_lazy_imports_and_registry_strings():
     evaluate = {str(path.relative_to(SRC)) for path in stage_modules("evaluate")}
     # a module-level import, a package __init__, and the backends the registry names as strings
-    assert {"sciir/judging.py", "sciir/__init__.py", "sciir/backends/offline.py"} <= evaluate
+    assert {"sciir/tasks/judge.py", "sciir/__init__.py", "sciir/backends/offline.py"} <= evaluate
     assert "sciir/backends/transformers_vlm.py" in evaluate  # registry string: loaded only when chosen
-    assert "sciir/tracking.py" in evaluate  # MetricsDataset, the catalog type of evaluate_metrics
+    assert "sciir/runs/tracking.py" in evaluate  # MetricsDataset, the catalog type of evaluate_metrics
     bench_select = {str(path.relative_to(SRC)) for path in stage_modules("bench_select")}
     assert "sciir/backends/transformers_vlm.py" not in bench_select  # it builds no backend
     ingest = {str(path.relative_to(SRC)) for path in stage_modules("ingest")}
-    assert "sciir/judging.py" not in ingest and "sciir/pipelines/ingest/nodes.py" in ingest
+    assert "sciir/tasks/judge.py" not in ingest and "sciir/pipelines/ingest/nodes.py" in ingest

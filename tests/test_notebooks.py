@@ -10,9 +10,9 @@ import pandas as pd
 import pytest
 from PIL import Image
 
-from sciir.bootstrap import BootstrapConfig
-from sciir.release_folder import Release, ReleaseFolderDataset
-from sciir.scoring import leaderboard, score_samples, score_table
+from sciir.catalog.release_dataset import Release, ReleaseFolderDataset
+from sciir.evaluation.scoring import leaderboard, score_samples, score_table
+from sciir.stats.bootstrap import BootstrapConfig
 
 REPO = Path(__file__).resolve().parents[1]
 nbclient = pytest.importorskip("nbclient")

@@ -19,12 +19,12 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from sciir.benchmark_file import BenchmarkFileError, BenchmarkTables, read_benchmark_file
-from sciir.importers.common import Imported, ImportFileError, Skipped, write_benchmark
-from sciir.importers.question_files import import_dsg, import_tifa
-from sciir.importers.release import import_release
-from sciir.importers.statements import DEFAULT_CATEGORY, DEFAULT_QUIZ_CATEGORY, import_statements
-from sciir.table_files import TableFileError
+from sciir.user_files.benchmark_file import BenchmarkFileError, BenchmarkTables, read_benchmark_file
+from sciir.user_files.importers.common import Imported, ImportFileError, Skipped, write_benchmark
+from sciir.user_files.importers.question_files import import_dsg, import_tifa
+from sciir.user_files.importers.sciir_release import import_release
+from sciir.user_files.importers.statements import DEFAULT_CATEGORY, DEFAULT_QUIZ_CATEGORY, import_statements
+from sciir.user_files.table_files import TableFileError
 
 SHOWN_SKIPPED = 10
 FORMATS: dict[str, str] = {

@@ -9,10 +9,10 @@ from typing import Any
 from kedro.framework.hooks import hook_impl
 
 from sciir.backends.dry_run import dry_run_requested
-from sciir.prompt_versions import prompt_version_params
-from sciir.results_folder import settings_outside_command_line
-from sciir.system import SYSTEM_PROGRAMS, missing_programs
-from sciir.tracking import provenance_tags
+from sciir.runs.prompt_versions import prompt_version_params
+from sciir.runs.results_folder import settings_outside_command_line
+from sciir.runs.system import SYSTEM_PROGRAMS, missing_programs
+from sciir.runs.tracking import provenance_tags
 
 logger = logging.getLogger(__name__)
 
@@ -43,7 +43,7 @@ class ProjectHooks:
         """In a dry run, keep every output in memory; refuse a benchmark, image folder or verdicts file set
         in a conf file (results would land on the default run's)."""
         if dry_run_requested():
-            from sciir.dry_run_summary import keep_outputs_in_memory
+            from sciir.runs.dry_run_summary import keep_outputs_in_memory
 
             keep_outputs_in_memory(pipeline, catalog)
         if "params:evaluate" not in pipeline.inputs():
@@ -73,12 +73,12 @@ class ProjectHooks:
     @hook_impl
     def after_pipeline_run(self, run_params: dict[str, Any], pipeline: Any, catalog: Any) -> None:
         if dry_run_requested():
-            from sciir.dry_run_summary import ledger_text
+            from sciir.runs.dry_run_summary import ledger_text
 
             print(f"\n{ledger_text()}\n")
             return
         if "leaderboard" not in pipeline.all_outputs():
             return
-        from sciir.summary import print_run_summary
+        from sciir.runs.summary import print_run_summary
 
         print_run_summary(catalog, self._project_path, run_params.get("runtime_params"))

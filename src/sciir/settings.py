@@ -4,7 +4,7 @@ import os
 from pathlib import Path
 
 from sciir.hooks import ProjectHooks
-from sciir.results_folder import results_folder
+from sciir.runs.results_folder import results_folder
 
 HOOKS = (ProjectHooks(),)
 

@@ -10,19 +10,19 @@ import pandas as pd
 import pytest
 
 from sciir.aibench.graph import build_logic_graph
+from sciir.aibench.level_accuracy import metrics_from_table, score_answers
 from sciir.aibench.questions import QuestionSettings, aibench_questions, qa_rows
 from sciir.aibench.reference_plan import NoGraphPlan, graph_plan, graph_plans
-from sciir.aibench.scoring import metrics_from_table, score_answers
-from sciir.aibench.solver import (
+from sciir.backends.base import PlanRequest
+from sciir.backends.offline import OfflineVLM
+from sciir.backends.plan_reference import PlanReferenceRenderer
+from sciir.tasks.aibench_qa import (
     answer_rows,
     answers_frame,
     build_solver_request,
     parse_solver_reply,
     solver_items,
 )
-from sciir.backends.base import PlanRequest
-from sciir.backends.offline import OfflineVLM
-from sciir.backends.plan_reference import PlanReferenceRenderer
 
 GRAPH = build_logic_graph(
     ["Tokenizer", "Encoder", "Decoder", "Classifier"],

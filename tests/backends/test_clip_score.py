@@ -11,7 +11,7 @@ import pytest
 from PIL import Image
 
 from sciir.backends.clip_score import CLIPScorer, clip_score
-from sciir.baseline_metrics import CLIP_SKIPPED, VQASCORE_SKIPPED
+from sciir.evaluation.baseline_metrics import CLIP_SKIPPED, VQASCORE_SKIPPED
 from sciir.pipelines.evaluate.aibench_nodes import baseline_metrics
 
 # With this seed the tiny model's cosines on the pairs below are of both signs, so clipping is exercised.
@@ -24,7 +24,7 @@ def save_tiny_clip(folder: Path, seed: int) -> Path:
     import torch
     from transformers import CLIPConfig, CLIPImageProcessorPil, CLIPModel
 
-    from sciir.tiny_models import build_tokenizer
+    from sciir.training.tiny_stable_diffusion import build_tokenizer
 
     tokenizer = build_tokenizer()
     layers = {"hidden_size": 32, "intermediate_size": 64, "num_hidden_layers": 2, "num_attention_heads": 4}

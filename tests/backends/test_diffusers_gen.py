@@ -17,8 +17,8 @@ from sciir.backends.base import GenerationRequest
 from sciir.backends.diffusers_gen import DiffusersGenerator
 from sciir.backends.prompt_fit import FittedPrompt, fit_prompt, pipeline_text_inputs
 from sciir.backends.registry import build_backend
-from sciir.tiny_models import build_tokenizer, ensure_tiny_pipeline, save_tiny_pipeline
-from sciir.training import LoraTrainConfig, TrainingImage, finetune_lora_adapter
+from sciir.training.loop import LoraTrainConfig, TrainingImage, finetune_lora_adapter
+from sciir.training.tiny_stable_diffusion import build_tokenizer, ensure_tiny_pipeline, save_tiny_pipeline
 
 SRC = Path(__file__).resolve().parents[2] / "src"
 
@@ -195,7 +195,7 @@ def test_a_batch_size_below_one_is_refused(base_folder):
 
 
 def test_a_t5_encoder_reads_more_of_a_long_prompt_than_clip(tmp_path, capfd):
-    from sciir.tiny_flux_models import ensure_tiny_flux_pipeline
+    from sciir.testing.tiny_flux_sd3 import ensure_tiny_flux_pipeline
 
     folder = ensure_tiny_flux_pipeline(tmp_path / "flux", seed=0)
     generator = DiffusersGenerator(pipeline_path=str(folder), steps=1, resolution=32)

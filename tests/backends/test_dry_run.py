@@ -13,11 +13,11 @@ from PIL import Image
 
 from sciir.backends.base import VLMRequest
 from sciir.backends.cache import CachedVLM, ResponseCache
-from sciir.backends.dataset import BackendDataset
 from sciir.backends.dry_run import NOT_SENT, DryRunVLM, Ledger, prompt_tokens
 from sciir.backends.openai_compat import OpenAICompatibleVLM
-from sciir.dry_run_summary import keep_outputs_in_memory, ledger_text
-from sciir.judging import build_judge_request
+from sciir.catalog.backend_dataset import BackendDataset
+from sciir.runs.dry_run_summary import keep_outputs_in_memory, ledger_text
+from sciir.tasks.judge import build_judge_request
 from sciir.testing.fake_openai_server import FakeOpenAIServer
 
 CHECKLIST = [{"id": "q1", "question": "Is ATP written?", "layer": 1, "track": "text"}]

@@ -9,10 +9,10 @@ import matplotlib
 import pytest
 from PIL import Image, ImageDraw, ImageFont
 
-from sciir.annotation import Checklist, Reasoning, TrackScores, build_request, parse_output
 from sciir.backends.base import VLMRequest
 from sciir.backends.ocr import OcrLine, OcrReading, OcrWord
 from sciir.backends.offline import OfflineVLM
+from sciir.tasks.annotation import Checklist, Reasoning, TrackScores, build_request, parse_output
 from sciir.tasks.annotation_rules import (
     figure_kind,
     plausible_labels,
@@ -303,7 +303,7 @@ def test_aibench_abstains_when_no_text_is_read_and_fails_bad_requests(offline: O
 
 
 def test_aesthetics_are_abstained_on_for_every_criterion(offline: OfflineVLM, figure: bytes) -> None:
-    from sciir.aibench.aesthetics import AESTHETICS_RUBRIC, build_aesthetics_request, parse_aesthetics_reply
+    from sciir.tasks.aesthetics import AESTHETICS_RUBRIC, build_aesthetics_request, parse_aesthetics_reply
 
     [result] = offline.generate([build_aesthetics_request(figure)])
     assert {name: result.output[name] for name in AESTHETICS_RUBRIC} == dict.fromkeys(AESTHETICS_RUBRIC)

@@ -15,7 +15,6 @@ import pytest
 from PIL import Image
 from pydantic import ValidationError
 
-from sciir.annotation import TASKS
 from sciir.backends.base import VLMRequest
 from sciir.backends.http_client import RateLimits, TokenBucket
 from sciir.backends.openai_compat import OpenAICompatibleVLM, first_token_logprobs, reply_text
@@ -26,7 +25,8 @@ from sciir.backends.replies import (
     reply_validator,
     schema_problems,
 )
-from sciir.judging import JUDGE_REPLY_SCHEMA, render_judge_prompt
+from sciir.tasks.annotation import TASKS
+from sciir.tasks.judge import JUDGE_REPLY_SCHEMA, render_judge_prompt
 from sciir.testing.fake_openai_server import FakeOpenAIServer, FaultPlan, FirstTokenDistribution
 
 API_KEY = "sk-test-DO-NOT-LEAK-4711"

@@ -10,10 +10,10 @@ from kedro.io import DatasetError
 from PIL import Image
 
 from sciir.backends.base import GenerationRequest, GenerationResult, PlanRequest
-from sciir.backends.dataset import BackendSetDataset, make_backend
 from sciir.backends.plan_drawing import plan_to_dot
 from sciir.backends.plan_reference import PlanReferenceRenderer, parse_plan
 from sciir.backends.registry import build_backend
+from sciir.catalog.backend_dataset import BackendSetDataset, make_backend
 from sciir.testing.drawings import ocr_words, visible_edges
 
 PROCESS = {

@@ -11,9 +11,9 @@ from pydantic import ValidationError
 
 from sciir.backends.base import GenerationRequest, GenerationResult, PlanRequest
 from sciir.backends.plan_drawing import plan_to_dot
+from sciir.backends.plan_faults import Plan
 from sciir.backends.programmatic import ProgrammaticGenerator, prompt_plan
 from sciir.backends.registry import build_backend
-from sciir.faults import Plan
 from sciir.testing.drawings import ocr_words, visible_edges
 
 # An instruction-following (Sci-RCoT) prompt: it quotes its labels and narrates its arrows.

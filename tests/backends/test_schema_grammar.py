@@ -17,7 +17,7 @@ from sciir.backends.schema_grammar import (
     free_strings_bounded,
     grammar_tokenizer_info,
 )
-from sciir.tiny_vlm import END_OF_TURN, SPECIAL_TOKENS, build_tokenizer
+from sciir.testing.tiny_vlm import END_OF_TURN, SPECIAL_TOKENS, build_tokenizer
 
 OBJECT = {"type": "object", "properties": {"a": {"type": "string"}}, "required": ["a"]}
 

@@ -8,7 +8,6 @@ from typing import Any, Literal
 import pytest
 from pydantic import BaseModel, Field
 
-from sciir.annotation import TASKS, Checklist, parse_output
 from sciir.backends.base import VLMResult
 from sciir.backends.replies import schema_problems
 from sciir.backends.strict_schema import (
@@ -19,6 +18,7 @@ from sciir.backends.strict_schema import (
     strict_schema,
     strict_schema_problems,
 )
+from sciir.tasks.annotation import TASKS, Checklist, parse_output
 
 
 def _closed(properties: dict[str, Any], **extra: Any) -> dict[str, Any]:

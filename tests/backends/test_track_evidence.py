@@ -14,7 +14,7 @@ from sciir.backends.offline_relations import drawn_relations
 from sciir.backends.track_evidence import TrackSight, is_equation, track_sights
 from sciir.sample.build import encode_png
 from sciir.sample.content import CIRCUIT_TOPICS, LAW_TOPICS, MOLECULE_TOPICS, PROCESS_TOPICS, REACTION_TOPICS
-from sciir.sample.figures import molecule_body, render_panel
+from sciir.sample.renderers import molecule_body, render_panel
 from sciir.tasks.annotation_rules import plausible_labels
 
 PANELS = [

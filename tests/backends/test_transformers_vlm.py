@@ -27,8 +27,8 @@ from sciir.backends.transformers_vlm import (
     load_processor,
     reply_result,
 )
-from sciir.baseline_metrics import build_vqascore_request, vqascore_from_result
-from sciir.tiny_vlm import save_tiny_vlm
+from sciir.evaluation.baseline_metrics import build_vqascore_request, vqascore_from_result
+from sciir.testing.tiny_vlm import save_tiny_vlm
 
 SRC = Path(__file__).resolve().parents[2] / "src"
 # A short bounded string: '{"note": "' is 10 tokens, 4 characters at most 16 bytes (one token a byte), then

@@ -14,13 +14,13 @@ import pytest
 from lxml import html
 from PIL import Image
 
-from sciir.bootstrap import BootstrapConfig
-from sciir.report import image_views, leaderboard_table, missing_images, render_report
-from sciir.report_folder import ReportFolderDataset
-from sciir.scoring import leaderboard, score_samples, score_table
+from sciir.catalog.report_dataset import ReportFolderDataset
+from sciir.evaluation.report import image_views, leaderboard_table, missing_images, render_report
+from sciir.evaluation.scoring import leaderboard, score_samples, score_table
+from sciir.stats.bootstrap import BootstrapConfig
 
 CHROMIUM = Path("/usr/bin/chromium")
-FAIL_HIGHLIGHT = (0xF9, 0xD6, 0xD5)  # `.fail` background in sciir/templates/report_base.html
+FAIL_HIGHLIGHT = (0xF9, 0xD6, 0xD5)  # `.fail` background in sciir/evaluation/templates/report_base.html
 
 pytestmark = pytest.mark.skipif(
     not CHROMIUM.exists(), reason="headless Chromium (/usr/bin/chromium) is not installed"

@@ -61,7 +61,7 @@ EXEMPT = {
     ),
     ".venv/bin/python benchmarks/bench_annotation_quality.py --details": (
         "a measurement (ingest, curate and annotate in its own copy, about 1.5 minutes); its metrics are tested "
-        "in tests/test_annotation_quality.py and the same stages run in tests/e2e/test_default_run.py"
+        "in tests/sample/test_annotation_quality.py and the same stages run in tests/e2e/test_default_run.py"
     ),
     ".venv/bin/python benchmarks/bench_judge_client.py": (
         "a throughput measurement that saturates the machine for about a minute (concurrency up to 256); "
@@ -71,7 +71,7 @@ EXEMPT = {
     "dnf install graphviz tesseract": "Fedora only; this machine has both programs (`make` checks them)",
     "vllm serve Qwen/Qwen3-VL-8B-Instruct --port 8000": "needs the model's weights and a GPU",
     "--params aibench.baseline_metrics.clip.model_path=/models/clip-vit-base-patch32": (
-        "needs CLIP weights; CLIPScore is tested on a tiny local CLIP in tests/test_baseline_metrics.py"
+        "needs CLIP weights; CLIPScore is tested on a tiny local CLIP in tests/evaluation/test_baseline_metrics.py"
     ),
     "--params aibench.baseline_metrics.vqascore.backend=openai,aibench.baseline_metrics.vqascore.config"
     ".base_url=http://localhost:8000/v1,aibench.baseline_metrics.vqascore.config.model=Qwen/Qwen3-VL-8B-"
@@ -80,7 +80,7 @@ EXEMPT = {
     ".venv/bin/python benchmarks/bench_curate_scale.py --throughput 80 --workers 1 2 --distinct 60": (
         "a measurement of about 7 minutes (two curate runs of 100 and 2,000 real-size figures and the "
         "throughput runs) that saturates both cores; curate's shards, workers and memory behaviour are "
-        "tested in tests/test_curate_shards.py and tests/test_bad_images.py"
+        "tested in tests/figures/test_curate_shards.py and tests/images/test_bad_images.py"
     ),
     'git add dvc.lock && git commit -m "SciIR release v1" && git tag -a sciir-release-v1 -m "SciIR release v1"': (
         "tags the documenting checkout; tests/e2e/test_release_roundtrip.py runs the release procedure"
@@ -92,15 +92,15 @@ EXEMPT = {
     "dvc pull bench_select": "run in the clone of the tag by tests/e2e/test_release_roundtrip.py",
     ".venv/bin/python benchmarks/bench_standardise.py --images 200 --workers 2": (
         "a measurement that standardises 200 generated 1-3 Mpx images several ways on both cores; "
-        "standardisation is tested in tests/test_imaging.py, tests/test_bad_images.py and tests/test_vips_resize.py"
+        "standardisation is tested in tests/figures/test_imaging.py, tests/images/test_bad_images.py and tests/images/test_vips_resize.py"
     ),
     ".venv/bin/python benchmarks/bench_generation_save.py": (
         "a measurement of about 6 minutes (200 images of 1 MB encoded again on the slow side); writing the "
-        "generator's bytes as they are through the generations entry is tested in tests/test_image_payload.py"
+        "generator's bytes as they are through the generations entry is tested in tests/images/test_image_payload.py"
     ),
     ".venv/bin/python benchmarks/bench_report.py": (
         "a measurement that writes 8,000 images (about 2.3 GB) and renders their report for minutes; the "
-        "report is tested in tests/test_report.py, tests/test_report_folder.py and tests/browser"
+        "report is tested in tests/evaluation/test_report.py, tests/catalog/test_report_folder.py and tests/browser"
     ),
     ".venv/bin/python benchmarks/bench_report.py --models 1 --samples 800": (
         "the same measurement of the former single-file report at 800 images (71 MB)"
@@ -124,11 +124,11 @@ EXEMPT = {
     ),
     "mlflow artifacts download -r <run id> -a report -d out": (
         "needs a run id of the user's store; logging the report folder as the artifact `report/` is tested "
-        "on a real MLflow store in tests/test_report_folder.py"
+        "on a real MLflow store in tests/catalog/test_report_folder.py"
     ),
     "kedro run --pipelines ingest --params ingest.source.kind=europepmc,ingest.source.path=data/01_raw/europepmc": (
         "needs the internet (Europe PMC); the same download runs against the loopback Europe PMC server in "
-        "tests/test_europepmc.py, through the ingest node and on to the articles and figures tables"
+        "tests/sources/test_europepmc.py, through the ingest node and on to the articles and figures tables"
     ),
 }
 # Servers: started in the background, polled at their URL until they answer, then stopped.

@@ -91,7 +91,7 @@ def test_a_dry_run_lists_the_requests_and_their_cost_and_sends_and_writes_nothin
     local = fresh / "conf" / "local" / "backends.yml"
     local.parent.mkdir(parents=True, exist_ok=True)
     local.write_text(
-        "judge:\n  type: sciir.backends.dataset.BackendDataset\n  kind: vlm\n  backend: openai\n"
+        "judge:\n  type: sciir.catalog.backend_dataset.BackendDataset\n  kind: vlm\n  backend: openai\n"
         "  config: {base_url: 'http://127.0.0.1:9/v1', model: priced-vlm, max_tokens: 400,\n"
         "           price_per_million_prompt_tokens: 1.0, price_per_million_completion_tokens: 4.0}\n"
         "  cache_path: data/cache/dry.sqlite\n"
@@ -126,7 +126,7 @@ def served_judge(fresh) -> Iterator[str]:
     local = fresh / "conf" / "local" / "backends.yml"
     local.parent.mkdir(parents=True, exist_ok=True)
     local.write_text(
-        "judge:\n  type: sciir.backends.dataset.BackendDataset\n  kind: vlm\n  backend: openai\n"
+        "judge:\n  type: sciir.catalog.backend_dataset.BackendDataset\n  kind: vlm\n  backend: openai\n"
         f"  config: {{base_url: '{url}', model: fake-vlm, concurrency: 8}}\n"
         "  cache_path: data/cache/served.sqlite\n"
     )

@@ -15,9 +15,9 @@ import pytest
 import yaml
 from PIL import Image
 
-from sciir.imaging import Box
-from sciir.panels import detector_for
-from sciir.pipelines.curate.params import CurateParams
+from sciir.figures.imaging import Box
+from sciir.figures.panels import detector_for
+from sciir.figures.params import CurateParams
 
 REPO = Path(__file__).resolve().parents[2]
 ARTICLE = REPO / ".." / "shared" / "external" / "articles" / "natcommun-s41467-018-06211-3"

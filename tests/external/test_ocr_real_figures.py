@@ -37,7 +37,7 @@ from sciir.backends.ocr import (
     second_recogniser_available,
     with_second_reading,
 )
-from sciir.image_payload import encode
+from sciir.images.payload import encode
 
 REPO = Path(__file__).resolve().parents[2]
 EXTERNAL = REPO / ".." / "shared" / "external"

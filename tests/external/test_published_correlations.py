@@ -12,15 +12,15 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from sciir.aggregation import prompt_scores, question_mean_score, tifa_score
-from sciir.external_formats import (
+from sciir.evaluation.aggregation import prompt_scores, question_mean_score, tifa_score
+from sciir.pipelines.human_corr.nodes import correlate_with_ratings, pair_metrics_with_ratings
+from sciir.user_files.rating_files import (
     imagenhub_ratings,
     tifa_metric_scores,
     tifa_ratings,
     tifa_verdicts,
     viescore_metric_scores,
 )
-from sciir.pipelines.human_corr.nodes import correlate_with_ratings, pair_metrics_with_ratings
 
 HUMAN_RATINGS = Path(__file__).resolve().parents[2] / ".." / "shared" / "external" / "human_ratings"
 TIFA = HUMAN_RATINGS / "tifa"

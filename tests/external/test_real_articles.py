@@ -16,7 +16,7 @@ import pytest
 import yaml
 from lxml import etree
 
-from sciir.jats import XLINK_HREF
+from sciir.figures.jats_reader import XLINK_HREF
 from sciir.pipelines.ingest.nodes import ingest_articles, prepare_source
 
 REPO = Path(__file__).resolve().parents[2]

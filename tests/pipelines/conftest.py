@@ -12,7 +12,7 @@ import yaml
 from kedro.io import DataCatalog, MemoryDataset
 from kedro_datasets.json import JSONDataset
 
-from sciir.tracking import MetricsDataset
+from sciir.runs.tracking import MetricsDataset
 
 REPO = Path(__file__).resolve().parents[2]
 

@@ -25,15 +25,15 @@ from kedro.runner import SequentialRunner
 from kedro_datasets.pandas import CSVDataset, ParquetDataset
 from PIL import Image, ImageDraw, ImageFont
 
-from sciir.aibench.aesthetics import AESTHETICS_RUBRIC
 from sciir.backends.base import VisionLanguageModel, VLMRequest, VLMResult
 from sciir.backends.cache import CachedVLM, ResponseCache
 from sciir.backends.offline import OfflineVLM
-from sciir.baseline_metrics import BASELINE_COLUMNS, CLIP_SKIPPED, VQASCORE_SKIPPED
-from sciir.optional_inputs import MissingInput
+from sciir.catalog.optional_dataset import MissingInput
+from sciir.evaluation.baseline_metrics import BASELINE_COLUMNS, CLIP_SKIPPED, VQASCORE_SKIPPED
 from sciir.pipelines.annotate.aibench_nodes import create_aibench_pipeline as annotate_aibench
 from sciir.pipelines.evaluate.aibench_nodes import baseline_metrics, examine_images, image_jobs, vqascore_rows
 from sciir.pipelines.evaluate.aibench_nodes import create_aibench_pipeline as evaluate_aibench
+from sciir.tasks.aesthetics import AESTHETICS_RUBRIC
 from sciir.tasks.offline_answers import aibench_questions as write_questions
 from sciir.tasks.registry import Sight
 
@@ -398,7 +398,7 @@ class LogprobModel(VisionLanguageModel):
 
 
 def test_vqascore_rows_read_p_yes_from_the_logprobs() -> None:
-    from sciir.baseline_metrics import VQAScoreSettings
+    from sciir.evaluation.baseline_metrics import VQAScoreSettings
 
     generations = {"m/flow": _canvas("white"), "m/mol": _canvas("black")}
     jobs = image_jobs(generations, ["flow", "mol"])

@@ -18,12 +18,12 @@ from PIL import Image
 from sciir.backends.base import VisionLanguageModel, VLMRequest, VLMResult
 from sciir.backends.cache import CachedVLM, ResponseCache
 from sciir.backends.offline import OfflineVLM
-from sciir.laws import compact
 from sciir.pipelines.annotate import create_pipeline
 from sciir.pipelines.annotate.nodes import ANNOTATION_COLUMNS, CHECKLIST_COLUMNS, annotate
 from sciir.sample.content import LAW_TOPICS, PROCESS_TOPICS
-from sciir.sample.figures import render_panel
 from sciir.sample.prose import PanelProse, methods_text
+from sciir.sample.renderers import render_panel
+from sciir.tasks.laws import compact
 
 PARAMS = {"tau": 7, "batch_size": 2, "max_methods_chars": 4000}
 PROCESS = next(topic for topic in PROCESS_TOPICS if topic.title == "Glucose metabolism")

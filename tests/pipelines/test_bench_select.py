@@ -15,10 +15,10 @@ from kedro.runner import SequentialRunner
 from kedro_datasets.pandas import CSVDataset, ParquetDataset
 from PIL import Image
 
+from sciir.catalog.release_dataset import ReleaseFolderDataset
 from sciir.pipelines.bench_select import create_pipeline
 from sciir.pipelines.bench_select.nodes import BenchSelectParams
-from sciir.release import build_release
-from sciir.release_folder import ReleaseFolderDataset
+from sciir.selection.release import build_release
 
 REPO = Path(__file__).resolve().parents[2]
 

@@ -14,7 +14,7 @@ from kedro.runner import SequentialRunner
 from PIL import Image, ImageDraw
 
 from sciir.backends.offline import OfflineVLM
-from sciir.ids import sample_id
+from sciir.figures.ids import sample_id
 from sciir.pipelines.curate import create_pipeline as create_curate
 from sciir.pipelines.curate.nodes import CURATED_COLUMNS, curate_figures, summarise_curate
 from sciir.pipelines.ingest import create_pipeline as create_ingest
@@ -38,7 +38,7 @@ def _curate_params(tmp_path: Path) -> dict[str, Any]:
     params = _params("curate")
     params["standardise"]["size_px"] = SMALL_OUTPUT_PX
     params["shards"]["folder"] = str(tmp_path / "curate_shards")
-    # Dask worker threads start quicker than processes; tests/test_curate_shards.py runs processes.
+    # Dask worker threads start quicker than processes; tests/figures/test_curate_shards.py runs processes.
     params["cluster"]["processes"] = False
     return params
 

@@ -25,10 +25,10 @@ from PIL import Image
 
 from sciir.backends.base import VisionLanguageModel, VLMRequest, VLMResult
 from sciir.backends.cache import CachedVLM, ResponseCache
+from sciir.catalog.report_dataset import ReportFolderDataset
 from sciir.pipelines.evaluate import create_pipeline
 from sciir.pipelines.evaluate.nodes import EvaluateParams, judge_generations, plot_tracks, validate_judge
 from sciir.pipelines.evaluate.pipeline import sciir_evaluation_pipeline
-from sciir.report_folder import ReportFolderDataset
 
 PARAMS = {"unjudged_policy": "exclude", "window": 2, "thumbnail_px": 64, "bootstrap": {"n_boot": 100}}
 JUDGE_INPUTS = ("benchmark", "checklists", "generations", "generation_manifest", "judge", "params:evaluate")
@@ -430,12 +430,12 @@ def test_streamed_verdicts_do_not_depend_on_the_window_or_on_reply_order(tmp_pat
     reordered = inputs(tmp_path / "all") | {"params:evaluate": PARAMS | {"window": 16}}
     reordered["judge"] = CachedVLM(OutOfOrderJudge(), ResponseCache(tmp_path / "all.sqlite"))
     first, first_summary = judge_generations(*(one_by_one[name] for name in JUDGE_INPUTS))
-    with caplog.at_level("INFO", logger="sciir.progress"):
+    with caplog.at_level("INFO", logger="sciir.runs.progress"):
         second, second_summary = judge_generations(*(reordered[name] for name in JUDGE_INPUTS))
     pd.testing.assert_frame_equal(first, second)
     assert first_summary["ignored_answers"] == second_summary["ignored_answers"] != []
     # good/s1, good/s2 (fails), bad/s1, retired/s1 (identical to good/s1: answered with it, a cache hit).
-    line = [r.getMessage() for r in caplog.records if r.name == "sciir.progress"][-1]
+    line = [r.getMessage() for r in caplog.records if r.name == "sciir.runs.progress"][-1]
     assert line.startswith("judge_generations: 4/4 requests in ")
     assert line.endswith(", 1 failed, 1 from the cache")
 

@@ -13,8 +13,8 @@ from pydantic import ValidationError
 
 from sciir.pipelines.finetune import create_pipeline
 from sciir.pipelines.finetune.nodes import finetune_lora, prepare_base_model
-from sciir.tiny_flow_models import MARKER_FILE as FLOW_MARKER_FILE
-from sciir.tiny_models import MARKER_FILE
+from sciir.training.tiny_qwen_image import MARKER_FILE as FLOW_MARKER_FILE
+from sciir.training.tiny_stable_diffusion import MARKER_FILE
 
 
 @pytest.fixture

@@ -20,19 +20,19 @@ from PIL import Image, ImageColor
 from safetensors.torch import load_file
 from transformers import CLIPTextModel, Qwen2_5_VLForConditionalGeneration
 
-from sciir.encoding_cache import INDEX_FILE
-from sciir.flow_matching import load_recipe
-from sciir.lora_checkpoints import CHECKPOINT_PREFIX
 from sciir.pipelines.finetune.nodes import finetune_lora, prepare_base_model
-from sciir.tiny_flow_models import MARKER_FILE as FLOW_MARKER
-from sciir.tiny_models import MARKER_FILE as NOISE_MARKER
-from sciir.training import ADAPTER_FILE, CHECKPOINT_DIR, LoraTrainConfig, TrainingImage, train_lora
+from sciir.training.checkpoints import CHECKPOINT_PREFIX
+from sciir.training.encoding_cache import INDEX_FILE
+from sciir.training.flow_matching import load_recipe
+from sciir.training.loop import ADAPTER_FILE, CHECKPOINT_DIR, LoraTrainConfig, TrainingImage, train_lora
+from sciir.training.tiny_qwen_image import MARKER_FILE as FLOW_MARKER
+from sciir.training.tiny_stable_diffusion import MARKER_FILE as NOISE_MARKER
 
 REPO = Path(__file__).resolve().parents[2]
 RESOLUTION = 32
 FIGURES = [((230, 40, 40), "white"), ((40, 90, 230), "black"), ((30, 180, 60), "yellow")]
 # Attention, feed-forward and output layers: the tiny transformer's weights are random, and steering its
-# attention alone fits little (tests/test_flow_matching.py).
+# attention alone fits little (tests/training/test_flow_matching.py).
 FLOW_LAYERS = [
     "to_q", "to_k", "to_v", "to_out.0", "add_q_proj", "add_k_proj", "add_v_proj", "to_add_out",
     "img_mlp.net.0.proj", "img_mlp.net.2", "proj_out",

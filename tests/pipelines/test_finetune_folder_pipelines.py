@@ -24,12 +24,12 @@ from safetensors.torch import load_file
 
 from sciir.backends.base import GenerationRequest
 from sciir.backends.diffusers_gen import DiffusersGenerator
-from sciir.encoding_cache import INDEX_FILE
-from sciir.noise_prediction import load_recipe
 from sciir.pipelines.finetune.nodes import finetune_lora, prepare_base_model
-from sciir.tiny_flux_models import ensure_tiny_flux_pipeline, ensure_tiny_sd3_pipeline
-from sciir.tiny_models import ensure_tiny_sdxl_pipeline
-from sciir.training import ADAPTER_FILE, LoraTrainConfig, encode_by_size, load_training_images
+from sciir.testing.tiny_flux_sd3 import ensure_tiny_flux_pipeline, ensure_tiny_sd3_pipeline
+from sciir.training.encoding_cache import INDEX_FILE
+from sciir.training.loop import ADAPTER_FILE, LoraTrainConfig, encode_by_size, load_training_images
+from sciir.training.noise_prediction import load_recipe
+from sciir.training.tiny_stable_diffusion import ensure_tiny_sdxl_pipeline
 
 SIDE = 64
 COLOURS = [((230, 40, 40), "white"), ((40, 90, 230), "black"), ((30, 180, 60), "yellow")]

@@ -14,9 +14,9 @@ from kedro.runner import SequentialRunner
 from PIL import Image, ImageDraw
 from safetensors.torch import load_file
 
-from sciir.distributed_training import LaunchParams, launch_command
 from sciir.pipelines.finetune import create_pipeline
 from sciir.pipelines.finetune.nodes import finetune_lora, prepare_base_model
+from sciir.training.distributed import LaunchParams, launch_command
 
 ADAPTER = "pytorch_lora_weights.safetensors"
 
@@ -143,4 +143,4 @@ def test_gpus_are_launched_by_accelerate_and_cpus_by_torchrun(tmp_path):
     cpu = launch_command(tmp_path / "job.json", launch, "cpu")
     assert cpu[1:3] == ["-m", "torch.distributed.run"]
     assert cpu[cpu.index("--nproc-per-node") + 1] == "4" and cpu[cpu.index("--nnodes") + 1] == "2"
-    assert gpu[-3:] == cpu[-3:] == ["-m", "sciir.distributed_training", str(tmp_path / "job.json")]
+    assert gpu[-3:] == cpu[-3:] == ["-m", "sciir.training.distributed", str(tmp_path / "job.json")]

@@ -20,7 +20,7 @@ from sciir.backends.base import GenerationRequest, GenerationResult, ImageGenera
 from sciir.backends.cache import CachedGenerator, ResponseCache
 from sciir.backends.plan_reference import PlanReferenceRenderer
 from sciir.backends.programmatic import ProgrammaticGenerator
-from sciir.optional_inputs import MissingInput, is_missing
+from sciir.catalog.optional_dataset import MissingInput, is_missing
 from sciir.pipelines.generate import create_pipeline
 from sciir.pipelines.generate.aibench_nodes import generate_aibench_images
 from sciir.pipelines.generate.nodes import MANIFEST_COLUMNS, generate_images

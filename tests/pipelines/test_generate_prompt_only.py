@@ -13,10 +13,10 @@ import pandas as pd
 import pytest
 
 from sciir.backends.base import GenerationRequest, GenerationResult, ImageGenerator, PlanRequest
-from sciir.backends.dataset import BackendSetDataset
+from sciir.catalog.backend_dataset import BackendSetDataset
 from sciir.pipelines.generate.nodes import GenerateParams, build_requests, generate_images
 from sciir.testing.fake_images_server import FakeImagesServer
-from sciir.tiny_models import ensure_tiny_pipeline
+from sciir.training.tiny_stable_diffusion import ensure_tiny_pipeline
 
 PARAMS = {"seed": 3, "width": 48, "height": 40, "models": None}
 # Strings that exist only in the annotation: any of them reaching a contestant is a leak.

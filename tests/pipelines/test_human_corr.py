@@ -17,11 +17,11 @@ from matplotlib.figure import Figure
 from pydantic import ValidationError
 from scipy import stats
 
-from sciir.oracle import ORACLE_RATER_ID
+from sciir.evaluation.scoring import score_samples
 from sciir.pipelines.human_corr import create_pipeline
 from sciir.pipelines.human_corr.nodes import HumanCorrParams
-from sciir.scoring import score_samples
-from sciir.statistics import COMPARISON_COLUMNS, correlation_columns
+from sciir.sample.oracle import ORACLE_RATER_ID
+from sciir.stats.correlation import COMPARISON_COLUMNS, correlation_columns
 
 CONF = Path(__file__).resolve().parents[2] / "conf" / "base"
 FAST = {"bootstrap": {"n_boot": 50, "seed": 0}}

@@ -17,7 +17,7 @@ from PIL import Image
 from sciir.backends.base import VLMRequest
 from sciir.backends.cache import CachedVLM, ResponseCache
 from sciir.backends.openai_compat import OpenAICompatibleVLM
-from sciir.judging import build_judge_request
+from sciir.tasks.judge import build_judge_request
 
 
 def figure_png(number: int) -> bytes:

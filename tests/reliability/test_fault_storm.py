@@ -14,8 +14,8 @@ import pandas as pd
 from PIL import Image
 
 from sciir.backends.openai_compat import OpenAICompatibleVLM
-from sciir.judging import build_judge_request, parse_judge_reply, verdicts_frame
-from sciir.scoring import score_samples
+from sciir.evaluation.scoring import score_samples
+from sciir.tasks.judge import build_judge_request, parse_judge_reply, verdicts_frame
 from sciir.testing.fake_openai_server import FakeOpenAIServer, Fault, FaultPlan, checklist_responder
 
 REQUESTS = 2000

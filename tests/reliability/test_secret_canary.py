@@ -19,8 +19,8 @@ from kedro.io import DataCatalog
 
 from sciir.backends.base import VLMRequest
 from sciir.backends.cache import stats_metrics
+from sciir.runs.tracking import log_artifacts, log_metrics
 from sciir.testing.fake_openai_server import FakeOpenAIServer, FaultPlan
-from sciir.tracking import log_artifacts, log_metrics
 
 
 def _judge_requests(count: int) -> list[VLMRequest]:
@@ -33,7 +33,7 @@ def _judge_requests(count: int) -> list[VLMRequest]:
 def _catalog(base_url: str, cache_path: Path, canary: str) -> DataCatalog:
     """The judge as conf/base/backends.yml and conf/local/credentials.yml would declare it."""
     entry = {
-        "type": "sciir.backends.dataset.BackendDataset",
+        "type": "sciir.catalog.backend_dataset.BackendDataset",
         "kind": "vlm",
         "backend": "openai",
         "config": {"base_url": base_url, "model": "judge", "concurrency": 1, "retry_base_delay_s": 0.01},

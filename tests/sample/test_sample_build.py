@@ -19,7 +19,7 @@ from PIL import Image, ImageOps
 from sciir.sample import write_embedded_sample
 from sciir.sample.build import plan_sample
 from sciir.sample.content import NATIVE_TRACKS, TRACKS, mentions_track
-from sciir.sample.jats import XLINK_NS
+from sciir.sample.jats_writer import XLINK_NS
 from sciir.sample.prose import STATED_EDGE, fill, in_sentence
 
 SEED = 7

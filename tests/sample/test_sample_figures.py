@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from sciir.sample.content import CIRCUIT_TOPICS, LAW_TOPICS, MOLECULE_TOPICS, PROCESS_TOPICS, MoleculeTopic
-from sciir.sample.figures import add_title, crop_to_ink, render_icon, render_molecule, render_panel
+from sciir.sample.renderers import add_title, crop_to_ink, render_icon, render_molecule, render_panel
 
 ONE_OF_EACH = [("process", PROCESS_TOPICS[3]), ("molecule", MOLECULE_TOPICS[0]),
                ("circuit", CIRCUIT_TOPICS[3]), ("plot", LAW_TOPICS[2])]

@@ -4,7 +4,15 @@ from __future__ import annotations
 
 from lxml import etree
 
-from sciir.sample.jats import ALI_NS, CC_BY, CC_BY_NC, XLINK_NS, ArticleDocument, FigureEntry, article_xml
+from sciir.sample.jats_writer import (
+    ALI_NS,
+    CC_BY,
+    CC_BY_NC,
+    XLINK_NS,
+    ArticleDocument,
+    FigureEntry,
+    article_xml,
+)
 
 HREF = f"{{{XLINK_NS}}}href"
 

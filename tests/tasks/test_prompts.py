@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from sciir.annotation import TASKS as ANNOTATION_TASKS
-from sciir.annotation import build_request
-from sciir.judging import build_judge_request
+from sciir.tasks.annotation import TASKS as ANNOTATION_TASKS
+from sciir.tasks.annotation import build_request
+from sciir.tasks.judge import build_judge_request
 from sciir.tasks.prompts import PromptError, prompt_template
 
 PROJECT_CONF = Path(__file__).resolve().parents[2] / "conf"

@@ -15,20 +15,20 @@ import pandas as pd
 import pytest
 from PIL import Image, ImageDraw, ImageFont
 
-from sciir.aibench.aesthetics import build_aesthetics_request
-from sciir.aibench.graph_task import build_graph_request, parse_graph_reply
 from sciir.aibench.params import QuestionSettings
-from sciir.aibench.question_task import build_questions_request, parse_questions_reply
 from sciir.aibench.questions import qa_rows
-from sciir.aibench.solver import build_solver_request, solver_items
-from sciir.annotation import TASKS, build_request, parse_output
 from sciir.backends.base import VLMRequest, VLMResult
 from sciir.backends.offline import OfflineVLM
 from sciir.backends.openai_compat import OpenAICompatibleVLM
-from sciir.best_of_n import build_score_request
-from sciir.judging import build_judge_request, checklist_items
-from sciir.planning import PlannerSettings, build_plan_request
-from sciir.screening import ScreenParams, screen_request
+from sciir.figures.review import ScreenParams, screen_request
+from sciir.generation.best_of_n import build_score_request
+from sciir.generation.planning import PlannerSettings, build_plan_request
+from sciir.tasks.aesthetics import build_aesthetics_request
+from sciir.tasks.aibench_graph import build_graph_request, parse_graph_reply
+from sciir.tasks.aibench_qa import build_solver_request, solver_items
+from sciir.tasks.aibench_questions import build_questions_request, parse_questions_reply
+from sciir.tasks.annotation import TASKS, build_request, parse_output
+from sciir.tasks.judge import build_judge_request, checklist_items
 from sciir.tasks.registry import TASKS as REGISTERED
 from sciir.testing.fake_openai_server import (
     FakeOpenAIServer,

@@ -1,6 +1,6 @@
 """AIBench's logic graph G = (V, E, P) (section 3.2): components V, data flows E and architectural phases P.
 
-The graph is extracted from the method text (``sciir.aibench.graph_task``): components keep the source's
+The graph is extracted from the method text (``sciir.tasks.aibench_graph``): components keep the source's
 names, flows are directed, and phases are the architecture's stages as the text names them, in order. A
 graph whose source names no phases has none (phase questions are then not asked); phases are never
 guessed from the shape of the flow.

@@ -6,7 +6,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from sciir.aibench.questions import QuestionSettings
 from sciir.backends.base import window_setting
-from sciir.baseline_metrics import BaselineMetricsSettings
+from sciir.evaluation.baseline_metrics import BaselineMetricsSettings
 
 __all__ = ["AIBenchParams", "QuestionSettings"]
 

@@ -9,7 +9,7 @@ pipelines, stages connected by arrows: what an architecture figure is), the numb
 logic graph, then the earliest figure and panel (an overview figure usually comes first).
 
 Each chosen illustration carries its article's method text (``curated``'s ``methods_text``): AIBench's
-contestants draw the illustration from it (``sciir.aibench.illustration``).
+contestants draw the illustration from it (``sciir.tasks.aibench_illustration``).
 
 Papers are grouped by the venue column of ``articles`` (``journal`` by default). The papers of each venue
 are put in a seeded order (a hash of seed and article, independent of row order) and taken in turns, one
@@ -24,8 +24,8 @@ import re
 
 import pandas as pd
 
-from sciir.leakage import source_article, source_articles
-from sciir.selection import draw_order
+from sciir.selection.benchmark import draw_order
+from sciir.selection.leakage import source_article, source_articles
 
 AIBENCH_SET_COLUMNS = (
     "sample_id",

@@ -37,7 +37,7 @@ def sha256_hex(data: bytes) -> str:
 
 
 def image_sha256(image: bytes) -> str:
-    """The sha256 of an image's bytes: an image payload (``sciir.image_payload.Payload``) carries it,
+    """The sha256 of an image's bytes: an image payload (``sciir.images.payload.Payload``) carries it,
     hashed once when made, so every request of that image reuses it."""
     return getattr(image, "sha256", None) or sha256_hex(image)
 
@@ -50,7 +50,7 @@ class VLMRequest(BaseModel):
 
     ``prompt`` is what a real model reads; ``context`` carries the same facts as
     structured fields (caption, checklist ...) for backends that do not read prose.
-    ``images`` are encoded image files (PNG, JPEG or WebP; see ``sciir.image_payload``). ``top_logprobs`` asks, instead of a JSON object, for the first
+    ``images`` are encoded image files (PNG, JPEG or WebP; see ``sciir.images.payload``). ``top_logprobs`` asks, instead of a JSON object, for the first
     answer token's most likely alternatives with their log-probabilities (VQAScore reads P("yes")
     from them); a backend that cannot return them fails the request.
     """

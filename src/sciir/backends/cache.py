@@ -50,7 +50,7 @@ class ResponseCache:
     """A key -> bytes store in one SQLite file, safe for concurrent writers (WAL).
 
     ``table`` names the store within the file (answers are in ``responses``; other facts kept beside
-    them, such as ``sciir.known_files``, use their own table). One connection per process, opened on
+    them, such as ``sciir.evaluation.known_files``, use their own table). One connection per process, opened on
     first use and shared by its threads under a lock; a forked or unpickled copy opens its own.
     """
 

@@ -39,7 +39,7 @@ def dry_run_requested() -> bool:
 
 def sent_image_tokens(image: bytes, max_side: int | None) -> int:
     """Tokens of one image as sent: its size (its longer side scaled down to ``max_side``) in patches."""
-    size = getattr(image, "size", None)  # a sciir.image_payload.Payload knows its size
+    size = getattr(image, "size", None)  # a sciir.images.payload.Payload knows its size
     if size is None:
         from PIL import Image
 

@@ -20,7 +20,7 @@ from PIL import Image
 
 from sciir.backends.base import VLMRequest, VLMResult
 from sciir.backends.ocr import OcrReading
-from sciir.imaging import foreground_mask
+from sciir.figures.imaging import foreground_mask
 
 RULE_CONFIDENCE = 0.9
 BACKGROUND_TOLERANCE = 24

@@ -25,7 +25,7 @@ from sciir.backends.base import VisionLanguageModel, VLMRequest, VLMResult
 from sciir.backends.http_client import CallFailed, HTTPBackend, HTTPSession, HTTPTransport, JSONText, Reply
 from sciir.backends.replies import InvalidReply, UnsupportedSchema, parse_reply, reply_validator
 from sciir.backends.token_estimates import image_tokens, text_tokens
-from sciir.image_payload import ImageLimits, UnreadableImageFile, request_payload
+from sciir.images.payload import ImageLimits, UnreadableImageFile, request_payload
 
 log = logging.getLogger(__name__)
 
@@ -64,7 +64,7 @@ def png_for_upload(image: bytes, max_side: int) -> bytes:
 
 def image_parts(images: Sequence[bytes], limits: ImageLimits) -> list[dict[str, Any]]:
     """Chat content parts carrying ``images`` as data URLs of their own format: each image's own bytes
-    when they fit ``limits``, else converted (``sciir.image_payload``); names the image that cannot be read."""
+    when they fit ``limits``, else converted (``sciir.images.payload``); names the image that cannot be read."""
     parts = []
     for number, image in enumerate(images, start=1):
         try:

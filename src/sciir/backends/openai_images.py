@@ -25,7 +25,7 @@ from PIL import Image, UnidentifiedImageError
 
 from sciir.backends.base import GenerationRequest, GenerationResult, ImageGenerator
 from sciir.backends.http_client import CallFailed, HTTPBackend, HTTPSession, HTTPTransport
-from sciir.imaging import UnreadableImageError, to_srgb
+from sciir.figures.imaging import UnreadableImageError, to_srgb
 
 log = logging.getLogger(__name__)
 

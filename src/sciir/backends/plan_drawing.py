@@ -1,11 +1,11 @@
-"""Drawing a :class:`sciir.faults.Plan` (labelled boxes and arrows) with graphviz, shared by the
+"""Drawing a :class:`sciir.backends.plan_faults.Plan` (labelled boxes and arrows) with graphviz, shared by the
 code-based generators.
 
 :class:`PlanDrawingGenerator` is the common generator: a subclass only says where its plan comes from
 (``programmatic``: the prompt text; ``plan_reference``: the annotation's plan, as a reference). It
 draws the labels in large type, so OCR can read them, one arrow per edge and a titled dashed frame per group
 (an AIBench phase), and records what it drew (``drawn_labels``, ``drawn_edges``, ``drawn_groups``). Configured with ``faults`` it draws the plan after deterministic
-edits from :mod:`sciir.faults`, each one recorded (``planted_faults``).
+edits from :mod:`sciir.backends.plan_faults`, each one recorded (``planted_faults``).
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ import graphviz
 from PIL import Image
 
 from sciir.backends.base import GenerationRequest, GenerationResult, ImageGenerator
-from sciir.faults import FaultConfig, Plan, plant_faults
+from sciir.backends.plan_faults import FaultConfig, Plan, plant_faults
 
 FONT_NAME = "DejaVu Sans"
 POINTS_PER_INCH = 72
@@ -147,7 +147,7 @@ class PlanDrawingGenerator(ImageGenerator):
     """Draws one plan per request as a graphviz diagram; subclasses say where the plan comes from.
 
     Args:
-        faults: a :class:`sciir.faults.FaultConfig` as a dict; when given, each sample's plan is
+        faults: a :class:`sciir.backends.plan_faults.FaultConfig` as a dict; when given, each sample's plan is
             edited before drawing and the edits are recorded in ``meta["planted_faults"]``.
         font_size: label size in points at the natural scale (the drawing is then fitted to the canvas).
     """

@@ -15,7 +15,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 
 from sciir.backends.base import GenerationRequest, GeneratorRole
 from sciir.backends.plan_drawing import PlanDrawingGenerator, PlanError
-from sciir.faults import Group, Plan
+from sciir.backends.plan_faults import Group, Plan
 
 BACKEND_NAME = "plan_reference"
 

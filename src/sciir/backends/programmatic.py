@@ -13,7 +13,7 @@ prompt it takes:
 So a Sci-RCoT prompt that narrates its topology yields boxes and arrows, and an abstract prompt that
 states no connection yields labels without arrows. A prompt that quotes nothing fails with its
 reason. Configured with ``faults`` it draws what it parsed after the deterministic edits of
-:mod:`sciir.faults` (the known-bad ``programmatic_faulty`` baseline).
+:mod:`sciir.backends.plan_faults` (the known-bad ``programmatic_faulty`` baseline).
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ import re
 
 from sciir.backends.base import GenerationRequest
 from sciir.backends.plan_drawing import PlanDrawingGenerator, PlanError
-from sciir.faults import Edge, Plan
+from sciir.backends.plan_faults import Edge, Plan
 
 BACKEND_NAME = "programmatic"
 
@@ -106,7 +106,7 @@ class ProgrammaticGenerator(PlanDrawingGenerator):
     """Draws the labels and arrows its prompt states (see the module docstring); a contestant.
 
     Args:
-        faults: a :class:`sciir.faults.FaultConfig` as a dict; when given, what was parsed is edited
+        faults: a :class:`sciir.backends.plan_faults.FaultConfig` as a dict; when given, what was parsed is edited
             before drawing and the edits are recorded in ``meta["planted_faults"]``.
         font_size: label size in points at the natural scale (the drawing is then fitted to the canvas).
     """

@@ -34,7 +34,7 @@ from sciir.backends.ocr import (
     near_miss,
     resembles,
 )
-from sciir.laws import contradicting, states
+from sciir.tasks.laws import contradicting, states
 
 Answer = dict[str, Any]
 

@@ -30,8 +30,8 @@ from PIL import Image
 
 from sciir.sample import content, prose
 from sciir.sample.compose import layout_figure
-from sciir.sample.figures import RenderedPanel, render_icon, render_panel
-from sciir.sample.jats import CC_BY, CC_BY_NC, ArticleDocument, FigureEntry, Licence, article_xml
+from sciir.sample.jats_writer import CC_BY, CC_BY_NC, ArticleDocument, FigureEntry, Licence, article_xml
+from sciir.sample.renderers import RenderedPanel, render_icon, render_panel
 
 DOI_PREFIX = "10.5555/sciir.sample."
 FIGURES_PER_ARTICLE = 3

@@ -20,7 +20,7 @@ from typing import Any
 from PIL import Image, ImageDraw
 
 from sciir.sample.content import CircuitTopic, LawTopic, ReactionTopic
-from sciir.sample.figures import (
+from sciir.sample.renderers import (
     INK,
     TITLE_GAP_PX,
     WHITE,

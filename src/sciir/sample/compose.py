@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from PIL import Image
 
-from sciir.sample.figures import WHITE
+from sciir.sample.renderers import WHITE
 
 Box = tuple[int, int, int, int]
 

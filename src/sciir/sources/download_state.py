@@ -78,7 +78,7 @@ class ArticleOutcome(BaseModel):
     reason: str | None = None
     doi: str | None = None
 
-    # Read by sciir.progress.Progress: a download is a success, nothing comes from a cache.
+    # Read by sciir.runs.progress.Progress: a download is a success, nothing comes from a cache.
     @property
     def ok(self) -> bool:
         return self.status == "downloaded"

@@ -24,8 +24,8 @@ from pathlib import Path
 
 from sciir import __version__
 from sciir.backends.http_client import CallFailed, HTTPSession, HTTPTransport, RetryPolicy, run_coroutine_sync
-from sciir.jats import MalformedArticleError, parse_article
-from sciir.progress import Progress
+from sciir.figures.jats_reader import MalformedArticleError, parse_article
+from sciir.runs.progress import Progress
 from sciir.sources.download_state import (
     PARTIAL_DIR,
     ArticleOutcome,

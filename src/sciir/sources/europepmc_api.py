@@ -19,7 +19,7 @@ from urllib.parse import urlsplit
 
 from pydantic import BaseModel
 
-from sciir.jats import JatsArticle
+from sciir.figures.jats_reader import JatsArticle
 from sciir.sources.params import EuropePMCParams
 
 FIRST_CURSOR = "*"

@@ -97,9 +97,9 @@ def aibench_graph(request: VLMRequest, sight: Sight) -> VLMResult:
 
 def aibench_questions(request: VLMRequest, sight: Sight) -> VLMResult:
     """The four levels written by rule from the graph in the request (``sciir.aibench.questions``)."""
-    from sciir.aibench.graph_task import graph_from_json
-    from sciir.aibench.question_task import QuestionsContext, questions_output
     from sciir.aibench.questions import aibench_questions as write_questions
+    from sciir.tasks.aibench_graph import graph_from_json
+    from sciir.tasks.aibench_questions import QuestionsContext, questions_output
 
     context = QuestionsContext.model_validate(request.context)
     graph = graph_from_json(context.graph)

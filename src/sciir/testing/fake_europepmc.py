@@ -37,8 +37,8 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
-from sciir.jats import MalformedArticleError, parse_article
-from sciir.licence import licence_name
+from sciir.figures.jats_reader import MalformedArticleError, parse_article
+from sciir.figures.licence import licence_name
 from sciir.testing.loopback import QuietHandler, ThreadedLoopbackServer
 
 REST_PATH = "/europepmc/webservices/rest"

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from sciir.ids import figure_uid
+from sciir.figures.ids import figure_uid
 
 
 def kept_figure_row(doi: str, article_id: str, figure_id: str, image_path: Path) -> dict[str, Any]:

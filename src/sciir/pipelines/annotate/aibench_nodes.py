@@ -20,12 +20,12 @@ import pandas as pd
 from kedro.pipeline import Pipeline, node
 
 from sciir.aibench.graph import GRAPH_COLUMNS, LogicGraph
-from sciir.aibench.graph_task import GraphTaskError, build_graph_request, parse_graph_reply
 from sciir.aibench.params import AIBenchParams, QuestionSettings
-from sciir.aibench.question_task import build_questions_request, parse_questions_reply
 from sciir.aibench.questions import LEVELS, QA_COLUMNS, Question, choose_distractors, qa_rows
 from sciir.backends.base import VisionLanguageModel, VLMRequest, VLMResult
-from sciir.progress import Progress
+from sciir.runs.progress import Progress
+from sciir.tasks.aibench_graph import GraphTaskError, build_graph_request, parse_graph_reply
+from sciir.tasks.aibench_questions import build_questions_request, parse_questions_reply
 
 logger = logging.getLogger(__name__)
 

@@ -21,7 +21,11 @@ import pandas as pd
 from PIL import Image
 from pydantic import BaseModel, ConfigDict, Field
 
-from sciir.annotation import (
+from sciir.backends.base import VisionLanguageModel, VLMResult
+from sciir.backends.cache import stats_metrics
+from sciir.images.payload import ImageFile, ImageLimits, backend_image_limits, image_file, payload
+from sciir.runs.progress import Progress
+from sciir.tasks.annotation import (
     CHECKLIST_COLUMNS,
     TRACKS,
     AbstractPrompt,
@@ -33,10 +37,6 @@ from sciir.annotation import (
     labels_from_scores,
     parse_output,
 )
-from sciir.backends.base import VisionLanguageModel, VLMResult
-from sciir.backends.cache import stats_metrics
-from sciir.image_payload import ImageFile, ImageLimits, backend_image_limits, image_file, payload
-from sciir.progress import Progress
 
 logger = logging.getLogger(__name__)
 

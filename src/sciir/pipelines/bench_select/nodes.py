@@ -11,7 +11,16 @@ import pandas as pd
 from pydantic import BaseModel, ConfigDict, Field
 
 from sciir.aibench.sampling import aibench_set
-from sciir.leakage import (
+from sciir.selection.benchmark import (
+    GROUP_NAMES,
+    SETTINGS,
+    benchmark_table,
+    candidates,
+    pick_per_group,
+    train_candidates,
+    train_table,
+)
+from sciir.selection.leakage import (
     LEAK_COLUMNS,
     LeakSources,
     assert_no_leakage,
@@ -21,17 +30,8 @@ from sciir.leakage import (
     source_articles,
     source_figures,
 )
-from sciir.quality_control import quality_control
-from sciir.selection import (
-    GROUP_NAMES,
-    SETTINGS,
-    benchmark_table,
-    candidates,
-    pick_per_group,
-    train_candidates,
-    train_table,
-)
-from sciir.validation_split import split_by_article
+from sciir.selection.quality_control import quality_control
+from sciir.selection.validation_split import split_by_article
 
 logger = logging.getLogger(__name__)
 

@@ -12,7 +12,7 @@ from sciir.pipelines.bench_select.nodes import (
     split_train,
     split_validation,
 )
-from sciir.release import build_release
+from sciir.selection.release import build_release
 
 
 def create_pipeline(**kwargs) -> Pipeline:

@@ -13,15 +13,15 @@ from typing import Any
 
 import pandas as pd
 
-from sciir.ids import sample_id
-from sciir.image_payload import ImageFile
-from sciir.imaging import Box
-from sciir.isolated import Failed
-from sciir.pipelines.curate.cluster import ShardProgress, dask_client, run_shards
-from sciir.pipelines.curate.figure_work import FigureOutcome, PanelOutcome
-from sciir.pipelines.curate.params import CurateParams
-from sciir.pipelines.curate.shard_store import ShardStore
-from sciir.pipelines.curate.shards import Shard, plan_shards
+from sciir.figures.figure_work import FigureOutcome, PanelOutcome
+from sciir.figures.ids import sample_id
+from sciir.figures.imaging import Box
+from sciir.figures.isolated import Failed
+from sciir.figures.params import CurateParams
+from sciir.figures.shard_cluster import ShardProgress, dask_client, run_shards
+from sciir.figures.shard_store import ShardStore
+from sciir.figures.shards import Shard, plan_shards
+from sciir.images.payload import ImageFile
 
 CURATED_COLUMNS = [
     "sample_id", "figure_uid", "panel_index", "n_panels", "x0", "y0", "x1", "y1", "doi", "url",
@@ -134,7 +134,7 @@ def curate_figures(
 ) -> tuple[pd.DataFrame, dict[str, ImageFile]]:
     """Split, filter and standardise every kept figure (``curated``, ``curated_images``).
 
-    Figures are curated in shards on Dask (``sciir.pipelines.curate.cluster``), each figure in a worker's
+    Figures are curated in shards on Dask (``sciir.figures.shard_cluster``), each figure in a worker's
     child process under a time and memory limit, so a file that crashes or hangs its decoder is rejected
     with the reason and the run goes on. Each shard's images and rows are written to the shard folder as
     it finishes, and a rerun after a crash computes only the shards not finished. The node returns the

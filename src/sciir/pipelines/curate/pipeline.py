@@ -6,7 +6,7 @@ from __future__ import annotations
 from kedro.pipeline import Pipeline, node
 
 from sciir.pipelines.curate.nodes import curate_figures, summarise_curate
-from sciir.pipelines.curate.screen import screen_panels
+from sciir.pipelines.curate.screen_nodes import screen_panels
 
 
 def create_pipeline(**kwargs) -> Pipeline:

@@ -26,30 +26,13 @@ import pandas as pd
 from kedro.pipeline import Pipeline, node
 from PIL import Image
 
-from sciir.aibench import aesthetics
-from sciir.aibench.aesthetics import (
-    AESTHETICS_TASK,
-    AestheticsRating,
-    aesthetics_frame,
-    aesthetics_row,
-    build_aesthetics_request,
-    parse_aesthetics_reply,
-)
+from sciir.aibench.level_accuracy import metrics_from_table, score_answers
 from sciir.aibench.params import AIBenchParams
 from sciir.aibench.questions import LEVEL_NAMES
-from sciir.aibench.scoring import metrics_from_table, score_answers
-from sciir.aibench.solver import (
-    SOLVER_TASK,
-    AnswerOutcome,
-    answer_rows,
-    answers_frame,
-    build_solver_request,
-    parse_solver_reply,
-    solver_items,
-)
 from sciir.backends.base import Deferred, VisionLanguageModel, VLMRequest, VLMResult
 from sciir.backends.cache import ResponseCache, stats_metrics
-from sciir.baseline_metrics import (
+from sciir.catalog.optional_dataset import MissingInput, is_missing
+from sciir.evaluation.baseline_metrics import (
     CLIP_SKIPPED,
     CLIPSCORE,
     VQASCORE,
@@ -63,7 +46,7 @@ from sciir.baseline_metrics import (
     scored_row,
     vqascore_from_result,
 )
-from sciir.generated_images import (
+from sciir.evaluation.generated_images import (
     ExpectedImage,
     ImageLoaders,
     ManifestEntries,
@@ -77,12 +60,29 @@ from sciir.generated_images import (
     model_names,
     unavailable_reason,
 )
-from sciir.image_payload import backend_image_limits
-from sciir.known_files import KnownFiles, with_image
-from sciir.long_lists import log_list
-from sciir.optional_inputs import MissingInput, is_missing
+from sciir.evaluation.known_files import KnownFiles, with_image
+from sciir.images.payload import backend_image_limits
 from sciir.pipelines.evaluate.nodes import model_roles
-from sciir.progress import Progress
+from sciir.runs.long_lists import log_list
+from sciir.runs.progress import Progress
+from sciir.tasks import aesthetics
+from sciir.tasks.aesthetics import (
+    AESTHETICS_TASK,
+    AestheticsRating,
+    aesthetics_frame,
+    aesthetics_row,
+    build_aesthetics_request,
+    parse_aesthetics_reply,
+)
+from sciir.tasks.aibench_qa import (
+    SOLVER_TASK,
+    AnswerOutcome,
+    answer_rows,
+    answers_frame,
+    build_solver_request,
+    parse_solver_reply,
+    solver_items,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -122,7 +122,7 @@ def ask_per_image(
     """The requests ``build`` makes of each usable image (by task, made without the image, which is added
     here), streamed through ``model`` at most ``window`` ahead of the replies (None: the model's own
     window); each image is read when its first request is taken from the stream, or for a file checked
-    before only on a cache miss (``sciir.known_files``). Progress, per image, is shown and logged as
+    before only on a cache miss (``sciir.evaluation.known_files``). Progress, per image, is shown and logged as
     ``name``."""
     limits, known = backend_image_limits(model), KnownFiles.beside(model)
     sent: dict[int, tuple[int, str]] = {}  # stream position -> (job number, task), while in flight
@@ -378,7 +378,7 @@ def clip_rows(
 
 def vqascore_backend(settings: VQAScoreSettings) -> VisionLanguageModel:
     """The configured VQA model, built like a catalog backend (cached when ``cache_path`` is set)."""
-    from sciir.backends.dataset import make_backend
+    from sciir.catalog.backend_dataset import make_backend
 
     cache = ResponseCache(settings.cache_path) if settings.cache_path else None
     spec = {"backend": settings.backend, **settings.config}

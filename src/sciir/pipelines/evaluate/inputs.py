@@ -2,7 +2,7 @@
 ``evaluate.benchmark``), and where its results go.
 
 With ``evaluate.benchmark`` set, the benchmark and checklists come from that file
-(``sciir.benchmark_file``) and the catalog's are not read, so nothing has to run first; the AIBench
+(``sciir.user_files.benchmark_file``) and the catalog's are not read, so nothing has to run first; the AIBench
 questions belong to SciIR-Bench, so the AIBench examination is skipped with one line. Results go under
 ``data/08_reporting/benchmarks/<name>/`` (``results_folder``, used by the catalog), and the MLflow run is
 tagged with the benchmark's name and content hash so runs on different benchmarks sit side by side.
@@ -16,9 +16,9 @@ from typing import Any
 
 import pandas as pd
 
-from sciir.benchmark_file import read_benchmark_file
-from sciir.optional_inputs import MissingInput, is_missing
-from sciir.results_folder import SAMPLE_BENCHMARK
+from sciir.catalog.optional_dataset import MissingInput, is_missing
+from sciir.runs.results_folder import SAMPLE_BENCHMARK
+from sciir.user_files.benchmark_file import read_benchmark_file
 
 logger = logging.getLogger(__name__)
 

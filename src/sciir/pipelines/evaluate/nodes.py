@@ -22,11 +22,17 @@ from typing import Any
 import pandas as pd
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from sciir.aggregation import AggregationRule
 from sciir.backends.base import Deferred, VisionLanguageModel, VLMRequest, VLMResult, window_setting
 from sciir.backends.cache import stats_metrics
-from sciir.bootstrap import BootstrapConfig
-from sciir.generated_images import (
+from sciir.catalog.optional_dataset import (
+    MissingInput,
+    frame_or_empty,
+    is_missing,
+    mapping_or_empty,
+    required,
+)
+from sciir.evaluation.aggregation import AggregationRule
+from sciir.evaluation.generated_images import (
     ExpectedImage,
     ImageFiles,
     PayloadLoaders,
@@ -39,9 +45,38 @@ from sciir.generated_images import (
     unavailable_reason,
     unused_images,
 )
-from sciir.image_payload import backend_image_limits
-from sciir.judge_validation import question_truth, validation_metrics, validation_table
-from sciir.judging import (
+from sciir.evaluation.judge_validation import question_truth, validation_metrics, validation_table
+from sciir.evaluation.known_files import KnownFiles, with_image
+from sciir.evaluation.plots import plot_group_heatmap, plot_track_pass_rates
+from sciir.evaluation.report import (
+    ReportFolder,
+    breakdown_intervals,
+    coverage_table,
+    heatmap,
+    image_views,
+    leaderboard_table,
+    missing_images,
+    render_report,
+    report_title,
+)
+from sciir.evaluation.scoring import (
+    CONTESTANT,
+    TRACKS,
+    UnjudgedPolicy,
+    breakdown_table,
+    leaderboard,
+    model_metrics,
+    score_samples,
+    score_table,
+)
+from sciir.images.payload import backend_image_limits
+from sciir.runs.long_lists import log_list
+from sciir.runs.progress import Progress
+from sciir.runs.results_folder import SAMPLE_BENCHMARK
+from sciir.runs.summary import leaderboard_text
+from sciir.runs.tracking import NestedRun, log_nested_runs
+from sciir.stats.bootstrap import BootstrapConfig
+from sciir.tasks.judge import (
     JUDGE_TASK,
     ChecklistItem,
     ParsedReply,
@@ -54,36 +89,7 @@ from sciir.judging import (
     verdicts_frame,
     with_parent_ids,
 )
-from sciir.known_files import KnownFiles, with_image
-from sciir.long_lists import log_list
-from sciir.optional_inputs import MissingInput, frame_or_empty, is_missing, mapping_or_empty, required
-from sciir.plots import plot_group_heatmap, plot_track_pass_rates
-from sciir.progress import Progress
-from sciir.report import (
-    ReportFolder,
-    breakdown_intervals,
-    coverage_table,
-    heatmap,
-    image_views,
-    leaderboard_table,
-    missing_images,
-    render_report,
-    report_title,
-)
-from sciir.results_folder import SAMPLE_BENCHMARK
-from sciir.scoring import (
-    CONTESTANT,
-    TRACKS,
-    UnjudgedPolicy,
-    breakdown_table,
-    leaderboard,
-    model_metrics,
-    score_samples,
-    score_table,
-)
-from sciir.summary import leaderboard_text
 from sciir.tasks.prompts import prompt_template
-from sciir.tracking import NestedRun, log_nested_runs
 
 logger = logging.getLogger(__name__)
 
@@ -104,7 +110,7 @@ class EvaluateParams(BaseModel):
     # One rule, or several computed side by side (the first is the primary: ranking, plots, report).
     aggregation: AggregationRule | list[AggregationRule] = "sciir_veto"
     bootstrap: BootstrapConfig = Field(default_factory=BootstrapConfig)
-    # A benchmark file (``sciir.benchmark_file``) evaluated instead of the catalog's SciIR-Bench.
+    # A benchmark file (``sciir.user_files.benchmark_file``) evaluated instead of the catalog's SciIR-Bench.
     benchmark: str | None = None
     images_dir: str | None = None
     verdicts_file: str | None = None
@@ -189,7 +195,7 @@ def _judge_requests(
 ) -> Iterator[VLMRequest | Deferred[VLMRequest]]:
     """The judge requests of ``jobs``, made lazily: each image is read when its first request is taken
     from the stream (or, for a file checked before, only if the response cache has no answer:
-    ``sciir.known_files``). ``sent`` learns which image and questions each position of the stream asks
+    ``sciir.evaluation.known_files``). ``sent`` learns which image and questions each position of the stream asks
     about; an image that cannot be read is marked unavailable in ``run`` instead."""
     positions = count()
     # A sample's requests differ only by image: its prompt and checklist are rendered once, not per model.
@@ -243,7 +249,7 @@ def _judge_stream(
         run.ignored_answers.extend(parsed[position].ignored)
 
 
-# What evaluate reads of the tables that may not exist yet (``sciir.optional_inputs``).
+# What evaluate reads of the tables that may not exist yet (``sciir.catalog.optional_dataset``).
 CHECKLIST_INPUT_COLUMNS = (
     "sample_id",
     "question_id",
@@ -282,7 +288,7 @@ def judge_label(judge: VisionLanguageModel) -> str:
 def verdicts_from_file(
     path: Path, checklists: pd.DataFrame, benchmark: pd.DataFrame | None = None
 ) -> tuple[pd.DataFrame, dict[str, Any]]:
-    """Verdicts of another system read from ``path`` (see ``sciir.judging.read_verdicts_file``), and a
+    """Verdicts of another system read from ``path`` (see ``sciir.tasks.judge.read_verdicts_file``), and a
     run summary in which no judge was called and no image was looked for."""
     verdicts = read_verdicts_file(path, checklists, benchmark)
     logger.info(
@@ -367,7 +373,7 @@ def judge_generations(
 
 
 def score_verdicts(verdicts: pd.DataFrame, benchmark: pd.DataFrame, params: dict[str, Any]) -> pd.DataFrame:
-    """The ``sample_scores`` table under the configured policy and every aggregation rule (``sciir.scoring``)."""
+    """The ``sample_scores`` table under the configured policy and every aggregation rule (``sciir.evaluation.scoring``)."""
     config = EvaluateParams.model_validate(params)
     return score_samples(verdicts, benchmark_or_empty(benchmark), config.unjudged_policy, config.rules)
 
@@ -452,7 +458,7 @@ def build_report(
     params: dict[str, Any],
     source: dict[str, str] | None = None,
 ) -> ReportFolder:
-    """The HTML report as a folder (``sciir.report``): a summary page with scores and intervals, coverage,
+    """The HTML report as a folder (``sciir.evaluation.report``): a summary page with scores and intervals, coverage,
     the group heatmap and the missing images, then one page per model with every image's thumbnail
     beside its checklist."""
     config = EvaluateParams.model_validate(params)
@@ -499,7 +505,7 @@ def validate_judge(
     params: dict[str, Any],
 ) -> pd.DataFrame:
     """The ``judge_validation`` table: detection, false-alarm and abstention rates per question type on
-    the images whose content is known (``sciir.judge_validation``)."""
+    the images whose content is known (``sciir.evaluation.judge_validation``)."""
     config = EvaluateParams.model_validate(params)
     generation_manifest = manifest_or_empty(generation_manifest)
     if config.images_dir or config.verdicts_file:
@@ -548,7 +554,7 @@ def summarise_evaluation(
     """``evaluate_metrics`` and a logged leaderboard table.
 
     Per model: scores per track, group and setting with their intervals, coverage overall and per
-    track, missing images (``sciir.scoring.model_metrics``). For the judge: its validation rates,
+    track, missing images (``sciir.evaluation.scoring.model_metrics``). For the judge: its validation rates,
     failed requests, ignored answers, cache hits / misses / failures, and the HTTP requests, tokens and
     estimated cost of the calls actually sent (see ``stats_metrics``).
     """

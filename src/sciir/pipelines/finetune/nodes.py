@@ -13,11 +13,11 @@ import pandas as pd
 from pydantic import PositiveInt
 
 from sciir.backends.base import GenerationRequest
-from sciir.distributed_training import VALIDATION_DIR, LaunchParams, TrainingJob, train_in_processes
-from sciir.lora_families import ensure_tiny_base, resolve_family
-from sciir.model_registry import register_adapter
-from sciir.tracking import log_artifacts, log_metrics
-from sciir.training import (
+from sciir.runs.model_registry import register_adapter
+from sciir.runs.tracking import log_artifacts, log_metrics
+from sciir.training.distributed import VALIDATION_DIR, LaunchParams, TrainingJob, train_in_processes
+from sciir.training.families import ensure_tiny_base, resolve_family
+from sciir.training.loop import (
     ADAPTER_FILE,
     CheckpointCallback,
     Family,
@@ -28,7 +28,7 @@ from sciir.training import (
     finetune_lora_adapter,
     load_training_images,
 )
-from sciir.training_resources import peak_gpu_memory
+from sciir.training.resources import peak_gpu_memory
 
 logger = logging.getLogger(__name__)
 
@@ -67,7 +67,7 @@ class FinetuneParams(LoraTrainConfig):
     max_train_samples: PositiveInt
     # The MLflow registered model the adapter becomes a version of (None: not registered).
     registered_model: str | None = "sciir-lora"
-    # Data-parallel training processes (sciir.distributed_training); one in all trains in this process.
+    # Data-parallel training processes (sciir.training.distributed); one in all trains in this process.
     launch: LaunchParams = LaunchParams()
 
     def training_config(self) -> LoraTrainConfig:
@@ -277,7 +277,7 @@ def log_finetune_artifacts(
     finetune_summary: dict[str, Any], train_split: pd.DataFrame, params: dict[str, Any]
 ) -> None:
     """When an MLflow run is active, log the adapter folder and a couple of validation images to it, and
-    register the adapter as a version of ``registered_model`` (``sciir.model_registry``)."""
+    register the adapter as a version of ``registered_model`` (``sciir.runs.model_registry``)."""
     import mlflow
 
     if mlflow.active_run() is None:

@@ -2,7 +2,7 @@
 paper's method text (AIBench 3.1 and B.4), into its own folder and manifest; every reference draws the
 paper's logic graph.
 
-A contestant receives the AIBench prompt (``sciir.aibench.illustration``: the instruction of task
+A contestant receives the AIBench prompt (``sciir.tasks.aibench_illustration``: the instruction of task
 ``aibench_illustration`` around the method text), the seed and the size, nothing else. A reference
 (role ``reference``) also receives the paper's plan, which for an AIBench paper is its logic graph
 (``sciir.aibench.reference_plan``: components, flows, phases as groups), the examination's answer key:
@@ -20,10 +20,9 @@ from typing import Any
 
 import pandas as pd
 
-from sciir.aibench.illustration import ILLUSTRATION_TASK, NoMethodText, illustration_prompt
 from sciir.aibench.reference_plan import graph_plans
 from sciir.backends.base import GenerationRequest, ImageGenerator, PlanRequest
-from sciir.optional_inputs import MissingInput, is_missing
+from sciir.catalog.optional_dataset import MissingInput, is_missing
 from sciir.pipelines.generate.nodes import (
     MANIFEST_COLUMNS,
     GenerateParams,
@@ -32,6 +31,7 @@ from sciir.pipelines.generate.nodes import (
     generation_metrics,
     select_generators,
 )
+from sciir.tasks.aibench_illustration import ILLUSTRATION_TASK, NoMethodText, illustration_prompt
 from sciir.tasks.prompts import prompt_template
 
 logger = logging.getLogger(__name__)

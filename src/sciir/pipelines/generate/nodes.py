@@ -27,8 +27,8 @@ from sciir.backends.base import (
     ImageGenerator,
     PlanRequest,
 )
-from sciir.image_dataset import EncodedImage
-from sciir.progress import Progress
+from sciir.catalog.image_dataset import EncodedImage
+from sciir.runs.progress import Progress
 
 logger = logging.getLogger(__name__)
 
@@ -262,7 +262,7 @@ def image_or_reason(model: str, result: GenerationResult) -> tuple[ImageLoader |
 
 
 def plan_text(result: GenerationResult) -> str | None:
-    """The Sci-RCoT a planned generator drew for this result (``sciir.planning``), else None."""
+    """The Sci-RCoT a planned generator drew for this result (``sciir.generation.planning``), else None."""
     planner = result.meta.get("planner")
     return planner.get("plan") if isinstance(planner, dict) else None
 

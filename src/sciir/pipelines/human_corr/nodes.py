@@ -1,10 +1,10 @@
 """Human-correlation nodes: ratings and metric scores per image, correlations, agreement, comparisons.
 
 Ratings come from a ratings file (columns image_id, rater_id, score) or, on the embedded sample,
-from the ground-truth oracle (``sciir.oracle``), whose rows carry the rater id
+from the ground-truth oracle (``sciir.sample.oracle``), whose rows carry the rater id
 ``oracle_ground_truth``. Metric scores (columns image_id, metric, score) come from evaluate's
 ``sample_scores`` or from a file, so other systems' scores can be correlated too. Each image's
-rating is the mean over its raters (paper G.1). File formats: ``sciir.external_formats`` and
+rating is the mean over its raters (paper G.1). File formats: ``sciir.user_files.rating_files`` and
 docs/human_corr.md.
 """
 
@@ -17,13 +17,12 @@ from typing import Annotated, Any, Literal
 import pandas as pd
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from sciir.agreement import Level, agreement_table
-from sciir.bootstrap import BootstrapConfig
-from sciir.external_formats import read_metric_scores_file, read_ratings_file
-from sciir.oracle import OracleConfig, oracle_ratings
-from sciir.plots import plot_metric_scatter
-from sciir.scoring import IMAGE_COLUMNS, image_metrics
-from sciir.statistics import (
+from sciir.evaluation.plots import plot_metric_scatter
+from sciir.evaluation.scoring import IMAGE_COLUMNS, image_metrics
+from sciir.sample.oracle import OracleConfig, oracle_ratings
+from sciir.stats.agreement import Level, agreement_table
+from sciir.stats.bootstrap import BootstrapConfig
+from sciir.stats.correlation import (
     COEFFICIENTS,
     GROUP_AVERAGE,
     POOLED,
@@ -36,7 +35,8 @@ from sciir.statistics import (
     mean_ratings,
     value_column,
 )
-from sciir.table_files import TableFile
+from sciir.user_files.rating_files import read_metric_scores_file, read_ratings_file
+from sciir.user_files.table_files import TableFile
 
 logger = logging.getLogger(__name__)
 
@@ -154,7 +154,7 @@ def refuse_unknown_samples(ratings: pd.DataFrame, source: TableFile, benchmark: 
 def evaluate_metric_scores(sample_scores: pd.DataFrame) -> pd.DataFrame:
     """Evaluate's per-image metrics as metric scores (image_id, metric, score, model, sample_id, group,
     setting): checklist_pass_rate, text_pass, final_pass and ``<rule>.<track>`` for every aggregation
-    rule evaluate computed (``sciir.scoring.image_metrics``)."""
+    rule evaluate computed (``sciir.evaluation.scoring.image_metrics``)."""
     table = image_metrics(sample_scores)
     described = list(IMAGE_COLUMNS)
     metrics = [column for column in table.columns if column not in IMAGE_COLUMNS]

@@ -16,12 +16,18 @@ from typing import Any
 import pandas as pd
 from pydantic import BaseModel, ConfigDict, Field
 
-from sciir.ids import figure_uid
-from sciir.image_decode import UnreadableImageError, probe_file
-from sciir.jats import MAX_XML_BYTES, JatsArticle, JatsFigure, MalformedArticleError, parse_article
-from sciir.licence import LicenceDecision, LicencePolicy
+from sciir.figures.ids import figure_uid
+from sciir.figures.jats_reader import (
+    MAX_XML_BYTES,
+    JatsArticle,
+    JatsFigure,
+    MalformedArticleError,
+    parse_article,
+)
+from sciir.figures.licence import LicenceDecision, LicencePolicy
+from sciir.images.decode import UnreadableImageError, probe_file
 from sciir.sources.params import FileLimits, SourceParams
-from sciir.sources.selection import prepare_source_folder
+from sciir.sources.prepare import prepare_source_folder
 
 logger = logging.getLogger(__name__)
 

@@ -1,0 +1,119 @@
+"""Running curate's shards on Dask distributed, with progress a person can follow.
+
+The node connects to the scheduler at ``cluster.scheduler`` or starts a local cluster of
+``workers.count`` workers, processes or (``cluster.processes: false``) threads of the node's process, one
+thread each: a worker curates one figure at a time, in its own child process. Only a window of shards is submitted at a time, so the node's memory does not grow with
+the number of figures; each finished shard is recorded in the manifest at once.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import time
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from typing import Any
+
+from sciir.figures.params import CurateParams
+from sciir.figures.shard_store import ShardStore, ShardSummary
+from sciir.figures.shards import RowsOf, Shard, close_figure_pools, curate_shard
+from sciir.runs.progress import Progress
+
+logger = logging.getLogger(__name__)
+
+SHARDS_IN_FLIGHT_PER_THREAD = 2  # enough to keep a worker busy while the node records the last one
+LOG_EVERY_S = 30.0
+
+
+@contextmanager
+def dask_client(settings: CurateParams) -> Iterator[Any]:
+    """A client of the configured scheduler, or of a local cluster closed on exit."""
+    import dask
+    from dask.distributed import Client, LocalCluster
+
+    if settings.cluster.scheduler:
+        with Client(settings.cluster.scheduler) as client:
+            yield client
+        return
+    workers = settings.workers.count or os.cpu_count() or 1
+    # Workers start child processes (the per-figure limits), which a daemonic process may not.
+    with dask.config.set({"distributed.worker.daemon": False}):
+        cluster = LocalCluster(
+            n_workers=workers,
+            threads_per_worker=1,
+            processes=settings.cluster.processes,
+            dashboard_address=None,
+        )
+    try:
+        with Client(cluster) as client:
+            yield client
+    finally:
+        cluster.close()
+        close_figure_pools()  # worker threads' figure workers live in this process
+
+
+class ShardProgress:
+    """Shards and figures done out of the total: a bar on a terminal, else a log line every 30 s."""
+
+    def __init__(self, shards: Sequence[Shard], reused: dict[str, ShardSummary]) -> None:
+        self.total_shards = len(shards)
+        self.done_shards = 0
+        self._progress = Progress("curate", sum(len(shard.figures) for shard in shards), unit="figure")
+        self._last_log = time.monotonic()
+        for summary in reused.values():
+            self.add(summary, reused=True)
+
+    def add(self, summary: ShardSummary, reused: bool = False) -> None:
+        self.done_shards += 1
+        self._progress.advance(summary.figures, cached=summary.figures if reused else 0)
+        if time.monotonic() - self._last_log >= LOG_EVERY_S:
+            self._last_log = time.monotonic()
+            logger.info(self.line())
+
+    def line(self) -> str:
+        figures = self._progress.figures()
+        computed = figures.done - figures.cache_hits
+        rate = computed / figures.seconds if figures.seconds > 0 else 0.0
+        left = f", about {(figures.total - figures.done) / rate:.0f} s left" if rate > 0 else ""
+        return (
+            f"curate: {self.done_shards}/{self.total_shards} shards, {figures.done}/{figures.total} figures "
+            f"({figures.cache_hits} from an earlier run), {rate:.1f} figures/s{left}"
+        )
+
+    def close(self) -> None:
+        self._progress.close()
+
+
+def run_shards(
+    client: Any,
+    shards: Sequence[Shard],
+    settings: CurateParams,
+    run_id: str,
+    rows_of: RowsOf,
+    store: ShardStore,
+    on_done: Callable[[ShardSummary], None],
+) -> None:
+    """Curate ``shards`` on the cluster; each one is recorded in ``store`` as soon as it is written."""
+    from dask.distributed import as_completed
+
+    if not shards:
+        return
+    window = SHARDS_IN_FLIGHT_PER_THREAD * max(1, sum(client.nthreads().values()))
+    waiting = iter(shards)
+
+    def submit_next(finished: Any) -> None:
+        shard = next(waiting, None)
+        if shard is not None:
+            # pure=False: a shard the cluster computed once is computed again when asked again (a rerun).
+            finished.add(client.submit(curate_shard, shard, settings, run_id, rows_of, pure=False))
+
+    finished = as_completed()
+    for _ in range(window):
+        submit_next(finished)
+    for future in finished:
+        summary = future.result()  # a shard whose task failed stops the run; finished shards stay
+        store.record(summary)
+        on_done(summary)
+        future.release()
+        submit_next(finished)

@@ -1,0 +1,1 @@
+"""Test-time scaling around any contestant generator: the reasoning planner and best-of-N selection."""

@@ -1,0 +1,271 @@
+"""What every importer shares: the input read as records, fields under their common spellings, yes/no
+questions from answered questions, and the benchmark file (JSON Lines) written from the samples.
+
+Samples and questions are ``sciir.user_files.benchmark_file``'s own types, written in the form its reader reads.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from sciir.user_files.benchmark_file import DEFAULT_GROUP, DEFAULT_SETTING, SAFE_ID, Question, Sample
+from sciir.user_files.table_files import (
+    PARQUET_SUFFIXES,
+    TEXT_SUFFIXES,
+    TableFile,
+    TableFileError,
+    is_missing,
+)
+
+# Keys under which a JSON file may wrap its list of items ({"data": [...]}, as exported datasets do).
+WRAPPING_KEYS = ("items", "data")
+
+
+class ImportFileError(ValueError):
+    """An input that cannot be imported as it is; the message names the file, the item and the field."""
+
+
+@dataclass(frozen=True)
+class Record:
+    """One item of an input file and where it is (``<what> <path>, line 3``), for messages."""
+
+    where: str
+    fields: Mapping[str, Any]
+
+
+@dataclass(frozen=True)
+class Skipped:
+    """Something of the input left out of the benchmark (an item, a question, a dependency) and why."""
+
+    where: str
+    reason: str
+
+
+@dataclass
+class Imported:
+    """The samples converted from an input and what was left out."""
+
+    samples: list[Sample] = field(default_factory=list)
+    skipped: list[Skipped] = field(default_factory=list)
+
+
+# ---- reading
+
+
+def read_records(path: Path, what: str, text_columns: Sequence[str] = ()) -> list[Record]:
+    """The items of a JSON (a list, or an object wrapping one under ``items`` / ``data``), JSON Lines, CSV,
+    TSV or parquet file; ``text_columns`` of a table are read as text (ids stay ``007``, not 7)."""
+    label = f"{what} {path}"
+    if not path.is_file():
+        raise ImportFileError(f"{label} does not exist")
+    suffix = path.suffix.lower()
+    if suffix == ".json":
+        return _json_records(path, label)
+    if suffix == ".jsonl":
+        return _jsonl_records(path, label)
+    if suffix in TEXT_SUFFIXES or suffix in PARQUET_SUFFIXES:
+        table_file = TableFile(path, what)
+        try:
+            table = table_file.read([], text_columns=text_columns)
+        except TableFileError as error:
+            raise ImportFileError(str(error)) from None
+        return [
+            Record(f"{label}, {table_file.row(int(index))}", row)
+            for index, row in zip(table.index, table.to_dict("records"), strict=True)
+        ]
+    raise ImportFileError(
+        f"{label}: unknown format {path.suffix!r} (expected .json, .jsonl, .csv, .tsv or .parquet)"
+    )
+
+
+def _parsed_json(text: str, where: str) -> Any:
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as error:
+        raise ImportFileError(
+            f"{where}: not JSON ({error.msg} at line {error.lineno}, column {error.colno})"
+        ) from None
+
+
+def _json_records(path: Path, label: str) -> list[Record]:
+    items = _parsed_json(path.read_text(encoding="utf-8"), label)
+    if isinstance(items, dict):
+        wrapped = [key for key in WRAPPING_KEYS if isinstance(items.get(key), list)]
+        if not wrapped:
+            raise ImportFileError(
+                f"{label}: expected a JSON list of items, or an object holding one under "
+                f"{' or '.join(map(repr, WRAPPING_KEYS))} (keys found: {sorted(items)[:10]})"
+            )
+        items = items[wrapped[0]]
+    if not isinstance(items, list):
+        raise ImportFileError(f"{label}: expected a JSON list of items, found {type(items).__name__}")
+    return [_object_record(f"{label}, item {number}", item) for number, item in enumerate(items, start=1)]
+
+
+def _jsonl_records(path: Path, label: str) -> list[Record]:
+    records = []
+    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+        if line.strip():
+            where = f"{label}, line {number}"
+            records.append(_object_record(where, _parsed_json(line, where)))
+    return records
+
+
+def _object_record(where: str, item: Any) -> Record:
+    if not isinstance(item, dict):
+        raise ImportFileError(f"{where}: expected a JSON object, found {type(item).__name__}")
+    return Record(where, item)
+
+
+def grouped(records: Iterable[Record], key: Callable[[Record], str]) -> dict[str, list[Record]]:
+    """Records by ``key`` (e.g. the caption id of TIFA's question rows), in the order first seen."""
+    groups: dict[str, list[Record]] = {}
+    for record in records:
+        groups.setdefault(key(record), []).append(record)
+    return groups
+
+
+# ---- fields
+
+
+def first_field(record: Record, names: Sequence[str]) -> tuple[str, Any] | None:
+    """The first of ``names`` (spellings of one field) that the record fills, with its value."""
+    for name in names:
+        value = record.fields.get(name)
+        if not is_missing(value):
+            return name, value
+    return None
+
+
+def _spellings(names: Sequence[str]) -> str:
+    return repr(names[0]) + (f" (or {', '.join(map(repr, names[1:]))})" if len(names) > 1 else "")
+
+
+def optional_text(record: Record, names: Sequence[str]) -> str | None:
+    """The text of the first filled field of ``names``; None when none is; an error for a list or object."""
+    found = first_field(record, names)
+    if found is None:
+        return None
+    name, value = found
+    if isinstance(value, dict | list):
+        raise ImportFileError(
+            f"{record.where}, field {name!r}: expected a text, found {type(value).__name__}"
+        )
+    return id_text(value)
+
+
+def required_text(record: Record, names: Sequence[str]) -> str:
+    """As ``optional_text``, with an error naming the field when the record fills none of ``names``."""
+    text = optional_text(record, names)
+    if text is None:
+        raise ImportFileError(f"{record.where}: no field {_spellings(names)}, or it is empty")
+    return text
+
+
+def id_text(value: Any) -> str:
+    """A value as text; a whole number read as a float (``3.0`` from a table) as ``3``."""
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))
+    return str(value).strip()
+
+
+def checked_sample_id(where: str, field_name: str, sample_id: str) -> str:
+    """The sample id, or an error: it names image files (``<model>/<sample_id>.png``)."""
+    if not SAFE_ID.match(sample_id):
+        raise ImportFileError(
+            f"{where}, field {field_name!r}: {sample_id!r} cannot name an image file (letters, digits, '_', "
+            "'-' and '.' only, not starting with '.' or '-')"
+        )
+    return sample_id
+
+
+def agreed_text(records: Sequence[Record], names: Sequence[str]) -> str:
+    """A field that every record of one sample repeats (e.g. its caption); an error when they differ."""
+    values = {record.where: required_text(record, names) for record in records}
+    first_where, first = next(iter(values.items()))
+    for where, value in values.items():
+        if value != first:
+            raise ImportFileError(
+                f"{where}, field {names[0]!r}: {value[:60]!r} differs from {first[:60]!r} at {first_where}; "
+                "the rows of one item must agree"
+            )
+    return first
+
+
+# ---- questions
+
+
+def answer_question(question: str, answer: str) -> str:
+    """A yes/no question from a question and its correct answer: "yes" when the image gives that answer."""
+    return f'Judging from the image, is the answer to "{question.strip()}" "{answer.strip()}"?'
+
+
+def source_group(sample_id: str) -> str:
+    """The source dataset an id names before its first ``_`` (TIFA's ``coco_301091``, DSG's ``whoops_5``)."""
+    prefix, separator, _ = sample_id.partition("_")
+    return prefix if separator and prefix else DEFAULT_GROUP
+
+
+def layer2_question(question_id: str, text: str, category: str, parent_ids: Sequence[str] = ()) -> Question:
+    """A yes/no question judged by looking (layer 2), positive: "yes" means the image is right."""
+    return Question(
+        id=question_id,
+        text=text,
+        layer=2,
+        category=category,
+        expected_text=None,
+        parent_ids=tuple(parent_ids),
+        polarity="positive",
+    )
+
+
+# ---- writing
+
+
+def sample_record(sample: Sample) -> dict[str, Any]:
+    """One line of the benchmark file: ``prompt`` for a sample of the default setting, else ``prompts``."""
+    record: dict[str, Any] = {"sample_id": sample.sample_id, "group": sample.group}
+    if list(sample.prompts) == [DEFAULT_SETTING]:
+        record["prompt"] = sample.prompts[DEFAULT_SETTING]
+    else:
+        record["prompts"] = dict(sample.prompts)
+    if sample.tracks is not None:
+        record["tracks"] = list(sample.tracks)
+    record["questions"] = [_question_record(question) for question in sample.questions]
+    return record
+
+
+def _question_record(question: Question) -> dict[str, Any]:
+    record: dict[str, Any] = {
+        "id": question.id,
+        "text": question.text,
+        "layer": question.layer,
+        "category": question.category,
+    }
+    if question.expected_text is not None:
+        record["expected_text"] = question.expected_text
+    record["parent_ids"] = list(question.parent_ids)
+    record["polarity"] = question.polarity
+    return record
+
+
+def write_benchmark(samples: Sequence[Sample], path: Path) -> None:
+    """The samples as a benchmark file (JSON Lines, one sample a line)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    lines = (json.dumps(sample_record(sample), ensure_ascii=False) + "\n" for sample in samples)
+    path.write_text("".join(lines), encoding="utf-8")
+
+
+def refuse_duplicate_samples(samples: Sequence[Sample]) -> None:
+    """An error naming both places when two items of the input carry the same id."""
+    seen: dict[str, str] = {}
+    for sample in samples:
+        if sample.sample_id in seen:
+            raise ImportFileError(
+                f"{sample.where}: id {sample.sample_id!r} is already used at {seen[sample.sample_id]}"
+            )
+        seen[sample.sample_id] = sample.where
