@@ -37,13 +37,13 @@ from typing import Any
 
 import torch
 
+from sciir.training.config import LoraTrainConfig
 from sciir.training.flow_matching import (
     EncodedFlowExamples,
     add_flow_lora,
     flow_matching_draws,
     flow_matching_loss,
 )
-from sciir.training.loop import LoraTrainConfig
 from sciir.training.resources import autocast, build_optimizer, enable_gradient_checkpointing
 
 # Dense bfloat16 tensor-core peaks (NVIDIA's data sheets, without sparsity), by a name in the device's.

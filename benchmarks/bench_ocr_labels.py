@@ -7,11 +7,11 @@ drawn with exactly this spelling?", answered yes / no / abstained by each reader
 
 - ``plain``: what a user would otherwise write: ``pytesseract.image_to_string`` on the image as it is,
   "yes" when the text occurs in it (case-sensitive, not inside a longer word), else "no";
-- ``baseline``: the reader and judge of sciir.backends.ocr at commit bdd2674 (before issue 9): one
+- ``baseline``: the reader and judge of src/sciir/backends/ocr.py at commit bdd2674 (before issue 9): one
   sparse-text pass on the image with drawing ink erased, "not found" always "no" (read from git), with
   Tesseract started as it was then (OpenMP's default threads);
-- ``tesseract``: sciir.backends.ocr as it is, Tesseract alone (several passes, answers "no" only on a
-  reliable reading);
+- ``tesseract``: the reader as it is (``sciir.backends.readers``) and the judge's text check
+  (``sciir.tasks.sight_checks``), Tesseract alone (several passes, answers "no" only on a reliable reading);
 - ``current``: the same with the second recogniser (PP-OCRv4 through rapidocr_onnxruntime) reading the
   image again where a label not found would be abstained on, as the offline judge runs it.
 
@@ -59,14 +59,24 @@ from collections import Counter
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytesseract
 from PIL import Image
 
-from sciir.backends import ocr
+from sciir.backends.readers import second_reader, tesseract
 from sciir.images.payload import encode
+from sciir.tasks import sight_checks
+from sciir.tasks.judge import answer_items
 
 REPO = Path(__file__).resolve().parents[1]
+# The current reader and text check under the names the baseline's single module gave them.
+CURRENT = SimpleNamespace(
+    read_text=tesseract.read_text,
+    with_second_reading=second_reader.with_second_reading,
+    JudgeItem=sight_checks.JudgeItem,
+    judge_item=sight_checks.answer_text,
+)
 FIXTURE = REPO / "tests" / "fixtures" / "real_figure_labels.json"
 BASELINE_COMMIT = "bdd2674"
 Judge = Callable[[str], str | None]  # text -> "yes" / "no" / None (abstained)
@@ -79,7 +89,7 @@ def cpu_seconds() -> float:
 
 def plain_reader(png: bytes) -> Judge:
     """pytesseract.image_to_string on the image as it is; a text is "yes" when it occurs in what was read."""
-    text = " ".join(pytesseract.image_to_string(ocr.decode_png(png)).split())
+    text = " ".join(pytesseract.image_to_string(tesseract.decode_png(png)).split())
 
     def judge(label: str) -> str:
         pattern = rf"(?<!\w){re.escape(' '.join(label.split()))}(?!\w)"
@@ -129,7 +139,7 @@ def _judge_with(
 
 
 def baseline_module():
-    """sciir.backends.ocr as committed at BASELINE_COMMIT, loaded from git under another name."""
+    """src/sciir/backends/ocr.py as committed at BASELINE_COMMIT, loaded from git under another name."""
     source = subprocess.run(
         ["git", "show", f"{BASELINE_COMMIT}:src/sciir/backends/ocr.py"],
         cwd=REPO,
@@ -152,8 +162,8 @@ READERS: dict[str, Callable[[], Callable[[bytes], Judge]]] = {
     "baseline": lambda: (lambda module: _judge_with(module, as_committed(module.read_text)))(
         baseline_module()
     ),
-    "tesseract": lambda: _judge_with(ocr),
-    "current": lambda: _judge_with(ocr, second=True),
+    "tesseract": lambda: _judge_with(CURRENT),
+    "current": lambda: _judge_with(CURRENT, second=True),
 }
 
 
@@ -226,7 +236,7 @@ def time_default_run() -> None:
     if not any(images.values()):
         sys.exit("no images of a default run under data/: run `kedro run` first")
     baseline = baseline_module().read_text
-    readers = {"baseline": as_committed(baseline), "baseline, 1 thread": baseline, "current": ocr.read_text}
+    readers = {"baseline": as_committed(baseline), "baseline, 1 thread": baseline, "current": tesseract.read_text}
     print(
         "| images | count | "
         + " | ".join(f"{name} wall s/image | {name} CPU s/image" for name in readers)
@@ -257,7 +267,6 @@ def judge_validation() -> None:
     """Text rows of evaluate's judge validation on the default run's images, baseline and current judge."""
     import pandas as pd
 
-    from sciir.backends.visual_judge import answer_items
     from sciir.evaluation.judge_validation import question_truth, validation_table
 
     data = REPO / "data"
@@ -285,10 +294,10 @@ def judge_validation() -> None:
 
     judges = {
         "baseline": baseline_answers,
-        "tesseract": lambda items, png: answer_items(items, ocr.read_text(png), png),
-        # As the offline judge reads (judge_checklist): the second recogniser where Tesseract leaves doubt.
+        "tesseract": lambda items, png: answer_items(items, tesseract.read_text(png), png),
+        # As the offline judge reads: the second recogniser where Tesseract leaves doubt.
         "current": lambda items, png: answer_items(
-            items, ocr.with_second_reading(ocr.read_text(png), png), png
+            items, second_reader.with_second_reading(tesseract.read_text(png), png), png
         ),
     }
     rows: dict[str, list[dict]] = {name: [] for name in judges}
@@ -298,7 +307,7 @@ def judge_validation() -> None:
         if questions.empty:
             continue
         items = [
-            ocr.JudgeItem(
+            sight_checks.JudgeItem(
                 id=q.question_id,
                 question=q.question,
                 layer=int(q.layer),

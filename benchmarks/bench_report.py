@@ -54,7 +54,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from sciir.catalog.report_dataset import SUMMARY_PAGE, ReportFolderDataset
+from sciir.catalog.report_dataset import ReportFolderDataset
+from sciir.evaluation.report import SUMMARY_PAGE
 from sciir.evaluation.scoring import leaderboard, score_samples, score_table
 from sciir.pipelines.evaluate.nodes import build_report
 from sciir.stats.bootstrap import BootstrapConfig

@@ -18,11 +18,13 @@ import tempfile
 import time
 from pathlib import Path
 
-from sciir.backends import ocr, rule_based
+from sciir.backends import rule_based
 from sciir.backends.offline import OfflineVLM
-from sciir.figures.review import ScreenParams, screen_request
+from sciir.backends.readers import tesseract
 from sciir.sample import write_embedded_sample
 from sciir.sample.build import MANIFEST_NAME
+from sciir.tasks.registry import rule_book
+from sciir.tasks.screen import ScreenParams, screen_request
 
 
 def _figures(folder: Path, count: int) -> list[bytes]:
@@ -32,10 +34,10 @@ def _figures(folder: Path, count: int) -> list[bytes]:
 
 
 def _timed(requests: list, threads: int) -> tuple[float, list]:
-    ocr._SHARED_MEMOS.clear()  # a cold memo: every figure is read again
+    tesseract._SHARED_MEMOS.clear()  # a cold memo: every figure is read again
     rule_based.answer_threads = lambda: threads
     start = time.perf_counter()
-    results = OfflineVLM().generate(requests)
+    results = OfflineVLM(rule_book("offline")).generate(requests)
     return time.perf_counter() - start, [result.output for result in results]
 
 

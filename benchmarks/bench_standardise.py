@@ -10,7 +10,7 @@ transparent page), LZW TIFF with an sRGB ICC profile (as the IJM figures), 16-bi
   profile is embedded, ``convert("RGB")`` (alpha onto white; 16-bit grey /257), the B.2 edge colour on
   the whole array, ``resize(LANCZOS)``, paste on the padded canvas, ``save(format="PNG")``;
 - **SciIR**: ``sciir.images.decode.decode_file``, ``sciir.images.colour.normalise`` and
-  ``sciir.figures.imaging.standardised_png`` (libvips' Lanczos-3 shrink and padding, sciir.images.vips_resize, then
+  ``sciir.figures.standardisation.standardised_png`` (libvips' Lanczos-3 shrink and padding, sciir.images.vips_resize, then
   ``encoded_png``; a grey image stays one band): the functions a curate worker runs on a one-panel
   figure; its CPU time is also split by stage;
 - **floor**: SciIR's decode of the file plus its PNG encode of that file's standardised pixels (made
@@ -37,10 +37,11 @@ import numpy as np
 from PIL import Image, ImageCms, ImageDraw, ImageFilter, ImageOps
 
 from sciir.figures.figure_work import single_threaded_opencv
-from sciir.figures.imaging import edge_colour, encoded_png, standardised_pixels, standardised_png
 from sciir.figures.isolated import Failed, WorkerLimits, run_isolated
+from sciir.figures.standardisation import encoded_png, standardised_pixels, standardised_png
 from sciir.images.colour import normalise
 from sciir.images.decode import decode_file
+from sciir.images.edge_colour import edge_colour
 
 SIZE = 1024
 TOLERANCE = 24

@@ -4,11 +4,13 @@ For stage ``<name>`` the roots are the modules of ``src/sciir/pipelines/<name>/`
 ``sciir`` module reached by ``import`` / ``from ... import`` statements anywhere in a module (imports
 inside functions count: they run when the node runs), plus the modules named at run time:
 
-- registry strings ``"sciir.x.y:Class"`` (``sciir.backends.registry``), followed for the stages whose
-  catalog entries are backends (``sciir.catalog.backend_dataset`` types: annotator, generators, judge). There
-  all registered backends count, not only those of ``conf/base/backends.yml``, because a user switches
-  backend in ``conf/local`` or by ``--params`` without touching dvc.yaml, and the stage must rerun when
-  that backend's code changes. A stage without a backend entry never builds one, so there they do not;
+- registry strings ``"sciir.x.y:name"``: those of the backend registry (``sciir.backends.registry``),
+  followed for the stages whose catalog entries are backends (``sciir.catalog.backend_dataset`` types:
+  annotator, generators, judge). There all registered backends count, not only those of
+  ``conf/base/backends.yml``, because a user switches backend in ``conf/local`` or by ``--params`` without
+  touching dvc.yaml, and the stage must rerun when that backend's code changes. A stage without a backend
+  entry never builds one, so there they do not. Every other registry's strings (the LoRA recipes of
+  ``sciir.training.families``) are followed wherever their module is reached;
 - catalog dataset types ``type: sciir.x.Class`` of the catalog entries the pipeline names.
 
 Importing ``sciir.a.b`` also runs the ``__init__.py`` of its packages, so those count too. A dependency
@@ -28,6 +30,7 @@ REPO = Path(__file__).resolve().parents[1]
 SRC = REPO / "src"
 PIPELINES = SRC / "sciir" / "pipelines"
 BACKEND_DATASETS = "sciir.catalog.backend_dataset"
+BACKEND_REGISTRY = "sciir.backends.registry"
 REGISTRY_TARGET = re.compile(r"^(sciir(?:\.\w+)+):\w+$")
 
 
@@ -72,7 +75,8 @@ def _with_packages(name: str) -> set[str]:
 
 
 def imported_files(roots: set[Path], follow_registry: bool) -> set[Path]:
-    """Every project file reached from ``roots`` through imports (and registry strings when asked)."""
+    """Every project file reached from ``roots`` through imports and registry strings (the backend
+    registry's only when ``follow_registry``)."""
     seen: set[Path] = set()
     todo = list(roots)
     while todo:
@@ -82,7 +86,8 @@ def imported_files(roots: set[Path], follow_registry: bool) -> set[Path]:
         seen.add(path)
         package = module_name(path) if path.name == "__init__.py" else module_name(path).rpartition(".")[0]
         tree = ast.parse(path.read_text(encoding="utf-8"))
-        for name in _imported_names(tree, package, follow_registry):
+        follow = follow_registry or module_name(path) != BACKEND_REGISTRY
+        for name in _imported_names(tree, package, follow):
             for candidate in _with_packages(name):
                 found = module_file(candidate)
                 if found is not None and found not in seen:
@@ -144,7 +149,7 @@ def test_the_import_graph_follows_lazy_imports_and_registry_strings():
     # a module-level import, a package __init__, and the backends the registry names as strings
     assert {"sciir/tasks/judge.py", "sciir/__init__.py", "sciir/backends/offline.py"} <= evaluate
     assert "sciir/backends/transformers_vlm.py" in evaluate  # registry string: loaded only when chosen
-    assert "sciir/runs/tracking.py" in evaluate  # MetricsDataset, the catalog type of evaluate_metrics
+    assert "sciir/catalog/metrics_dataset.py" in evaluate  # the catalog type of evaluate_metrics
     bench_select = {str(path.relative_to(SRC)) for path in stage_modules("bench_select")}
     assert "sciir/backends/transformers_vlm.py" not in bench_select  # it builds no backend
     ingest = {str(path.relative_to(SRC)) for path in stage_modules("ingest")}

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from kedro.config import OmegaConfigLoader
 
-from sciir.pipelines.evaluate.nodes import EvaluateParams
+from sciir.evaluation.params import EvaluateParams
 from sciir.settings import CONFIG_LOADER_ARGS
 
 CONF = Path(__file__).resolve().parents[1] / "conf"

@@ -10,8 +10,9 @@ import pandas as pd
 import pytest
 from PIL import Image
 
-from sciir.catalog.release_dataset import Release, ReleaseFolderDataset
+from sciir.catalog.release_dataset import ReleaseFolderDataset
 from sciir.evaluation.scoring import leaderboard, score_samples, score_table
+from sciir.selection.release import Release
 from sciir.stats.bootstrap import BootstrapConfig
 
 REPO = Path(__file__).resolve().parents[1]

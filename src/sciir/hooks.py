@@ -9,12 +9,21 @@ from typing import Any
 from kedro.framework.hooks import hook_impl
 
 from sciir.backends.dry_run import dry_run_requested
-from sciir.runs.prompt_versions import prompt_version_params
+from sciir.evaluation.leaderboard_text import print_run_summary
+from sciir.runs.dry_run_summary import keep_outputs_in_memory, ledger_text
 from sciir.runs.results_folder import settings_outside_command_line
 from sciir.runs.system import SYSTEM_PROGRAMS, missing_programs
 from sciir.runs.tracking import provenance_tags
+from sciir.tasks.prompts import prompt_versions
 
 logger = logging.getLogger(__name__)
+
+
+def prompt_version_params() -> dict[str, str]:
+    """``prompt_version.<task>`` -> the version of every task's prompt template, as MLflow params: it tells in
+    the MLflow UI which prompts produced a run's annotations and verdicts (the version is also part of each
+    request's cache key, so a changed prompt is asked again)."""
+    return {f"prompt_version.{task}": version for task, version in prompt_versions().items()}
 
 
 class ProjectHooks:
@@ -43,8 +52,6 @@ class ProjectHooks:
         """In a dry run, keep every output in memory; refuse a benchmark, image folder or verdicts file set
         in a conf file (results would land on the default run's)."""
         if dry_run_requested():
-            from sciir.runs.dry_run_summary import keep_outputs_in_memory
-
             keep_outputs_in_memory(pipeline, catalog)
         if "params:evaluate" not in pipeline.inputs():
             return
@@ -73,12 +80,8 @@ class ProjectHooks:
     @hook_impl
     def after_pipeline_run(self, run_params: dict[str, Any], pipeline: Any, catalog: Any) -> None:
         if dry_run_requested():
-            from sciir.runs.dry_run_summary import ledger_text
-
             print(f"\n{ledger_text()}\n")
             return
         if "leaderboard" not in pipeline.all_outputs():
             return
-        from sciir.runs.summary import print_run_summary
-
         print_run_summary(catalog, self._project_path, run_params.get("runtime_params"))

@@ -23,6 +23,7 @@ from sciir.tasks.aibench_qa import (
     parse_solver_reply,
     solver_items,
 )
+from sciir.tasks.registry import rule_book
 
 GRAPH = build_logic_graph(
     ["Tokenizer", "Encoder", "Decoder", "Classifier"],
@@ -71,7 +72,7 @@ def scores() -> pd.DataFrame:
         qa_rows("p1", aibench_questions("p1", GRAPH, ["Retriever", "Vocoder"], QuestionSettings()))
     )
     request = build_solver_request(solver_items(qa))
-    solver, rows = OfflineVLM(), []
+    solver, rows = OfflineVLM(rule_book("offline")), []
     for model, faults in {"exact": None, "faulty": FAULTS}.items():
         drawing = PlanRequest(sample_id="p1", prompt="p", width=512, height=512, plan=graph_plan(ROW))
         [image] = PlanReferenceRenderer(faults=faults).generate([drawing])

@@ -10,7 +10,8 @@ import pytest
 from sciir.backends.base import GenerationRequest, VLMRequest
 from sciir.backends.cache import CachedGenerator, CachedVLM, ResponseCache, stats_metrics
 from sciir.backends.openai_compat import OpenAICompatibleVLM
-from sciir.testing.fake_openai_server import FakeOpenAIServer, FaultPlan
+from sciir.testing.fake_openai_server import FakeOpenAIServer
+from sciir.testing.fault_plan import FaultPlan
 from sciir.testing.scripted import PromptLengthVLM as CountingVLM
 from sciir.testing.scripted import SeedBytesGenerator as BytesGenerator
 
@@ -108,7 +109,7 @@ def test_each_answer_is_in_the_cache_when_it_is_reported(tmp_path):
     stored_when_reported: list[int] = []
     with FakeOpenAIServer(faults=FaultPlan(latency_s=(0.0, 0.05), seed=1)) as srv:
         cached = CachedVLM(_openai(srv, concurrency=4), ResponseCache(path))
-        cached.generate_streaming(
+        cached.stream(
             [_judge_request(n) for n in range(12)],
             lambda index, result: stored_when_reported.append(len(reader)),
         )

@@ -24,9 +24,9 @@ def save_tiny_clip(folder: Path, seed: int) -> Path:
     import torch
     from transformers import CLIPConfig, CLIPImageProcessorPil, CLIPModel
 
-    from sciir.training.tiny_stable_diffusion import build_tokenizer
+    from sciir.training.tiny_stable_diffusion import build_clip_tokenizer
 
-    tokenizer = build_tokenizer()
+    tokenizer = build_clip_tokenizer()
     layers = {"hidden_size": 32, "intermediate_size": 64, "num_hidden_layers": 2, "num_attention_heads": 4}
     config = CLIPConfig(
         text_config={

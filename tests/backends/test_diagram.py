@@ -5,9 +5,11 @@ from __future__ import annotations
 import graphviz
 import pytest
 
-from sciir.backends.diagram import read_diagram
-from sciir.backends.ocr import JudgeItem, OcrReading, read_text
-from sciir.backends.visual_judge import answer_items
+from sciir.backends.readers.diagram import read_diagram
+from sciir.backends.readers.tesseract import read_text
+from sciir.backends.readers.text import OcrReading
+from sciir.tasks.judge import answer_items
+from sciir.tasks.sight_checks import JudgeItem
 from sciir.testing.drawings import draw_boxes
 
 _draw = draw_boxes

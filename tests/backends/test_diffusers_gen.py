@@ -17,8 +17,14 @@ from sciir.backends.base import GenerationRequest
 from sciir.backends.diffusers_gen import DiffusersGenerator
 from sciir.backends.prompt_fit import FittedPrompt, fit_prompt, pipeline_text_inputs
 from sciir.backends.registry import build_backend
-from sciir.training.loop import LoraTrainConfig, TrainingImage, finetune_lora_adapter
-from sciir.training.tiny_stable_diffusion import build_tokenizer, ensure_tiny_pipeline, save_tiny_pipeline
+from sciir.training.config import LoraTrainConfig
+from sciir.training.loop import finetune_lora_adapter
+from sciir.training.tiny_stable_diffusion import (
+    build_clip_tokenizer,
+    ensure_tiny_pipeline,
+    save_tiny_pipeline,
+)
+from sciir.training.training_images import TrainingImage
 
 SRC = Path(__file__).resolve().parents[2] / "src"
 
@@ -122,7 +128,7 @@ LONG_PROMPT = " ".join(f"label{i} leads to node{i}." for i in range(60))  # far 
 
 
 def test_a_prompt_is_cut_at_the_last_whole_word_the_text_encoder_reads():
-    tokenizer = build_tokenizer()
+    tokenizer = build_clip_tokenizer()
     fitted = fit_prompt(LONG_PROMPT, tokenizer, tokenizer.model_max_length)
     assert fitted.cut and 0 < fitted.words_kept < fitted.words == len(LONG_PROMPT.split())
     assert LONG_PROMPT.startswith(fitted.text)

@@ -13,20 +13,14 @@ import pytest
 from PIL import Image, ImageDraw, ImageFont
 
 from sciir.backends.base import VLMRequest
-from sciir.backends.ocr import (
-    READER_VERSION,
-    JudgeItem,
-    Legibility,
-    OcrLine,
-    OcrReading,
-    OcrUnavailableError,
-    OcrVLM,
-    OcrWord,
-    SolverItem,
-    answer_component,
-    judge_item,
-    read_text,
-)
+from sciir.backends.ocr import OcrVLM
+from sciir.backends.readers.tesseract import READER_VERSION, OcrUnavailableError, read_text
+from sciir.backends.readers.text import Legibility, OcrLine, OcrReading, OcrWord
+from sciir.backends.rule_based import Sight
+from sciir.tasks import judge
+from sciir.tasks.aibench_qa import SolverItem, answer_component
+from sciir.tasks.registry import rule_book
+from sciir.tasks.sight_checks import JudgeItem, answer_text
 
 FONT = Path(matplotlib.get_data_path()) / "fonts" / "ttf" / "DejaVuSans.ttf"
 
@@ -56,7 +50,7 @@ def figure() -> bytes:
 
 @pytest.fixture(scope="module")
 def ocr() -> OcrVLM:
-    return OcrVLM()
+    return OcrVLM(rule_book("ocr"))
 
 
 def _judge(question_id: str, expected: str | None, layer: int = 1, track: str = "text") -> dict:
@@ -122,7 +116,7 @@ def test_bad_requests_fail_alone(figure: bytes, ocr: OcrVLM) -> None:
 def test_missing_tesseract_names_the_package(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(pytesseract.pytesseract, "tesseract_cmd", "tesseract-not-installed-here")
     with pytest.raises(OcrUnavailableError, match="apt-get install tesseract-ocr"):
-        OcrVLM()
+        OcrVLM(rule_book("ocr"))
 
 
 def test_text_on_a_transparent_background_is_read() -> None:
@@ -171,7 +165,7 @@ def _web_plot() -> tuple[bytes, tuple[int, int, int, int]]:
 
 def _judge_text(reading, label: str) -> dict:
     item = JudgeItem(id="q", question="q", layer=1, track="text", expected_text=label)
-    return judge_item(item, reading)
+    return answer_text(item, reading)
 
 
 def test_small_and_upward_labels_of_a_web_figure_are_read_where_they_are_drawn() -> None:
@@ -343,7 +337,7 @@ def test_the_second_recogniser_answers_only_where_tesseract_leaves_doubt() -> No
 
 
 def test_the_judge_reads_again_with_the_second_recogniser(monkeypatch: pytest.MonkeyPatch) -> None:
-    import sciir.backends.ocr as module
+    import sciir.backends.readers.second_reader as module
 
     monkeypatch.setattr(module, "second_recogniser_available", lambda: True)
     monkeypatch.setattr(module, "_SECOND_READINGS", lambda png: ("Aspirin",))
@@ -351,7 +345,7 @@ def test_the_judge_reads_again_with_the_second_recogniser(monkeypatch: pytest.Mo
     request = VLMRequest(
         task="judge", prompt="", images=[b"png"], context={"checklist": [_judge("q1", "Aspirin")]}
     )
-    [answer] = module.judge_by_ocr(request, lambda png: unsure).output["answers"]
+    [answer] = judge.answer_by_text(request, Sight(lambda png: unsure)).output["answers"]
     assert answer["verdict"] == "yes"
 
 
@@ -360,7 +354,7 @@ def test_without_the_second_recogniser_the_reading_is_kept_and_the_install_named
 ) -> None:
     import importlib.util
 
-    import sciir.backends.ocr as module
+    import sciir.backends.readers.second_reader as module
 
     monkeypatch.setattr(importlib.util, "find_spec", lambda name, *args: None)
     monkeypatch.setattr(module, "_second_warned", False)
@@ -374,7 +368,7 @@ def test_without_the_second_recogniser_the_reading_is_kept_and_the_install_named
 def test_the_second_recogniser_reads_offline_from_its_bundled_models() -> None:
     import importlib.resources
 
-    import sciir.backends.ocr as module
+    import sciir.backends.readers.second_reader as module
 
     if not module.second_recogniser_available():
         pytest.skip(f"{module.SECOND_RECOGNISER} not installed")
@@ -396,7 +390,7 @@ def test_importing_the_reader_loads_no_second_recogniser() -> None:
     import sys
 
     code = (
-        "import sys, sciir.backends.ocr, sciir.backends.offline; "
+        "import sys, sciir.backends.ocr, sciir.backends.offline, sciir.tasks.registry; "
         "print(sorted(m for m in ('rapidocr_onnxruntime', 'onnxruntime') if m in sys.modules))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout

@@ -10,17 +10,12 @@ import pytest
 from PIL import Image, ImageDraw, ImageFont
 
 from sciir.backends.base import VLMRequest
-from sciir.backends.ocr import OcrLine, OcrReading, OcrWord
 from sciir.backends.offline import OfflineVLM
-from sciir.tasks.annotation import Checklist, Reasoning, TrackScores, build_request, parse_output
-from sciir.tasks.annotation_rules import (
-    figure_kind,
-    plausible_labels,
-    score_from_cues,
-    stated_laws,
-    track_cues,
-    visible_caption_terms,
-)
+from sciir.backends.readers.text import OcrLine, OcrReading, OcrWord
+from sciir.tasks.checklist import Checklist
+from sciir.tasks.reasoning import Reasoning, figure_kind, plausible_labels, stated_laws, visible_caption_terms
+from sciir.tasks.registry import ANNOTATION_TASKS, rule_book
+from sciir.tasks.track_scores import TrackScores, score_from_cues, track_cues
 
 FONT = Path(matplotlib.get_data_path()) / "fonts" / "ttf" / "DejaVuSans.ttf"
 STEPS = ("Sample collection", "RNA extraction", "Sequencing")
@@ -29,7 +24,9 @@ CAPTION = (
     "Read counts are proportional to transcript abundance."
 )
 # The methods imply the order across sentences and state no pair explicitly: relations come from the arrows.
-METHODS = "The protocol begins with sample collection. RNA extraction is then carried out. Reads were aligned."
+METHODS = (
+    "The protocol begins with sample collection. RNA extraction is then carried out. Reads were aligned."
+)
 
 
 def _workflow_png() -> bytes:
@@ -58,12 +55,12 @@ def figure() -> bytes:
 
 @pytest.fixture(scope="module")
 def offline() -> OfflineVLM:
-    return OfflineVLM()
+    return OfflineVLM(rule_book("offline"))
 
 
 def _ask(offline: OfflineVLM, task: str, context: dict, image: bytes | None = None):
-    [result] = offline.generate([build_request(task, context, image)])
-    return parse_output(task, result)
+    [result] = offline.generate([ANNOTATION_TASKS[task].build(context, image)])
+    return ANNOTATION_TASKS[task].parse_output(result)
 
 
 def test_track_scores_follow_text_evidence_only(offline: OfflineVLM, figure: bytes) -> None:
@@ -144,7 +141,10 @@ def test_checklist_layers_ids_and_parents(offline: OfflineVLM) -> None:
     assert isinstance(checklist, Checklist)
     by_id = {q.id: q for q in checklist.questions}
     assert by_id["L1-01"].question == 'Is the text "Glucose" rendered with exactly this spelling?'
-    assert _fields(by_id["L1-02"]) == ("text", "positive", ["Pyruvate"]) and by_id["L1-02"].expected_text == "Pyruvate"
+    assert (
+        _fields(by_id["L1-02"]) == ("text", "positive", ["Pyruvate"])
+        and by_id["L1-02"].expected_text == "Pyruvate"
+    )
     # entity: a positive and a negative (not duplicated) question per term; the term naming a law is left out
     entity = [q for q in checklist.questions if q.track == "entity"]
     assert [(q.id, *_fields(q)) for q in entity] == [
@@ -174,8 +174,8 @@ def test_each_labelled_track_gets_positive_and_negative_questions(offline: Offli
 
 
 def test_checklist_without_anything_to_check_fails(offline: OfflineVLM) -> None:
-    request = build_request(
-        "checklist", {"terms": [], "required_text": [], "relations": [], "laws": [], "tracks": ["law"]}
+    request = ANNOTATION_TASKS["checklist"].build(
+        {"terms": [], "required_text": [], "relations": [], "laws": [], "tracks": ["law"]}
     )
     [result] = offline.generate([request])
     assert not result.ok and "nothing to check" in result.failure
@@ -183,14 +183,21 @@ def test_checklist_without_anything_to_check_fails(offline: OfflineVLM) -> None:
 
 def _item(qid: str, kind: str | None, about: list[str], polarity: str = "positive", **fields) -> dict:
     track = {"text": "text", "entity": "entity", "relation": "process", "law": "law", None: "entity"}[kind]
-    item = {"id": qid, "question": "q", "layer": 1 if kind == "text" else 2, "track": track,
-            "expected_text": about[0] if kind == "text" else None}
+    item = {
+        "id": qid,
+        "question": "q",
+        "layer": 1 if kind == "text" else 2,
+        "track": track,
+        "expected_text": about[0] if kind == "text" else None,
+    }
     if kind is not None:
         item |= {"kind": kind, "polarity": polarity, "about": about}
     return item | fields
 
 
-def test_judge_answers_what_the_drawing_shows_and_unknown_tasks_fail(offline: OfflineVLM, figure: bytes) -> None:
+def test_judge_answers_what_the_drawing_shows_and_unknown_tasks_fail(
+    offline: OfflineVLM, figure: bytes
+) -> None:
     checklist = [
         _item("text", "text", ["RNA extraction"]),
         _item("entity", "entity", ["RNA extraction"]),
@@ -221,12 +228,17 @@ def test_judge_answers_what_the_drawing_shows_and_unknown_tasks_fail(offline: Of
         "law": None,  # not written in the image
         "unstructured": None,
     }
-    assert unknown.failure.startswith("offline backend: no task 'caption' is registered (known: ['abstract_prompt'")
+    assert unknown.failure.startswith(
+        "offline backend: no task 'caption' is registered (known: ['abstract_prompt'"
+    )
 
 
 def test_answers_are_deterministic(figure: bytes) -> None:
-    request = build_request("reasoning", {"caption": CAPTION, "methods_text": METHODS}, figure)
-    first, second = OfflineVLM().generate([request]), OfflineVLM().generate([request])
+    request = ANNOTATION_TASKS["reasoning"].build({"caption": CAPTION, "methods_text": METHODS}, figure)
+    first, second = (
+        OfflineVLM(rule_book("offline")).generate([request]),
+        OfflineVLM(rule_book("offline")).generate([request]),
+    )
     assert first[0].output == second[0].output
 
 

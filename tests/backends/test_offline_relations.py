@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from sciir.backends.diagram import Shape, read_diagram
-from sciir.backends.ocr import read_text
-from sciir.backends.offline_relations import drawn_relations, figure_relations, shape_label, stated_relations
+from sciir.backends.readers.diagram import Shape, drawn_relations, read_diagram, shape_label
+from sciir.backends.readers.tesseract import read_text
+from sciir.tasks.relations import figure_relations, stated_relations
 from sciir.testing.drawings import draw_boxes
 
 LABELS = ["Glucose", "Pyruvate", "Lactate"]

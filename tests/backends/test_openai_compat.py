@@ -15,9 +15,10 @@ import pytest
 from PIL import Image
 from pydantic import ValidationError
 
-from sciir.backends.base import VLMRequest
-from sciir.backends.http_client import RateLimits, TokenBucket
-from sciir.backends.openai_compat import OpenAICompatibleVLM, first_token_logprobs, reply_text
+from sciir.backends.base import VLMRequest, VLMResult
+from sciir.backends.http.rate_limits import RateLimits, TokenBucket
+from sciir.backends.openai_compat import OpenAICompatibleVLM
+from sciir.backends.openai_replies import first_token_logprobs, reply_text
 from sciir.backends.replies import (
     InvalidReply,
     UnsupportedSchema,
@@ -25,9 +26,11 @@ from sciir.backends.replies import (
     reply_validator,
     schema_problems,
 )
-from sciir.tasks.annotation import TASKS
 from sciir.tasks.judge import JUDGE_REPLY_SCHEMA, render_judge_prompt
-from sciir.testing.fake_openai_server import FakeOpenAIServer, FaultPlan, FirstTokenDistribution
+from sciir.tasks.registry import ANNOTATION_TASKS as TASKS
+from sciir.testing.chat_answers import FirstTokenDistribution
+from sciir.testing.fake_openai_server import FakeOpenAIServer
+from sciir.testing.fault_plan import FaultPlan
 
 API_KEY = "sk-test-DO-NOT-LEAK-4711"
 CHECKLIST = [
@@ -352,7 +355,7 @@ def test_judge_replies_are_checked_for_nested_types_required_fields_and_extras(v
 
 def test_pydantic_generated_schemas_with_refs_unions_and_bounds_are_checked() -> None:
     # pydantic's own schema: $defs + $ref, anyOf [string, null], enums, minItems, optional fields
-    checklist_schema = TASKS["checklist"].output.model_json_schema()
+    checklist_schema = TASKS["checklist"].reply_schema.model_json_schema()
     question = {
         "id": "a",
         "layer": 1,
@@ -374,7 +377,7 @@ def test_pydantic_generated_schemas_with_refs_unions_and_bounds_are_checked() ->
         "questions: [] should be non-empty"
     ]
     scores = {"entity": 11, "process": "3", "law": 2, "rationale": "r"}
-    assert schema_problems(scores, TASKS["track_scores"].schema) == [
+    assert schema_problems(scores, TASKS["track_scores"].schema()) == [
         "entity: 11 is greater than the maximum of 10",
         "process: '3' is not of type 'integer'",
     ]
@@ -436,11 +439,15 @@ def test_streaming_reports_each_result_as_it_completes() -> None:
     # The first request is rate limited once (Retry-After 0.3 s), so the second one finishes first.
     plan = FaultPlan(script=["429"], retry_after_s=0.3)
     reported: list[tuple[int, bool]] = []
+    answered: dict[int, VLMResult] = {}
+
+    def report(index: int, result: VLMResult) -> None:
+        reported.append((index, result.ok))
+        answered[index] = result
+
     with FakeOpenAIServer(faults=plan) as srv:
-        results = _vlm(srv, concurrency=2).generate_streaming(
-            [_judge_request("q1"), _judge_request("q2")],
-            lambda index, result: reported.append((index, result.ok)),
-        )
+        _vlm(srv, concurrency=2).stream([_judge_request("q1"), _judge_request("q2")], report)
+    results = [answered[index] for index in sorted(answered)]
     assert reported == [(1, True), (0, True)]
     assert [r.output["answers"][0]["id"] for r in results] == ["q1", "q2"]
 
@@ -561,7 +568,7 @@ def test_a_request_asks_for_a_json_object_or_logprobs_and_only_logprobs_change_i
 
 
 def test_a_data_url_is_spliced_into_the_body_exactly_as_json_would_write_it() -> None:
-    from sciir.backends.http_client import JSONText, json_body
+    from sciir.backends.http.json_body import JSONText, json_body
 
     url = "data:image/png;base64," + base64.b64encode(bytes(range(256)) * 50).decode("ascii")
     plain = {"messages": [{"content": [{"type": "text", "text": 'say "hi"\n'}, {"image_url": {"url": url}}]}]}

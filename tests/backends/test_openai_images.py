@@ -150,10 +150,14 @@ def test_one_refused_request_does_not_stop_the_others_and_results_keep_their_ord
 
     requests = [_request("a"), _request("b"), _request("c")]
     with FakeImagesServer(responder=refuse_the_second) as server:
-        reported = []
-        results = _generator(server, concurrency=3).generate_streaming(
-            requests, lambda index, result: reported.append(index)
-        )
+        reported, answered = [], {}
+
+        def report(index, result):
+            reported.append(index)
+            answered[index] = result
+
+        _generator(server, concurrency=3).stream(requests, report)
+        results = [answered[index] for index in sorted(answered)]
     assert [r.sample_id for r in results] == ["a", "b", "c"]
     assert [r.ok for r in results] == [True, False, True]
     assert "prompt refused" in (results[1].failure or "")

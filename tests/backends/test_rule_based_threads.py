@@ -11,10 +11,11 @@ import pytest
 from sciir.backends import rule_based
 from sciir.backends.base import VLMRequest, VLMResult
 from sciir.backends.offline import OfflineVLM
+from sciir.backends.rule_based import RuleBook
 
 
 @pytest.fixture
-def spied_rules(monkeypatch):
+def spied_rules():
     threads: set[str] = set()
 
     def rules(request: VLMRequest, sight: object) -> VLMResult:
@@ -24,24 +25,25 @@ def spied_rules(monkeypatch):
             raise ValueError("unreadable image")
         return VLMResult(output={"prompt": request.prompt})
 
-    monkeypatch.setattr(rule_based, "answerer", lambda task, reader: rules)
-    return threads
+    return threads, RuleBook("offline", {"screen": rules}, ("screen",))
 
 
 def test_a_batch_is_answered_on_several_threads_in_request_order(spied_rules, monkeypatch):
     monkeypatch.setattr(rule_based, "answer_threads", lambda: 2)
+    threads, rules = spied_rules
     prompts = [str(number) for number in range(6)]
     prompts[3] = "bad"
-    results = OfflineVLM().generate([VLMRequest(task="screen", prompt=prompt) for prompt in prompts])
+    results = OfflineVLM(rules).generate([VLMRequest(task="screen", prompt=prompt) for prompt in prompts])
     assert [result.output for result in results if result.ok] == [
         {"prompt": prompt} for prompt in prompts if prompt != "bad"
     ]
     assert [index for index, result in enumerate(results) if not result.ok] == [3]
     assert "unreadable image" in results[3].failure
-    assert len(spied_rules) == 2 and all(name.startswith("offline-rules") for name in spied_rules)
+    assert len(threads) == 2 and all(name.startswith("offline-rules") for name in threads)
 
 
 def test_one_core_answers_on_the_calling_thread(spied_rules, monkeypatch):
     monkeypatch.setattr(rule_based, "answer_threads", lambda: 1)
-    OfflineVLM().generate([VLMRequest(task="screen", prompt=str(n)) for n in range(3)])
-    assert spied_rules == {threading.current_thread().name}
+    threads, rules = spied_rules
+    OfflineVLM(rules).generate([VLMRequest(task="screen", prompt=str(n)) for n in range(3)])
+    assert threads == {threading.current_thread().name}

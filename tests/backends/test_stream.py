@@ -10,10 +10,12 @@ import pytest
 
 from sciir.backends.base import VisionLanguageModel, VLMRequest, VLMResult
 from sciir.backends.cache import CachedVLM, ResponseCache
-from sciir.backends.http_client import HTTPSession, HTTPTransport
+from sciir.backends.http.client import HTTPTransport
+from sciir.backends.http.session import HTTPSession
 from sciir.backends.openai_compat import OpenAICompatibleVLM
-from sciir.testing.fake_openai_server import FakeOpenAIServer, FaultPlan
-from sciir.testing.scripted import PromptLengthVLM
+from sciir.testing.fake_openai_server import FakeOpenAIServer
+from sciir.testing.fault_plan import FaultPlan
+from sciir.testing.scripted import LastToFirst, PromptLengthVLM
 
 
 def _judge_request(n: int) -> VLMRequest:
@@ -46,7 +48,7 @@ def test_an_http_stream_keeps_at_most_window_requests_ahead_of_the_replies():
 
     with FakeOpenAIServer(faults=FaultPlan(latency_s=(0.0, 0.02), seed=3)) as srv:
         judge = OpenAICompatibleVLM(base_url=srv.base_url, model="judge", concurrency=window)
-        judge.generate_stream(stream, arrived)
+        judge.stream(stream, arrived)
         stats = srv.stats
     assert sorted(positions) == list(range(total))
     assert stats.chat_requests == total and stats.max_in_flight == window
@@ -58,7 +60,7 @@ def test_an_http_stream_keeps_at_most_window_requests_ahead_of_the_replies():
 def test_a_window_smaller_than_the_concurrency_bounds_the_requests_in_flight():
     with FakeOpenAIServer(faults=FaultPlan(latency_s=(0.0, 0.01), seed=1)) as srv:
         judge = OpenAICompatibleVLM(base_url=srv.base_url, model="judge", concurrency=8)
-        judge.generate_stream((_judge_request(n) for n in range(24)), lambda index, result: None, window=2)
+        judge.stream((_judge_request(n) for n in range(24)), lambda index, result: None, window=2)
         assert srv.stats.max_in_flight <= 2 and srv.stats.chat_requests == 24
 
 
@@ -108,30 +110,20 @@ def test_an_exception_from_the_producer_stops_the_stream():
         transport.run_stream(broken(), call, lambda item, err: item, lambda position, item: None)
 
 
-class ReversedVLM(PromptLengthVLM):
-    """A synchronous backend that reports each batch's results last to first."""
-
-    def generate_streaming(self, requests, on_result):
-        results = self.generate(requests)
-        for index in reversed(range(len(results))):
-            on_result(index, results[index])
-        return results
+class ReversedVLM(LastToFirst, PromptLengthVLM):
+    """A synchronous backend that reports each window's results last to first."""
 
 
 def test_a_synchronous_backend_streams_one_window_at_a_time_and_positions_stay_right():
     stream = Pulled([VLMRequest(task="t", prompt="x" * n) for n in range(1, 8)])
     seen: dict[int, tuple[int, dict]] = {}
     backend = ReversedVLM()
-    backend.generate_stream(
-        stream, lambda position, result: seen.update({position: (stream.count, result.output)})
-    )
+    backend.stream(stream, lambda position, result: seen.update({position: (stream.count, result.output)}))
     assert {position: output for position, (_, output) in seen.items()} == {p: {"n": p + 1} for p in range(7)}
     assert seen[0][0] == 7  # the default window (16) holds the whole stream
     windowed = Pulled(stream.requests)
     pulled: dict[int, int] = {}
-    backend.generate_stream(
-        windowed, lambda position, result: pulled.update({position: windowed.count}), window=3
-    )
+    backend.stream(windowed, lambda position, result: pulled.update({position: windowed.count}), window=3)
     assert pulled == {0: 3, 1: 3, 2: 3, 3: 6, 4: 6, 5: 6, 6: 7}
 
 
@@ -143,9 +135,7 @@ def test_cache_hits_stream_at_once_and_only_misses_reach_the_backend(tmp_path):
     assert inner.calls == 6
     cached = CachedVLM(inner, cache)
     answers: dict[int, VLMResult] = {}
-    cached.generate_stream(
-        iter(requests + requests[8:]), lambda position, result: answers.update({position: result})
-    )
+    cached.stream(iter(requests + requests[8:]), lambda position, result: answers.update({position: result}))
     assert inner.calls == 6 + 4  # requests 6..9 once each; their repeats at positions 10, 11 ride along
     assert sorted(answers) == list(range(12))
     assert all(answers[p].cached for p in [*range(6), 10, 11])  # hits, and repeats answered unsent
@@ -172,5 +162,5 @@ def test_a_fully_cached_stream_never_calls_the_backend(tmp_path):
     CachedVLM(Recording(), cache).generate(requests)
     again = Recording()
     order: list[int] = []
-    CachedVLM(again, cache).generate_stream(iter(requests), lambda position, result: order.append(position))
+    CachedVLM(again, cache).stream(iter(requests), lambda position, result: order.append(position))
     assert again.sent == 0 and order == list(range(20))

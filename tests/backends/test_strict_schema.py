@@ -18,7 +18,9 @@ from sciir.backends.strict_schema import (
     strict_schema,
     strict_schema_problems,
 )
-from sciir.tasks.annotation import TASKS, Checklist, parse_output
+from sciir.tasks.checklist import Checklist
+from sciir.tasks.registry import ANNOTATION_TASKS
+from sciir.tasks.registry import ANNOTATION_TASKS as TASKS
 
 
 def _closed(properties: dict[str, Any], **extra: Any) -> dict[str, Any]:
@@ -219,7 +221,7 @@ def test_nullable_widens_a_type_and_wraps_what_a_type_cannot_widen() -> None:
 
 
 def test_a_checklist_reply_with_null_optional_fields_parses_to_the_models_meaning() -> None:
-    schema = TASKS["checklist"].schema
+    schema = TASKS["checklist"].schema()
     item_schema = schema["$defs"]["ChecklistQuestion"]["properties"]
     text_question = {"id": "L1-01", "layer": 1, "track": "text", "kind": "text", "about": ["ATP"]}
     arrow_question = {
@@ -237,7 +239,7 @@ def test_a_checklist_reply_with_null_optional_fields_parses_to_the_models_meanin
         {key: {**arrow_question, "parent_ids": ["L1-01"]}.get(key) for key in item_schema},
     ]
     assert schema_problems({"questions": questions}, schema) == []
-    checklist = parse_output("checklist", VLMResult(output={"questions": questions}))
+    checklist = ANNOTATION_TASKS["checklist"].parse_output(VLMResult(output={"questions": questions}))
     assert isinstance(checklist, Checklist)
     first, second = checklist.questions
     assert first.parent_ids == [] and first.expected_text == "ATP"

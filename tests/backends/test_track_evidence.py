@@ -8,14 +8,17 @@ import random
 import pytest
 from PIL import Image
 
-from sciir.backends.diagram import grey_levels, read_diagram
-from sciir.backends.ocr import read_text
-from sciir.backends.offline_relations import drawn_relations
-from sciir.backends.track_evidence import TrackSight, is_equation, track_sights
+from sciir.backends.readers.diagram import drawn_relations, grey_levels, read_diagram
+from sciir.backends.readers.tesseract import read_text
 from sciir.sample.build import encode_png
-from sciir.sample.content import CIRCUIT_TOPICS, LAW_TOPICS, MOLECULE_TOPICS, PROCESS_TOPICS, REACTION_TOPICS
-from sciir.sample.renderers import molecule_body, render_panel
-from sciir.tasks.annotation_rules import plausible_labels
+from sciir.sample.circuit_topics import CIRCUIT_TOPICS
+from sciir.sample.law_topics import LAW_TOPICS
+from sciir.sample.molecule_topics import MOLECULE_TOPICS
+from sciir.sample.panel_kinds import render_panel
+from sciir.sample.process_topics import PROCESS_TOPICS
+from sciir.sample.reaction_topics import REACTION_TOPICS
+from sciir.sample.renderers import molecule_body
+from sciir.tasks.reasoning import TrackSight, is_equation, plausible_labels, track_sights
 
 PANELS = [
     ("process", PROCESS_TOPICS[2]),

@@ -18,16 +18,12 @@ import pytest
 import torch
 from PIL import Image
 
-from sciir.backends.base import VLMRequest
+from sciir.backends.base import VLMRequest, VLMResult
 from sciir.backends.registry import build_backend
 from sciir.backends.replies import schema_problems
-from sciir.backends.transformers_vlm import (
-    TransformersVLM,
-    completion_length,
-    load_processor,
-    reply_result,
-)
-from sciir.evaluation.baseline_metrics import build_vqascore_request, vqascore_from_result
+from sciir.backends.transformers_runtime import load_processor
+from sciir.backends.transformers_vlm import TransformersVLM, completion_length, reply_result
+from sciir.tasks.vqascore import build_vqascore_request, vqascore_from_result
 from sciir.testing.tiny_vlm import save_tiny_vlm
 
 SRC = Path(__file__).resolve().parents[2] / "src"
@@ -225,9 +221,14 @@ def test_sampling_without_a_seed_fails_that_request_without_generating(model_fol
 
 def test_streaming_reports_each_result_once_as_its_batch_completes(batched):
     reported: list[tuple[int, str | None]] = []
-    results = batched.generate_streaming(
-        _requests(), lambda index, result: reported.append((index, result.raw))
-    )
+    answered: dict[int, VLMResult] = {}
+
+    def report(index: int, result: VLMResult) -> None:
+        reported.append((index, result.raw))
+        answered[index] = result
+
+    batched.stream(_requests(), report)
+    results = [answered[index] for index in sorted(answered)]
     assert sorted(reported) == sorted(enumerate(r.raw for r in results))
     assert [index for index, _ in reported] == [0, 1, 2]  # batches of two then one, in order
 

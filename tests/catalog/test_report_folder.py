@@ -11,7 +11,8 @@ import pytest
 from kedro.io import DatasetError
 from kedro_mlflow.io.artifacts import MlflowArtifactDataset
 
-from sciir.catalog.report_dataset import ReportFolder, ReportFolderDataset
+from sciir.catalog.report_dataset import ReportFolderDataset
+from sciir.evaluation.report import ReportFolder
 
 PAGES = {"index.html": "<p>summary</p>", "models/a.html": '<img src="../thumbnails/x-256.png">'}
 

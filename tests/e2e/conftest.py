@@ -99,7 +99,9 @@ def kedro_run(root: Path, *args: str, env_vars: dict[str, str] | None = None) ->
     ``env_vars``, as a user sets them on the command line); the result is returned whatever the exit
     status, for the test to judge."""
     env = {key: value for key, value in os.environ.items() if not key.startswith("SCIIR_")}
-    env |= {"KEDRO_DISABLE_TELEMETRY": "1", **(env_vars or {})}
+    # A wide console: Rich wraps a log message beside the name of the module that logs it, so at its default
+    # 80 columns where a message breaks depends on that name; the tests read the messages, not the layout.
+    env |= {"KEDRO_DISABLE_TELEMETRY": "1", "COLUMNS": "240", **(env_vars or {})}
     return subprocess.run(
         [str(root / ".venv" / "bin" / "kedro"), "run", *args],
         cwd=root, env=env, capture_output=True, text=True, timeout=600,

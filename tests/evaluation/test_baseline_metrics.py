@@ -11,22 +11,25 @@ import pandas as pd
 import pytest
 from PIL import Image
 
+from sciir.aibench.params import VQAScoreSettings
 from sciir.backends.base import VLMResult
 from sciir.evaluation.baseline_metrics import (
     BASELINE_COLUMNS,
-    VQASCORE_TOP_LOGPROBS,
-    VQAScoreSettings,
     baseline_frame,
     baseline_summary,
-    build_vqascore_request,
     failed_row,
-    is_yes_token,
     scored_row,
+)
+from sciir.pipelines.evaluate.aibench_nodes import baseline_metrics
+from sciir.tasks.vqascore import (
+    VQASCORE_TOP_LOGPROBS,
+    build_vqascore_request,
+    is_yes_token,
     vqascore_from_result,
     yes_probability,
 )
-from sciir.pipelines.evaluate.aibench_nodes import baseline_metrics
-from sciir.testing.fake_openai_server import FakeOpenAIServer, FirstTokenDistribution, message_texts
+from sciir.testing.chat_answers import FirstTokenDistribution, message_texts
+from sciir.testing.fake_openai_server import FakeOpenAIServer
 
 
 def test_the_question_is_lin_et_al_template_and_has_no_schema() -> None:

@@ -223,7 +223,7 @@ def test_truth_is_found_on_real_reference_and_contestant_drawings():
         "reference_renderer_faulty": PlanReferenceRenderer(faults={"misspell_labels": 1, "drop_nodes": 1}),
         "programmatic": ProgrammaticGenerator(),
     }
-    _, _plans, manifest, _ = generate_images(benchmark, {}, generators, {"width": 256, "height": 256})
+    _, _plans, manifest, _, _ = generate_images(benchmark, {}, generators, {"width": 256, "height": 256})
     assert dict(zip(manifest["model"], manifest["role"], strict=True)) == {
         "reference_renderer": "reference",
         "reference_renderer_faulty": "reference",

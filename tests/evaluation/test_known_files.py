@@ -15,8 +15,8 @@ from sciir.backends.base import Deferred, VisionLanguageModel, VLMRequest, VLMRe
 from sciir.backends.cache import CachedVLM, ResponseCache
 from sciir.evaluation.generated_images import ExpectedImage, folder_images
 from sciir.evaluation.known_files import KnownFiles, KnownPayload, payload_or_known, with_image
+from sciir.evaluation.per_image_requests import ask_per_image
 from sciir.images.payload import ImageFile, ImageLimits, Payload, encode
-from sciir.pipelines.evaluate.aibench_nodes import ask_per_image
 from sciir.pipelines.evaluate.nodes import judge_generations
 from sciir.tasks.judge import build_judge_request
 
@@ -142,7 +142,7 @@ def test_content_changed_under_the_same_size_and_time_fails_that_image_with_the_
 
 def test_without_a_response_cache_nothing_is_remembered(images, full_reads):
     judge = CountingJudge()
-    assert KnownFiles.beside(judge) is None
+    assert KnownFiles.beside(judge.cache_file) is None
     judge_folder(images, judge)
     judge_folder(images, judge)
     assert judge.sent == 8 and len(full_reads) == 8
@@ -183,14 +183,14 @@ def test_a_deferred_request_is_made_only_on_a_miss_and_a_failure_to_make_it_is_n
         request.content_key() | {"images": [digest]}, lambda: request.model_copy(update={"images": image()})
     )
     results: dict[int, VLMResult] = {}
-    cached.generate_stream([ok], results.__setitem__)
-    cached.generate_stream([ok], results.__setitem__)
+    cached.stream([ok], results.__setitem__)
+    cached.stream([ok], results.__setitem__)
     assert made == ["read"] and judge.sent == 1 and results[0].cached
 
     broken = request.with_images_later(["cd" * 32], unreadable)
-    cached.generate_stream([broken], results.__setitem__)
+    cached.stream([broken], results.__setitem__)
     assert results[0].failure == "x.png is not a readable image: truncated"
-    cached.generate_stream([broken], results.__setitem__)
+    cached.stream([broken], results.__setitem__)
     assert cached.stats["failures"] == 2 and judge.sent == 1
 
 

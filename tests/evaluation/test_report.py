@@ -21,9 +21,9 @@ from sciir.evaluation.report import (
     missing_images,
     model_page_path,
     render_report,
-    thumbnail_path,
 )
 from sciir.evaluation.scoring import leaderboard, score_samples, score_table
+from sciir.evaluation.thumbnails import thumbnail_path
 from sciir.images.payload import encode
 from sciir.stats.bootstrap import BootstrapConfig
 

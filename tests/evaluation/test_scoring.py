@@ -7,12 +7,12 @@ import math
 import pandas as pd
 import pytest
 
+from sciir.evaluation.image_metrics import image_metrics
 from sciir.evaluation.scoring import (
     LEADERBOARD_COLUMNS,
     breakdown_table,
     category_pass,
     final_pass,
-    image_metrics,
     leaderboard,
     model_metrics,
     score_samples,

@@ -15,7 +15,7 @@ import pytest
 import yaml
 from PIL import Image
 
-from sciir.figures.imaging import Box
+from sciir.figures.panel_split import Box
 from sciir.figures.panels import detector_for
 from sciir.figures.params import CurateParams
 

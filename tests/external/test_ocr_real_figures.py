@@ -28,16 +28,14 @@ from pathlib import Path
 import pytest
 from PIL import Image
 
-from sciir.backends.ocr import (
+from sciir.backends.readers.second_reader import (
     SECOND_RECOGNISER,
-    JudgeItem,
-    judge_item,
-    read_text,
-    require_tesseract,
     second_recogniser_available,
     with_second_reading,
 )
+from sciir.backends.readers.tesseract import read_text, require_tesseract
 from sciir.images.payload import encode
+from sciir.tasks.sight_checks import JudgeItem, answer_text
 
 REPO = Path(__file__).resolve().parents[2]
 EXTERNAL = REPO / ".." / "shared" / "external"
@@ -65,7 +63,7 @@ def _verdicts(figure: dict) -> list[tuple[str, str, str | None]]:
     for kind in ("labels", "absent"):
         for entry in figure[kind]:
             item = JudgeItem(id="q", question="q", layer=1, track="text", expected_text=entry["text"])
-            answers.append((kind, entry["text"], judge_item(item, reading)["verdict"]))
+            answers.append((kind, entry["text"], answer_text(item, reading)["verdict"]))
     return answers
 
 

@@ -13,7 +13,8 @@ import pandas as pd
 import pytest
 
 from sciir.evaluation.aggregation import prompt_scores, question_mean_score, tifa_score
-from sciir.pipelines.human_corr.nodes import correlate_with_ratings, pair_metrics_with_ratings
+from sciir.evaluation.rating_pairs import pair_metrics_with_ratings
+from sciir.pipelines.human_corr.nodes import correlate_with_ratings
 from sciir.user_files.rating_files import (
     imagenhub_ratings,
     tifa_metric_scores,

@@ -11,21 +11,11 @@ import pytest
 import yaml
 from PIL import Image, ImageCms, ImageDraw
 
-from sciir.figures.imaging import (
-    Box,
-    GeometryRules,
-    SplitSettings,
-    UnreadableImageError,
-    encoded_png,
-    panel_rejections,
-    png_bytes,
-    split_panels,
-    standardise,
-    standardised_png,
-    to_srgb,
-)
-from sciir.images.colour import normalise
-from sciir.images.decode import decode_file
+from sciir.figures.geometry_rules import GeometryRules, panel_rejections
+from sciir.figures.panel_split import Box, SplitSettings, split_panels
+from sciir.figures.standardisation import encoded_png, png_bytes, standardise, standardised_png
+from sciir.images.colour import normalise, to_srgb
+from sciir.images.decode import UnreadableImageError, decode_file
 
 REPO = Path(__file__).resolve().parents[2]
 EXTERNAL_ARTICLES = REPO / ".." / "shared" / "external" / "articles"

@@ -10,14 +10,10 @@ from pathlib import Path
 import pytest
 from PIL import Image, ImageDraw, ImageFont
 
-from sciir.figures.imaging import Box, SplitSettings, panel_rejections
-from sciir.figures.panels import (
-    ClassicalSplitter,
-    DetectorParams,
-    GeometryParams,
-    detector_for,
-    merge_small_regions,
-)
+from sciir.figures.geometry_rules import GeometryParams, panel_rejections
+from sciir.figures.panel_detector import DetectorParams
+from sciir.figures.panel_split import Box, SplitSettings
+from sciir.figures.panels import ClassicalSplitter, detector_for, merge_small_regions
 
 FONT = ImageFont.load_default(size=22)
 

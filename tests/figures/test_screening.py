@@ -21,6 +21,7 @@ from sciir.figures.near_duplicates import first_copies, hamming, phash
 from sciir.figures.review import read_decisions, spot_check_sample
 from sciir.images.payload import ImageFile
 from sciir.pipelines.curate.screen_nodes import screen_panels
+from sciir.tasks.registry import rule_book
 
 
 class ScriptedScreener(VisionLanguageModel):
@@ -194,5 +195,5 @@ def test_offline_screen_keeps_drawings_rejects_text_and_blank_and_abstains_on_ph
         VLMRequest(task="screen", prompt="p", images=[_png(image)], context={"caption": ""})
         for image in (_drawing(3), text, photo, blank)
     ]
-    decisions = [result.output["decision"] for result in OfflineVLM().generate(requests)]
+    decisions = [result.output["decision"] for result in OfflineVLM(rule_book("offline")).generate(requests)]
     assert decisions == ["KEEP", "REJECT", None, "REJECT"]

@@ -12,8 +12,9 @@ import pytest
 from PIL import Image
 
 from sciir.figures.figure_work import FigureTask, curate_figure_file
-from sciir.figures.imaging import Box, SplitSettings
-from sciir.figures.panels import DetectorParams, detector_for
+from sciir.figures.panel_detector import DetectorParams
+from sciir.figures.panel_split import Box, SplitSettings
+from sciir.figures.panels import detector_for
 from sciir.figures.params import CurateParams, StandardiseParams
 from sciir.figures.privacy import PrivacyParams
 from sciir.figures.yolo import decode_detections

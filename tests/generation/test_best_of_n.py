@@ -25,6 +25,7 @@ from sciir.catalog.backend_dataset import BackendSetDataset
 from sciir.generation.best_of_n import BestOfNGenerator, BestOfSettings, build_score_request, choose
 from sciir.images.payload import encode
 from sciir.pipelines.generate.nodes import generate_images
+from sciir.tasks.registry import rule_book
 
 PROMPT = 'A flow diagram: "Glucose" -> "Pyruvate".'
 
@@ -93,7 +94,7 @@ def test_the_offline_selector_scores_text_rendering_and_abstains_without_quoted_
     misspelt = ProgrammaticGenerator().generate(
         [GenerationRequest(sample_id="s", prompt='A flow diagram: "Glucoze" -> "Pyruvat".', width=512, height=512)]
     )
-    offline = OfflineVLM()
+    offline = OfflineVLM(rule_book("offline"))
     good, bad, unquoted = offline.generate(
         [
             build_score_request(PROMPT, drawn[0].image),
@@ -112,7 +113,7 @@ def test_a_configured_best_of_n_records_its_candidates_in_the_manifest() -> None
         members={"best3": {"backend": "programmatic", "best_of": {"n": 3, "selector": {"backend": "offline"}}}},
     ).load()
     benchmark = pd.DataFrame({"sample_id": ["s1"], "prompt": [PROMPT]})
-    images, _, manifest, _ = generate_images(benchmark, {}, generators, {"width": 512, "height": 512})
+    images, _, manifest, _, _ = generate_images(benchmark, {}, generators, {"width": 512, "height": 512})
     record = json.loads(manifest.loc[0, "meta"])["best_of"]
     assert set(images) == {"best3/s1"} and record["n"] == 3 and record["seeds"] == [0, 1, 2]
     assert record["scores"] == [10, 10, 10] and record["chosen_seed"] == 0

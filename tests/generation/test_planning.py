@@ -100,7 +100,7 @@ def test_a_configured_planner_is_asked_over_http_and_its_plans_are_saved_beside_
                 "plain": {"backend": "programmatic"},
             },
         ).load()  # fmt: skip
-        images, plans, manifest, _ = generate_images(BENCHMARK, {}, generators, {"width": 256, "height": 256})
+        images, plans, manifest, _, _ = generate_images(BENCHMARK, {}, generators, {"width": 256, "height": 256})
         sent = [request.body for request in server.requests]
     assert len(sent) == 2 and all(body["response_format"]["json_schema"]["strict"] for body in sent)
     assert PROMPTS["s1"] in _prompt_sent(sent[0]) and "At most 60 words" in _prompt_sent(sent[0])

@@ -484,7 +484,7 @@ def test_odd_file_is_standardised(case: Case, corpus_run: tuple[pd.DataFrame, di
     assert rows["status"].tolist() == ["kept"], rows["reason"].tolist()
     row = rows.iloc[0]
     image = images[row["sample_id"]].image()
-    assert image.mode in ("L", "RGB")  # a grey figure stays one band (sciir.figures.imaging.standardised_png)
+    assert image.mode in ("L", "RGB")  # a grey figure stays one band (standardised_png)
     out = np.asarray(image.convert("RGB"))
     assert out.shape == (OUT, OUT, 3)
     case.check(out)

@@ -20,17 +20,17 @@ from sciir.backends.cache import request_key
 from sciir.backends.offline import OfflineVLM
 from sciir.catalog.image_dataset import EncodedImage, ImageFileDataset, ImageFolderDataset
 from sciir.images import payload as image_payload
+from sciir.images.conversion_workers import HEAD_BYTES, prepare_payloads
 from sciir.images.payload import (
     ConversionStore,
     ImageFile,
     ImageLimits,
     UnreadableImageFile,
-    backend_image_limits,
     payload,
-    prepare_payloads,
     sniff_format,
 )
 from sciir.tasks.judge import build_judge_request
+from sciir.tasks.registry import rule_book
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -155,7 +155,7 @@ def test_conversions_run_in_worker_processes_only_when_needed(tmp_path, monkeypa
 
 def test_deciding_what_goes_as_it_is_reads_only_the_start_of_each_file(tmp_path, monkeypatch):
     files = [_write(tmp_path, f"big{n}.png", _noisy(side=400 + n), "PNG") for n in range(3)]
-    assert all(path.stat().st_size > image_payload.HEAD_BYTES for path in files)
+    assert all(path.stat().st_size > HEAD_BYTES for path in files)
     sizes: list[int | None] = []
     original = ImageFile._read
 
@@ -165,7 +165,7 @@ def test_deciding_what_goes_as_it_is_reads_only_the_start_of_each_file(tmp_path,
 
     monkeypatch.setattr(ImageFile, "_read", counting)
     assert prepare_payloads([ImageFile.at(path) for path in files], ImageLimits(), ConversionStore()) == 0
-    assert sizes == [image_payload.HEAD_BYTES] * 3  # no whole file read to find nothing to convert
+    assert sizes == [HEAD_BYTES] * 3  # no whole file read to find nothing to convert
 
 
 @pytest.mark.parametrize(
@@ -203,7 +203,7 @@ def test_a_missing_file_names_it(tmp_path):
 def test_the_cache_key_hashes_the_bytes_once_and_follows_them(tmp_path, monkeypatch):
     one = _write(tmp_path, "one.png", _noisy(), "PNG")
     other = _write(tmp_path, "other.png", _noisy("L"), "PNG")
-    backend = OfflineVLM()
+    backend = OfflineVLM(rule_book("offline"))
     sent = payload(ImageFile.at(one), ImageLimits())
     assert sent.sha256 == hashlib.sha256(one.read_bytes()).hexdigest()  # hashed when made
     hashed: list[int] = []
@@ -226,8 +226,8 @@ def test_limits_come_from_the_backend_config():
     judge = OpenAICompatibleVLM(
         base_url="http://localhost:1/v1", model="m", image_max_side=512, image_format="webp"
     )
-    assert backend_image_limits(judge) == ImageLimits(512, "WEBP")
-    assert backend_image_limits(OfflineVLM()) == ImageLimits()
+    assert judge.image_limits == ImageLimits(512, "WEBP")
+    assert OfflineVLM(rule_book("offline")).image_limits == ImageLimits()
     with pytest.raises(ValueError, match="image_format"):
         ImageLimits(image_format="GIF")
 

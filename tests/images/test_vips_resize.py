@@ -11,7 +11,8 @@ import pyarrow
 import pytest
 from PIL import Image, ImageDraw, ImageFilter
 
-from sciir.figures.imaging import border_pixels, fitted_size, padding_colour, standardise
+from sciir.figures.standardisation import fitted_size, standardise
+from sciir.images.edge_colour import border_pixels, padding_colour
 from sciir.images.vips_resize import shrink_and_pad
 
 SIZE, TOLERANCE, SHARE = 1024, 24, 0.55
@@ -143,10 +144,10 @@ def test_shrink_and_pad_refuses_what_it_cannot_do() -> None:
 def test_pyvips_is_imported_only_by_standardising() -> None:
     code = (
         "import sys\n"
-        "import sciir.figures.imaging, sciir.pipelines.evaluate.pipeline, sciir.figures.figure_work\n"
+        "import sciir.figures.standardisation, sciir.pipelines.evaluate.pipeline, sciir.figures.figure_work\n"
         "assert 'pyvips' not in sys.modules, 'pyvips imported on import'\n"
         "from PIL import Image\n"
-        "sciir.figures.imaging.standardise(Image.new('RGB', (300, 200), 'white'), 128, 24, 0.55)\n"
+        "sciir.figures.standardisation.standardise(Image.new('RGB', (300, 200), 'white'), 128, 24, 0.55)\n"
         "assert 'pyvips' in sys.modules\n"
     )
     subprocess.run([sys.executable, "-c", code], check=True, timeout=120)

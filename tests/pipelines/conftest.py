@@ -12,7 +12,7 @@ import yaml
 from kedro.io import DataCatalog, MemoryDataset
 from kedro_datasets.json import JSONDataset
 
-from sciir.runs.tracking import MetricsDataset
+from sciir.catalog.metrics_dataset import MetricsDataset
 
 REPO = Path(__file__).resolve().parents[2]
 

@@ -28,14 +28,16 @@ from PIL import Image, ImageDraw, ImageFont
 from sciir.backends.base import VisionLanguageModel, VLMRequest, VLMResult
 from sciir.backends.cache import CachedVLM, ResponseCache
 from sciir.backends.offline import OfflineVLM
+from sciir.backends.rule_based import Sight
 from sciir.catalog.optional_dataset import MissingInput
-from sciir.evaluation.baseline_metrics import BASELINE_COLUMNS, CLIP_SKIPPED, VQASCORE_SKIPPED
+from sciir.evaluation.baseline_metrics import BASELINE_COLUMNS, CLIP_SKIPPED, VQASCORE_SKIPPED, vqascore_rows
+from sciir.evaluation.generated_images import expected_images
 from sciir.pipelines.annotate.aibench_nodes import create_aibench_pipeline as annotate_aibench
-from sciir.pipelines.evaluate.aibench_nodes import baseline_metrics, examine_images, image_jobs, vqascore_rows
+from sciir.pipelines.evaluate.aibench_nodes import baseline_metrics, examine_images
 from sciir.pipelines.evaluate.aibench_nodes import create_aibench_pipeline as evaluate_aibench
 from sciir.tasks.aesthetics import AESTHETICS_RUBRIC
-from sciir.tasks.offline_answers import aibench_questions as write_questions
-from sciir.tasks.registry import Sight
+from sciir.tasks.aibench_questions import answer_by_rules as write_questions
+from sciir.tasks.registry import rule_book
 
 FONT = Path(matplotlib.get_data_path()) / "fonts" / "ttf" / "DejaVuSans.ttf"
 STEPS = ["Mixing", "Heating", "Cooling"]
@@ -398,10 +400,10 @@ class LogprobModel(VisionLanguageModel):
 
 
 def test_vqascore_rows_read_p_yes_from_the_logprobs() -> None:
-    from sciir.evaluation.baseline_metrics import VQAScoreSettings
+    from sciir.aibench.params import VQAScoreSettings
 
     generations = {"m/flow": _canvas("white"), "m/mol": _canvas("black")}
-    jobs = image_jobs(generations, ["flow", "mol"])
+    jobs = expected_images(generations, ["flow", "mol"])
     prompts = dict(zip(BENCHMARK.sample_id, BENCHMARK.prompt, strict=True))
     rows = {
         row["sample_id"]: row
@@ -424,7 +426,7 @@ def test_the_offline_judge_answers_component_existence_only(annotated: dict) -> 
     datasets = _examination(
         {"drawn/flow": _flow_png},
         _manifest([("drawn", "flow", None)]),
-        OfflineVLM(),
+        OfflineVLM(rule_book("offline")),
         annotated["aibench_qa"],
         aibench_set=AIBENCH_SET.iloc[:1],
     )
@@ -440,7 +442,7 @@ def test_image_branches_are_skipped_with_one_line_without_images(caplog) -> None
     datasets = _examination(
         MissingInput(location="data/07_model_output/aibench_generations", written_by="generate"),
         MissingInput(location="aibench_generation_manifest.parquet", written_by="generate"),
-        OfflineVLM(),
+        OfflineVLM(rule_book("offline")),
         MissingInput(location="aibench_qa.parquet", written_by="annotate"),
         generations=missing,
     )
@@ -475,7 +477,7 @@ def test_image_branches_are_skipped_with_one_line_without_images(caplog) -> None
     assert answers.empty and ratings.empty and "evaluate.images_dir is set (my_images)" in caplog.text
 
 
-class RefusingJudge(OfflineVLM):
+class RefusingJudge(VisionLanguageModel):
     """Any request is a test failure: a branch that should be skipped asked a model."""
 
     def generate(self, requests):  # type: ignore[override]

@@ -15,15 +15,19 @@ from kedro.runner import SequentialRunner
 from kedro_datasets.pandas import ParquetDataset
 from PIL import Image
 
+from sciir.annotation.tables import ANNOTATION_COLUMNS
 from sciir.backends.base import VisionLanguageModel, VLMRequest, VLMResult
 from sciir.backends.cache import CachedVLM, ResponseCache
 from sciir.backends.offline import OfflineVLM
 from sciir.pipelines.annotate import create_pipeline
-from sciir.pipelines.annotate.nodes import ANNOTATION_COLUMNS, CHECKLIST_COLUMNS, annotate
-from sciir.sample.content import LAW_TOPICS, PROCESS_TOPICS
+from sciir.pipelines.annotate.nodes import annotate
+from sciir.sample.law_topics import LAW_TOPICS
+from sciir.sample.panel_kinds import render_panel
+from sciir.sample.process_topics import PROCESS_TOPICS
 from sciir.sample.prose import PanelProse, methods_text
-from sciir.sample.renderers import render_panel
+from sciir.tasks.annotation import CHECKLIST_COLUMNS
 from sciir.tasks.laws import compact
+from sciir.tasks.registry import rule_book
 
 PARAMS = {"tau": 7, "batch_size": 2, "max_methods_chars": 4000}
 PROCESS = next(topic for topic in PROCESS_TOPICS if topic.title == "Glucose metabolism")
@@ -76,7 +80,7 @@ def sample() -> dict:
 @pytest.fixture(scope="module")
 def first_run(sample: dict, tmp_path_factory) -> dict:
     cache_path = tmp_path_factory.mktemp("annotate") / "responses.sqlite"
-    annotator = CachedVLM(OfflineVLM(), ResponseCache(cache_path))
+    annotator = CachedVLM(OfflineVLM(rule_book("offline")), ResponseCache(cache_path))
     annotations, checklists, metrics = annotate(sample["curated"], sample["images"], annotator, PARAMS)
     return {
         "annotations": annotations,
@@ -160,7 +164,7 @@ def test_metrics_count_outcomes_and_cache(first_run: dict) -> None:
 
 
 def test_a_rerun_is_served_from_the_cache(first_run: dict, sample: dict) -> None:
-    annotator = CachedVLM(OfflineVLM(), ResponseCache(first_run["cache_path"]))
+    annotator = CachedVLM(OfflineVLM(rule_book("offline")), ResponseCache(first_run["cache_path"]))
     annotations, _, metrics = annotate(sample["curated"], sample["images"], annotator, PARAMS)
     assert metrics["cache_hits"] == 10 and metrics["cache_misses"] == 0
     # Reasons quote the image loader's error, which names an in-memory object here; compare the rest.
@@ -196,7 +200,7 @@ def test_pipeline_runs_and_saves_parquet(sample: dict, tmp_path: Path) -> None:
         {
             "curated": MemoryDataset(sample["curated"].iloc[:2]),
             "curated_images": MemoryDataset(sample["images"], copy_mode="assign"),
-            "annotator": MemoryDataset(OfflineVLM(), copy_mode="assign"),
+            "annotator": MemoryDataset(OfflineVLM(rule_book("offline")), copy_mode="assign"),
             "params:annotate": MemoryDataset(PARAMS),
             "params:aibench": MemoryDataset({}),
             "annotations": ParquetDataset(filepath=str(tmp_path / "annotations.parquet")),

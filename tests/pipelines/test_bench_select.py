@@ -17,7 +17,7 @@ from PIL import Image
 
 from sciir.catalog.release_dataset import ReleaseFolderDataset
 from sciir.pipelines.bench_select import create_pipeline
-from sciir.pipelines.bench_select.nodes import BenchSelectParams
+from sciir.selection.params import BenchSelectParams
 from sciir.selection.release import build_release
 
 REPO = Path(__file__).resolve().parents[2]

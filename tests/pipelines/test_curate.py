@@ -14,11 +14,13 @@ from kedro.runner import SequentialRunner
 from PIL import Image, ImageDraw
 
 from sciir.backends.offline import OfflineVLM
+from sciir.figures.curated_rows import CURATED_COLUMNS
 from sciir.figures.ids import sample_id
 from sciir.pipelines.curate import create_pipeline as create_curate
-from sciir.pipelines.curate.nodes import CURATED_COLUMNS, curate_figures, summarise_curate
+from sciir.pipelines.curate.nodes import curate_figures, summarise_curate
 from sciir.pipelines.ingest import create_pipeline as create_ingest
 from sciir.pipelines.ingest.nodes import ingest_articles, prepare_source
+from sciir.tasks.registry import rule_book
 from sciir.testing.figure_rows import kept_figure_row
 
 REPO = Path(__file__).resolve().parents[2]
@@ -175,7 +177,7 @@ def test_ingest_then_curate_on_external_articles_accounts_for_every_figure(tmp_p
     ingest_params = _params("ingest")
     ingest_params["source"] = {"kind": "jats_folder", "path": str(EXTERNAL_ARTICLES)}
     catalog = _file_catalog(tmp_path, {"ingest": ingest_params, "curate": _curate_params(tmp_path)})
-    catalog["screener"] = MemoryDataset(OfflineVLM(), copy_mode="assign")
+    catalog["screener"] = MemoryDataset(OfflineVLM(rule_book("offline")), copy_mode="assign")
     outputs = SequentialRunner().run(create_ingest() + create_curate(), catalog)
     figures = catalog["figures"].load()
     curated = catalog["curated"].load()

@@ -26,9 +26,11 @@ from PIL import Image
 from sciir.backends.base import VisionLanguageModel, VLMRequest, VLMResult
 from sciir.backends.cache import CachedVLM, ResponseCache
 from sciir.catalog.report_dataset import ReportFolderDataset
+from sciir.evaluation.params import EvaluateParams
 from sciir.pipelines.evaluate import create_pipeline
-from sciir.pipelines.evaluate.nodes import EvaluateParams, judge_generations, plot_tracks, validate_judge
+from sciir.pipelines.evaluate.nodes import judge_generations, plot_tracks, validate_judge
 from sciir.pipelines.evaluate.pipeline import sciir_evaluation_pipeline
+from sciir.testing.scripted import LastToFirst
 
 PARAMS = {"unjudged_policy": "exclude", "window": 2, "thumbnail_px": 64, "bootstrap": {"n_boot": 100}}
 JUDGE_INPUTS = ("benchmark", "checklists", "generations", "generation_manifest", "judge", "params:evaluate")
@@ -415,14 +417,8 @@ def test_references_are_named_so_in_the_track_plot(outputs):
     assert "bad (reference)" in ticks and "good" in ticks and "good (reference)" not in ticks
 
 
-class OutOfOrderJudge(ScriptedJudge):
+class OutOfOrderJudge(LastToFirst, ScriptedJudge):
     """The scripted judge, reporting each window's replies last to first, as a slow first reply would."""
-
-    def generate_streaming(self, requests, on_result):
-        results = self.generate(requests)
-        for index in reversed(range(len(results))):
-            on_result(index, results[index])
-        return results
 
 
 def test_streamed_verdicts_do_not_depend_on_the_window_or_on_reply_order(tmp_path, caplog):

@@ -22,11 +22,14 @@ from transformers import CLIPTextModel, Qwen2_5_VLForConditionalGeneration
 
 from sciir.pipelines.finetune.nodes import finetune_lora, prepare_base_model
 from sciir.training.checkpoints import CHECKPOINT_PREFIX
+from sciir.training.config import LoraTrainConfig
 from sciir.training.encoding_cache import INDEX_FILE
 from sciir.training.flow_matching import load_recipe
-from sciir.training.loop import ADAPTER_FILE, CHECKPOINT_DIR, LoraTrainConfig, TrainingImage, train_lora
+from sciir.training.loop import CHECKPOINT_DIR, train_lora
+from sciir.training.lora_adapter import ADAPTER_FILE
 from sciir.training.tiny_qwen_image import MARKER_FILE as FLOW_MARKER
 from sciir.training.tiny_stable_diffusion import MARKER_FILE as NOISE_MARKER
+from sciir.training.training_images import TrainingImage
 
 REPO = Path(__file__).resolve().parents[2]
 RESOLUTION = 32

@@ -26,10 +26,13 @@ from sciir.backends.base import GenerationRequest
 from sciir.backends.diffusers_gen import DiffusersGenerator
 from sciir.pipelines.finetune.nodes import finetune_lora, prepare_base_model
 from sciir.testing.tiny_flux_sd3 import ensure_tiny_flux_pipeline, ensure_tiny_sd3_pipeline
+from sciir.training.config import LoraTrainConfig
 from sciir.training.encoding_cache import INDEX_FILE
-from sciir.training.loop import ADAPTER_FILE, LoraTrainConfig, encode_by_size, load_training_images
+from sciir.training.lora_adapter import ADAPTER_FILE
 from sciir.training.noise_prediction import load_recipe
+from sciir.training.recipe import encode_by_size
 from sciir.training.tiny_stable_diffusion import ensure_tiny_sdxl_pipeline
+from sciir.training.training_images import load_training_images
 
 SIDE = 64
 COLOURS = [((230, 40, 40), "white"), ((40, 90, 230), "black"), ((30, 180, 60), "yellow")]

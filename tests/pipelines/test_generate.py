@@ -8,6 +8,7 @@ import json
 from collections.abc import Sequence
 from pathlib import Path
 
+import mlflow
 import pandas as pd
 import pytest
 import yaml
@@ -21,9 +22,10 @@ from sciir.backends.cache import CachedGenerator, ResponseCache
 from sciir.backends.plan_reference import PlanReferenceRenderer
 from sciir.backends.programmatic import ProgrammaticGenerator
 from sciir.catalog.optional_dataset import MissingInput, is_missing
+from sciir.generation.manifest import MANIFEST_COLUMNS, TIMING_COLUMNS
 from sciir.pipelines.generate import create_pipeline
 from sciir.pipelines.generate.aibench_nodes import generate_aibench_images
-from sciir.pipelines.generate.nodes import MANIFEST_COLUMNS, generate_images
+from sciir.pipelines.generate.nodes import generate_images
 from sciir.tasks.prompts import prompt_template
 
 REPO = Path(__file__).resolve().parents[2]
@@ -93,7 +95,9 @@ def manifest_by_key(manifest: pd.DataFrame) -> dict[str, dict]:
 def test_two_generators_give_images_manifest_and_metrics(benchmark: pd.DataFrame) -> None:
     grey = GreySquares(fail_on=["s-b-p0"])
     generators = {"programmatic": ProgrammaticGenerator(), "grey": grey}
-    images, _plans, manifest, metrics = generate_images(benchmark, FINETUNE_SUMMARY, generators, PARAMS)
+    images, _plans, manifest, timings, metrics = generate_images(
+        benchmark, FINETUNE_SUMMARY, generators, PARAMS
+    )
 
     assert list(manifest.columns) == [
         "model",
@@ -103,7 +107,6 @@ def test_two_generators_give_images_manifest_and_metrics(benchmark: pd.DataFrame
         "seed",
         "status",
         "reason",
-        "seconds",
         "meta",
     ]
     assert list(manifest["model"]) == ["programmatic"] * 3 + ["grey"] * 3
@@ -126,12 +129,47 @@ def test_two_generators_give_images_manifest_and_metrics(benchmark: pd.DataFrame
 
     assert metrics["programmatic.ok"] == 3 and metrics["programmatic.failed"] == 0
     assert metrics["grey.ok"] == 2 and metrics["grey.failed"] == 1
-    assert metrics["grey.seconds"] == pytest.approx(manifest[manifest["model"] == "grey"]["seconds"].sum())
+    assert metrics["grey.seconds"] == pytest.approx(timings[timings["model"] == "grey"]["seconds"].sum())
+
+
+def test_the_seconds_of_each_image_are_a_table_of_their_own(benchmark: pd.DataFrame) -> None:
+    # timings differ on every run: kept out of the DVC-tracked manifest, one row per manifest row
+    generators = {"programmatic": ProgrammaticGenerator(), "grey": GreySquares(fail_on=["s-b-p0"])}
+    _, _plans, manifest, timings, _ = generate_images(benchmark, {}, generators, PARAMS)
+    assert "seconds" not in manifest.columns and list(timings.columns) == TIMING_COLUMNS
+    assert timings[["model", "sample_id"]].equals(manifest[["model", "sample_id"]])
+    assert (timings["seconds"] >= 0).all()
+    _, aibench_manifest, aibench_timings, _ = generate_aibench_images(
+        AIBENCH_SET, AIBENCH_GRAPHS, {}, generators, PARAMS
+    )
+    assert aibench_timings[["model", "sample_id"]].equals(aibench_manifest[["model", "sample_id"]])
+
+
+@pytest.mark.parametrize(
+    ("catalog_file", "name"),
+    [("catalog.yml", "generation_timings"), ("catalog_aibench.yml", "aibench_generation_timings")],
+)
+def test_the_timings_are_an_mlflow_artifact_and_no_dvc_out(
+    catalog_file: str, name: str, tmp_path: Path, mlflow_store
+) -> None:
+    entry = yaml.safe_load((REPO / "conf/base" / catalog_file).read_text())[name]
+    configured = entry["dataset"]["filepath"]
+    stages = yaml.safe_load((REPO / "dvc.yaml").read_text())["stages"]
+    outs = {str(out) for stage in stages.values() for out in stage.get("outs", [])}
+    assert not any(configured.startswith(out) for out in outs)
+    entry["dataset"]["filepath"] = str(tmp_path / configured)
+    catalog = DataCatalog.from_config({name: entry})
+    timings = pd.DataFrame({"model": ["grey"], "sample_id": ["s-a-p0"], "seconds": [0.25]})
+    experiment = mlflow.create_experiment("generate", artifact_location=(tmp_path / "artifacts").as_uri())
+    with mlflow.start_run(experiment_id=experiment) as active:
+        catalog.save(name, timings)
+    logged = {item.path for item in mlflow_store.list_artifacts(active.info.run_id, "timings")}
+    assert logged == {f"timings/{Path(configured).name}"}
 
 
 def test_models_select_generators_and_unknown_names_list_the_available(benchmark: pd.DataFrame) -> None:
     generators = {"programmatic": ProgrammaticGenerator(), "grey": GreySquares()}
-    images, _plans, manifest, metrics = generate_images(
+    images, _plans, manifest, _timings, metrics = generate_images(
         benchmark, {}, generators, {**PARAMS, "models": ["grey"]}
     )
     assert set(manifest["model"]) == {"grey"} and len(images) == 3
@@ -150,9 +188,10 @@ def test_unreadable_plans_corrupt_images_and_crashes_become_failed_rows(benchmar
         "crashing": Crashing(),
         "reference": PlanReferenceRenderer(),
     }
-    images, _plans, manifest, _ = generate_images(benchmark, {}, generators, PARAMS)
+    images, _plans, manifest, timings, _ = generate_images(benchmark, {}, generators, PARAMS)
 
     rows = manifest_by_key(manifest)
+    seconds = manifest_by_key(timings)
     assert len(rows) == 9
     assert sorted(images) == ["grey/s-a-p0", "grey/s-b-p0", "reference/s-a-p0", "reference/s-c-p0"]
     assert rows["grey/s-c-p0"]["status"] == "failed"
@@ -160,7 +199,11 @@ def test_unreadable_plans_corrupt_images_and_crashes_become_failed_rows(benchmar
     # A contestant never reads the plan, so only the reference fails on an unreadable one.
     assert rows["grey/s-b-p0"]["status"] == "ok"
     unreadable = rows["reference/s-b-p0"]
-    assert (unreadable["status"], unreadable["role"], unreadable["seconds"]) == ("failed", "reference", 0.0)
+    assert (unreadable["status"], unreadable["role"], seconds["reference/s-b-p0"]["seconds"]) == (
+        "failed",
+        "reference",
+        0.0,
+    )
     assert unreadable["reason"].startswith("benchmark plan for sample s-b-p0 is not valid JSON")
     crashed = rows["crashing/s-a-p0"]
     assert crashed["status"] == "failed" and crashed["backend"] == "Crashing"
@@ -172,7 +215,7 @@ def test_unreadable_plans_corrupt_images_and_crashes_become_failed_rows(benchmar
 
 def test_adapter_of_the_finetune_run_is_recorded_for_generators_that_load_it(benchmark: pd.DataFrame) -> None:
     generators = {"tuned": GreySquares(lora_path="data/06_models/lora"), "grey": GreySquares()}
-    _, _plans, manifest, _ = generate_images(benchmark, FINETUNE_SUMMARY, generators, PARAMS)
+    _, _plans, manifest, _, _ = generate_images(benchmark, FINETUNE_SUMMARY, generators, PARAMS)
     metas = {row["model"]: json.loads(row["meta"]) for _, row in manifest.iterrows()}
     assert metas["tuned"]["adapter"] == {
         "lora_path": "data/06_models/lora",
@@ -246,7 +289,7 @@ AIBENCH_GRAPHS = pd.DataFrame(
 def test_contestants_draw_the_aibench_set_from_the_method_text(tmp_path: Path) -> None:
     grey = GreySquares()
     generators = {"programmatic": ProgrammaticGenerator(), "grey": grey}
-    images, manifest, metrics = generate_aibench_images(
+    images, manifest, _timings, metrics = generate_aibench_images(
         AIBENCH_SET, AIBENCH_GRAPHS, FINETUNE_SUMMARY, generators, PARAMS
     )
     # the prompt: the task's instruction around the method text, nothing else (no caption, no graph)
@@ -274,7 +317,7 @@ def test_references_draw_the_logic_graph_of_each_aibench_paper() -> None:
     exact = PlanReferenceRenderer()
     faulty = PlanReferenceRenderer(faults={"misspell_labels": 1, "reverse_edges": 1, "drop_nodes": 1})
     generators = {"grey": GreySquares(), "exact": exact, "faulty": faulty}
-    images, manifest, metrics = generate_aibench_images(
+    images, manifest, _timings, metrics = generate_aibench_images(
         AIBENCH_SET, AIBENCH_GRAPHS, FINETUNE_SUMMARY, generators, PARAMS
     )
     rows = manifest.set_index(["model", "sample_id"])
@@ -306,10 +349,10 @@ def test_references_draw_the_logic_graph_of_each_aibench_paper() -> None:
 def test_the_aibench_generation_is_configurable() -> None:
     generators = {"grey": GreySquares(), "other": GreySquares(), "reference": PlanReferenceRenderer()}
     only = PARAMS | {"aibench": {"models": ["other", "reference"]}}
-    _, manifest, _ = generate_aibench_images(AIBENCH_SET, AIBENCH_GRAPHS, FINETUNE_SUMMARY, generators, only)
+    _, manifest, _, _ = generate_aibench_images(AIBENCH_SET, AIBENCH_GRAPHS, FINETUNE_SUMMARY, generators, only)
     assert set(manifest["model"]) == {"other", "reference"}
     off = PARAMS | {"aibench": {"enabled": False}}
-    images, manifest, metrics = generate_aibench_images(
+    images, manifest, _timings, metrics = generate_aibench_images(
         AIBENCH_SET, AIBENCH_GRAPHS, FINETUNE_SUMMARY, generators, off
     )
     assert images == {} and manifest.empty and metrics == {}
@@ -337,7 +380,7 @@ def test_a_rerun_of_the_aibench_generation_draws_nothing_again(tmp_path: Path) -
         AIBENCH_SET, AIBENCH_GRAPHS, {}, {"grey": CachedGenerator(grey, cache)}, PARAMS
     )
     assert len(grey.seen) == 2  # the two papers with method text, drawn once
-    assert again[2]["grey.cache_hits"] == 2.0 and again[2]["grey.cache_misses"] == 0.0
+    assert again[3]["grey.cache_hits"] == 2.0 and again[3]["grey.cache_misses"] == 0.0
     assert set(again[0]) == set(first[0])
 
 

@@ -14,7 +14,9 @@ import pytest
 
 from sciir.backends.base import GenerationRequest, GenerationResult, ImageGenerator, PlanRequest
 from sciir.catalog.backend_dataset import BackendSetDataset
-from sciir.pipelines.generate.nodes import GenerateParams, build_requests, generate_images
+from sciir.generation.params import GenerateParams
+from sciir.generation.requests import build_requests
+from sciir.pipelines.generate.nodes import generate_images
 from sciir.testing.fake_images_server import FakeImagesServer
 from sciir.training.tiny_stable_diffusion import ensure_tiny_pipeline
 
@@ -118,7 +120,7 @@ def generated(tiny_pipeline: str) -> dict[str, Any]:
         diffusers = spies["tiny_diffusers"].inner
         recorder = RecordingPipeline(diffusers._loaded_pipeline())
         diffusers._pipeline = recorder
-        _, _plans, manifest, _ = generate_images(benchmark, {}, dict(spies), PARAMS)
+        _, _plans, manifest, _, _ = generate_images(benchmark, {}, dict(spies), PARAMS)
         payloads = [request.body for request in server.requests]
     return {
         "benchmark": benchmark,

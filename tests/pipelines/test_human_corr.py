@@ -17,11 +17,13 @@ from matplotlib.figure import Figure
 from pydantic import ValidationError
 from scipy import stats
 
+from sciir.evaluation.human_corr_inputs import HumanCorrParams
+from sciir.evaluation.image_metrics import evaluate_metric_scores
 from sciir.evaluation.scoring import score_samples
 from sciir.pipelines.human_corr import create_pipeline
-from sciir.pipelines.human_corr.nodes import HumanCorrParams
 from sciir.sample.oracle import ORACLE_RATER_ID
-from sciir.stats.correlation import COMPARISON_COLUMNS, correlation_columns
+from sciir.stats.correlation_table import correlation_columns
+from sciir.stats.metric_comparison import COMPARISON_COLUMNS
 
 CONF = Path(__file__).resolve().parents[2] / "conf" / "base"
 FAST = {"bootstrap": {"n_boot": 50, "seed": 0}}
@@ -97,7 +99,6 @@ def inputs(tmp_path, params: dict) -> dict:
                 "seed": 0,
                 "status": status,
                 "reason": None if status == "ok" else "renderer crashed",
-                "seconds": 0.1,
                 "meta": json.dumps({"drawn_labels": drawn, "planted_faults": [{"kind": k} for k in faults]}),
             }
             for model, sample, drawn, faults, status in GENERATIONS
@@ -404,8 +405,6 @@ def test_new_tables_are_logged_as_mlflow_artifacts(tmp_path, mlflow_store):
 
 
 def test_every_rule_evaluate_computed_is_a_metric_by_name():
-    from sciir.pipelines.human_corr.nodes import evaluate_metric_scores
-
     verdicts = pd.DataFrame(
         [
             ("m", "s0", "t1", 1, "text", "yes", "judged"),

@@ -16,7 +16,9 @@ from PIL import Image
 from sciir.backends.openai_compat import OpenAICompatibleVLM
 from sciir.evaluation.scoring import score_samples
 from sciir.tasks.judge import build_judge_request, parse_judge_reply, verdicts_frame
-from sciir.testing.fake_openai_server import FakeOpenAIServer, Fault, FaultPlan, checklist_responder
+from sciir.testing.chat_answers import checklist_responder
+from sciir.testing.fake_openai_server import FakeOpenAIServer
+from sciir.testing.fault_plan import Fault, FaultPlan
 
 REQUESTS = 2000
 FAULT_SHARE = 0.2

@@ -17,7 +17,9 @@ import zlib
 from pathlib import Path
 
 from sciir.backends.cache import ResponseCache
-from sciir.testing.fake_openai_server import FakeOpenAIServer, FaultPlan, checklist_responder
+from sciir.testing.chat_answers import checklist_responder
+from sciir.testing.fake_openai_server import FakeOpenAIServer
+from sciir.testing.fault_plan import FaultPlan
 
 JOB = Path(__file__).with_name("judge_batch_job.py")
 COUNT, CONCURRENCY = 240, 8

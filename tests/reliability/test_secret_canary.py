@@ -20,7 +20,8 @@ from kedro.io import DataCatalog
 from sciir.backends.base import VLMRequest
 from sciir.backends.cache import stats_metrics
 from sciir.runs.tracking import log_artifacts, log_metrics
-from sciir.testing.fake_openai_server import FakeOpenAIServer, FaultPlan
+from sciir.testing.fake_openai_server import FakeOpenAIServer
+from sciir.testing.fault_plan import FaultPlan
 
 
 def _judge_requests(count: int) -> list[VLMRequest]:

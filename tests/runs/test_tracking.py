@@ -5,7 +5,8 @@ import subprocess
 import mlflow
 import pandas as pd
 
-from sciir.runs.tracking import MetricsDataset, NestedRun, log_nested_runs, provenance_tags
+from sciir.catalog.metrics_dataset import MetricsDataset
+from sciir.runs.tracking import NestedRun, log_nested_runs, provenance_tags
 
 
 def test_metrics_go_to_json_and_to_the_active_run(tmp_path, mlflow_store):

@@ -18,9 +18,11 @@ from PIL import Image, ImageOps
 
 from sciir.sample import write_embedded_sample
 from sciir.sample.build import plan_sample
-from sciir.sample.content import NATIVE_TRACKS, TRACKS, mentions_track
 from sciir.sample.jats_writer import XLINK_NS
+from sciir.sample.panel_kinds import NATIVE_TRACKS
 from sciir.sample.prose import STATED_EDGE, fill, in_sentence
+from sciir.sample.tracks import mentions_track
+from sciir.tasks.annotation import TRACKS
 
 SEED = 7
 GROUPS = [{"entity", "process", "law"}, {"entity", "law"}, {"law", "process"}, {"entity", "process"}]

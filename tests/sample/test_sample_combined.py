@@ -7,9 +7,11 @@ import random
 import numpy as np
 import pytest
 
+from sciir.sample.circuit_topics import CIRCUIT_TOPICS
 from sciir.sample.combined import side_by_side, stack
-from sciir.sample.content import CIRCUIT_TOPICS, LAW_TOPICS, NATIVE_TRACKS, REACTION_TOPICS
-from sciir.sample.renderers import render_panel
+from sciir.sample.law_topics import LAW_TOPICS
+from sciir.sample.panel_kinds import NATIVE_TRACKS, render_panel
+from sciir.sample.reaction_topics import REACTION_TOPICS
 
 COMBINED = [
     ("circuit_law", CIRCUIT_TOPICS[0]),
@@ -71,7 +73,7 @@ def test_parts_are_stacked_or_set_side_by_side_a_narrow_gap_apart() -> None:
 @pytest.mark.parametrize(("kind", "topic"), COMBINED, ids=[kind for kind, _ in COMBINED])
 def test_curation_keeps_a_combined_panel_whole(kind: str, topic) -> None:
     """Its parts sit closer than curation's gutter (the stages beside a plot were once cut off)."""
-    from sciir.figures.imaging import SplitSettings, split_panels
+    from sciir.figures.panel_split import SplitSettings, split_panels
     from sciir.sample.compose import layout_figure
 
     figure, _ = layout_figure([render_panel(kind, topic, random.Random(1)).image], random.Random(0))

@@ -4,19 +4,15 @@ from __future__ import annotations
 
 import pytest
 
-from sciir.sample.content import (
-    CIRCUIT_TOPICS,
-    LAW_TOPICS,
-    MOLECULE_TOPICS,
-    NATIVE_TRACKS,
-    PROCESS_TOPICS,
-    REACTION_TOPICS,
-    TOPICS_BY_KIND,
-    TRACKS,
-    caption_text,
-    mentions_track,
-    panel_description,
-)
+from sciir.sample.captions import caption_text, panel_description
+from sciir.sample.circuit_topics import CIRCUIT_TOPICS
+from sciir.sample.law_topics import LAW_TOPICS
+from sciir.sample.molecule_topics import MOLECULE_TOPICS
+from sciir.sample.panel_kinds import NATIVE_TRACKS, TOPICS_BY_KIND
+from sciir.sample.process_topics import PROCESS_TOPICS
+from sciir.sample.reaction_topics import REACTION_TOPICS
+from sciir.sample.tracks import mentions_track
+from sciir.tasks.annotation import TRACKS
 
 ALL_TOPICS = [(kind, topic) for kind, topics in TOPICS_BY_KIND.items() for topic in topics]
 

@@ -7,8 +7,14 @@ import random
 import numpy as np
 import pytest
 
-from sciir.sample.content import CIRCUIT_TOPICS, LAW_TOPICS, MOLECULE_TOPICS, PROCESS_TOPICS, MoleculeTopic
-from sciir.sample.renderers import add_title, crop_to_ink, render_icon, render_molecule, render_panel
+from sciir.sample.circuit_topics import CIRCUIT_TOPICS
+from sciir.sample.drawing import add_title, crop_to_ink, render_icon
+from sciir.sample.law_topics import LAW_TOPICS
+from sciir.sample.molecule_topics import MOLECULE_TOPICS
+from sciir.sample.panel_kinds import render_panel
+from sciir.sample.process_topics import PROCESS_TOPICS
+from sciir.sample.renderers import render_molecule
+from sciir.sample.topics import MoleculeTopic
 
 ONE_OF_EACH = [("process", PROCESS_TOPICS[3]), ("molecule", MOLECULE_TOPICS[0]),
                ("circuit", CIRCUIT_TOPICS[3]), ("plot", LAW_TOPICS[2])]

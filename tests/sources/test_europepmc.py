@@ -34,14 +34,8 @@ from sciir.sources.download_state import OUTCOMES_FILE, PARTIAL_DIR, STATE_FILE
 from sciir.sources.europepmc import download
 from sciir.sources.europepmc_api import EuropePMCError, parse_search_page, search_query
 from sciir.sources.params import EuropePMCParams, FileLimits
-from sciir.testing.fake_europepmc import (
-    FIRST_PMCID,
-    REST_PATH,
-    FakeArticle,
-    FakeEuropePMC,
-    LoggedRequest,
-    articles_from_folder,
-)
+from sciir.testing.europepmc_articles import FIRST_PMCID, FakeArticle, articles_from_folder
+from sciir.testing.fake_europepmc import REST_PATH, FakeEuropePMC, LoggedRequest
 
 REPO = Path(__file__).resolve().parents[2]
 LIMITS = FileLimits(MAX_XML_BYTES, 256 * 1024 * 1024)

@@ -10,20 +10,16 @@ import pandas as pd
 import pytest
 from scipy import stats
 
-from sciir.stats.bootstrap import BootstrapConfig, resample_indices
-from sciir.stats.correlation import (
-    COMPARISON_COLUMNS,
+from sciir.evaluation.rating_pairs import mean_ratings
+from sciir.stats.bootstrap import BootstrapConfig, resample_indices, stratified_indices
+from sciir.stats.correlation import correlate
+from sciir.stats.correlation_table import (
     CorrelationSettings,
     average_correlations,
-    compare_pair,
-    comparison_table,
-    correlate,
     correlation_columns,
     correlation_table,
-    mean_ratings,
-    stratified_indices,
-    williams_test,
 )
+from sciir.stats.metric_comparison import COMPARISON_COLUMNS, compare_pair, comparison_table, williams_test
 
 FAST = CorrelationSettings(bootstrap=BootstrapConfig(n_boot=200, seed=3))
 

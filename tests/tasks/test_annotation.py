@@ -7,14 +7,10 @@ import json
 import pytest
 
 from sciir.backends.base import VLMResult
-from sciir.tasks.annotation import (
-    TASKS,
-    AnnotationError,
-    TrackScores,
-    build_request,
-    labels_from_scores,
-    parse_output,
-)
+from sciir.tasks.annotation import AnnotationError
+from sciir.tasks.registry import ANNOTATION_TASKS
+from sciir.tasks.registry import ANNOTATION_TASKS as TASKS
+from sciir.tasks.track_scores import TrackScores, labels_from_scores
 
 CONTEXTS = {
     "track_scores": {"caption": "Workflow of $glycolysis.", "methods_text": "Glucose leads to Pyruvate."},
@@ -33,10 +29,10 @@ PNG = b"\x89PNG fake bytes"
 
 @pytest.mark.parametrize("task", sorted(TASKS))
 def test_every_template_renders_its_context_and_schema(task: str) -> None:
-    request = build_request(task, CONTEXTS[task], PNG)
+    request = ANNOTATION_TASKS[task].build(CONTEXTS[task], PNG)
     spec = TASKS[task]
     assert request.template_version == spec.version
-    assert request.json_schema == spec.schema
+    assert request.json_schema == spec.schema()
     assert request.context == CONTEXTS[task]
     assert '"properties"' in request.prompt  # the schema is spelled out for the model
     for value in CONTEXTS[task].values():  # texts verbatim, lists as JSON
@@ -45,19 +41,19 @@ def test_every_template_renders_its_context_and_schema(task: str) -> None:
 
 
 def test_dollar_signs_in_captions_survive_rendering() -> None:
-    assert "Workflow of $glycolysis." in build_request("track_scores", CONTEXTS["track_scores"], PNG).prompt
+    assert "Workflow of $glycolysis." in ANNOTATION_TASKS["track_scores"].build(CONTEXTS["track_scores"], PNG).prompt
 
 
 def test_missing_context_and_missing_image_are_errors() -> None:
     with pytest.raises(KeyError, match="methods_text"):
-        build_request("reasoning", {"caption": "c"}, PNG)
+        ANNOTATION_TASKS["reasoning"].build({"caption": "c"}, PNG)
     with pytest.raises(ValueError, match="no image"):
-        build_request("track_scores", CONTEXTS["track_scores"])
+        ANNOTATION_TASKS["track_scores"].build(CONTEXTS["track_scores"])
 
 
 def test_track_scores_parse_and_label_at_tau() -> None:
     result = VLMResult(output={"entity": 7, "process": 6, "law": 10, "rationale": "arrows and an equation"})
-    scores = parse_output("track_scores", result)
+    scores = ANNOTATION_TASKS["track_scores"].parse_output(result)
     assert isinstance(scores, TrackScores)
     assert labels_from_scores(scores, tau=7) == {"entity": True, "process": False, "law": True}
 
@@ -140,18 +136,18 @@ def _question(qid: str, layer: int, track: str, kind: str, about: list[str], **f
 )
 def test_answers_that_break_the_schema_are_failures(task: str, output: dict, problem: str) -> None:
     with pytest.raises(AnnotationError, match=problem):
-        parse_output(task, VLMResult(output=output))
+        ANNOTATION_TASKS[task].parse_output(VLMResult(output=output))
 
 
 def test_a_failed_call_stays_a_failure_with_its_reason() -> None:
     with pytest.raises(AnnotationError, match="reasoning failed: HTTP 503 after 3 retries"):
-        parse_output("reasoning", VLMResult.failed("HTTP 503 after 3 retries"))
+        ANNOTATION_TASKS["reasoning"].parse_output(VLMResult.failed("HTTP 503 after 3 retries"))
 
 
 def test_reasoning_strips_and_deduplicates_strings() -> None:
     output = {"terms": [" A ", "A", "B"], "required_text": ["A"], "relations": [["A", "B"]],
               "laws": ["F = m a", " F = m a "], "sci_rcot": "s"}
-    reasoning = parse_output("reasoning", VLMResult(output=output))
+    reasoning = ANNOTATION_TASKS["reasoning"].parse_output(VLMResult(output=output))
     assert reasoning.terms == ["A", "B"]
     assert reasoning.laws == ["F = m a"]
 
@@ -162,9 +158,9 @@ def test_checklist_questions_carry_kind_polarity_and_about() -> None:
         _question("L2-process-01", 2, "process", "relation", ["Pump", "Tank"], polarity="negative"),
         _question("L2-law-01", 2, "law", "law", ["F = m a"]),
     ]
-    checklist = parse_output("checklist", VLMResult(output={"questions": questions}))
+    checklist = ANNOTATION_TASKS["checklist"].parse_output(VLMResult(output={"questions": questions}))
     relation = checklist.questions[1]
     assert (relation.kind, relation.polarity, relation.about) == ("relation", "negative", ["Pump", "Tank"])
-    schema = TASKS["checklist"].schema
+    schema = TASKS["checklist"].schema()
     item = schema["$defs"]["ChecklistQuestion"] if "$defs" in schema else schema
     assert {"kind", "polarity", "about"} <= set(item["required"])

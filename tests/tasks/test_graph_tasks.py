@@ -8,11 +8,11 @@ from sciir.aibench.graph import build_logic_graph
 from sciir.aibench.params import QuestionSettings
 from sciir.aibench.questions import aibench_questions
 from sciir.backends.base import VLMResult
+from sciir.backends.rule_based import Sight
 from sciir.tasks.aibench_graph import GraphTaskError, build_graph_request, parse_graph_reply
+from sciir.tasks.aibench_graph import answer_by_reading as read_graph
+from sciir.tasks.aibench_questions import answer_by_rules as write_questions
 from sciir.tasks.aibench_questions import build_questions_request, parse_questions_reply
-from sciir.tasks.offline_answers import aibench_graph as read_graph
-from sciir.tasks.offline_answers import aibench_questions as write_questions
-from sciir.tasks.registry import Sight
 
 STEPS = ["Cell lysis", "Centrifugation", "Affinity capture", "Elution"]
 # Realistic prose: one relation stated outright, one passive, one only implied, and a sentence of context.

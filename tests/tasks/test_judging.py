@@ -11,6 +11,12 @@ from PIL import Image
 
 from sciir.backends.base import VLMResult
 from sciir.backends.strict_schema import strict_schema_problems
+from sciir.evaluation.verdicts import (
+    external_verdicts,
+    read_verdict_value,
+    read_verdicts_file,
+    with_parent_ids,
+)
 from sciir.images.payload import encode
 from sciir.tasks.judge import (
     JUDGE_REPLY_SCHEMA,
@@ -19,12 +25,8 @@ from sciir.tasks.judge import (
     build_judge_request,
     checklist_chunks,
     checklist_items,
-    external_verdicts,
     parse_judge_reply,
-    read_verdict_value,
-    read_verdicts_file,
     verdicts_frame,
-    with_parent_ids,
 )
 from sciir.tasks.prompts import prompt_template
 from sciir.user_files.table_files import TableFileError

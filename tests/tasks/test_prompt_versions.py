@@ -11,8 +11,6 @@ import pandas as pd
 from sciir.aibench.graph import GRAPH_COLUMNS, build_logic_graph
 from sciir.aibench.questions import QuestionSettings
 from sciir.backends.programmatic import ProgrammaticGenerator
-from sciir.evaluation.baseline_metrics import build_vqascore_request
-from sciir.figures.review import ScreenParams, screen_request
 from sciir.generation.best_of_n import build_score_request
 from sciir.generation.planning import PlannerSettings, build_plan_request
 from sciir.hooks import ProjectHooks
@@ -21,9 +19,12 @@ from sciir.tasks.aesthetics import build_aesthetics_request
 from sciir.tasks.aibench_graph import build_graph_request
 from sciir.tasks.aibench_qa import build_solver_request
 from sciir.tasks.aibench_questions import build_questions_request
-from sciir.tasks.annotation import TASKS, build_request
 from sciir.tasks.judge import build_judge_request
-from sciir.tasks.registry import prompt_versions
+from sciir.tasks.prompts import prompt_versions
+from sciir.tasks.registry import ANNOTATION_TASKS
+from sciir.tasks.registry import ANNOTATION_TASKS as TASKS
+from sciir.tasks.screen import ScreenParams, screen_request
+from sciir.tasks.vqascore import build_vqascore_request
 
 CONTEXT = {
     "caption": "ATP synthase.",
@@ -42,7 +43,7 @@ SOLVER_ITEMS = [{"id": "AIB-L1-01", "question": "Is there ATP?", "level": 1}]
 def _every_request():
     for task, spec in TASKS.items():
         context = {key: CONTEXT.get(key, "x") for key in spec.context_keys}
-        yield build_request(task, context, b"png" if spec.sees_image else None)
+        yield ANNOTATION_TASKS[task].build(context, b"png" if spec.sees_image else None)
     yield build_judge_request("Draw ATP.", CHECKLIST, b"png")
     yield build_graph_request("ADP is turned into ATP.", "ATP synthase.", ["ATP"])
     yield build_questions_request("s1", build_logic_graph(["ATP"], []), ["NADH"], QuestionSettings())
@@ -60,7 +61,7 @@ def _illustration_version() -> str:
     aibench_set = pd.DataFrame({"sample_id": ["s1"], "methods_text": ['"ADP" -> "ATP".']})
     generators = {"programmatic": ProgrammaticGenerator()}
     no_graphs = pd.DataFrame(columns=list(GRAPH_COLUMNS))  # a contestant never needs one
-    _, manifest, _ = generate_aibench_images(
+    _, manifest, _, _ = generate_aibench_images(
         aibench_set, no_graphs, {}, generators, {"width": 64, "height": 64}
     )
     return json.loads(manifest["meta"].iloc[0])["prompt_version"]

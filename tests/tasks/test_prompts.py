@@ -7,10 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from sciir.tasks.annotation import TASKS as ANNOTATION_TASKS
-from sciir.tasks.annotation import build_request
 from sciir.tasks.judge import build_judge_request
 from sciir.tasks.prompts import PromptError, prompt_template
+from sciir.tasks.registry import ANNOTATION_TASKS as ANNOTATION_TASKS
 
 PROJECT_CONF = Path(__file__).resolve().parents[2] / "conf"
 CHECKLIST = [{"id": "q1", "question": "Is ATP written?", "layer": 1, "track": "text"}]
@@ -41,7 +40,7 @@ def test_every_annotation_template_renders_with_the_context_its_task_declares() 
     for name, spec in ANNOTATION_TASKS.items():
         asked = prompt_template(name).placeholders - {"schema"}
         assert asked == set(spec.context_keys), name
-        request = build_request(name, dict.fromkeys(spec.context_keys, "x"), b"png" if spec.sees_image else None)
+        request = ANNOTATION_TASKS[name].build(dict.fromkeys(spec.context_keys, "x"), b"png" if spec.sees_image else None)
         assert "$" not in request.prompt.replace("$defs", "").replace("$ref", ""), name
 
 

@@ -7,7 +7,8 @@ from pathlib import Path
 import pytest
 
 from sciir.backends.strict_schema import strict_schema_problems
-from sciir.tasks.registry import TASKS, UnknownTask, answerer, prompt_versions, readers_of, task
+from sciir.tasks.prompts import prompt_versions
+from sciir.tasks.registry import TASKS, UnknownTask, answerer, readers_of, task
 
 TEMPLATES = Path(__file__).resolve().parents[2] / "conf" / "base" / "tasks"
 

@@ -20,25 +20,25 @@ from sciir.aibench.questions import qa_rows
 from sciir.backends.base import VLMRequest, VLMResult
 from sciir.backends.offline import OfflineVLM
 from sciir.backends.openai_compat import OpenAICompatibleVLM
-from sciir.figures.review import ScreenParams, screen_request
 from sciir.generation.best_of_n import build_score_request
 from sciir.generation.planning import PlannerSettings, build_plan_request
 from sciir.tasks.aesthetics import build_aesthetics_request
 from sciir.tasks.aibench_graph import build_graph_request, parse_graph_reply
 from sciir.tasks.aibench_qa import build_solver_request, solver_items
 from sciir.tasks.aibench_questions import build_questions_request, parse_questions_reply
-from sciir.tasks.annotation import TASKS, build_request, parse_output
 from sciir.tasks.judge import build_judge_request, checklist_items
+from sciir.tasks.registry import ANNOTATION_TASKS, rule_book
+from sciir.tasks.registry import ANNOTATION_TASKS as TASKS
 from sciir.tasks.registry import TASKS as REGISTERED
-from sciir.testing.fake_openai_server import (
-    FakeOpenAIServer,
-    Fault,
-    FaultPlan,
+from sciir.tasks.screen import ScreenParams, screen_request
+from sciir.testing.chat_answers import (
     FirstTokenDistribution,
     answer_checklist_yes,
     checklist_ids,
     checklist_responder,
 )
+from sciir.testing.fake_openai_server import FakeOpenAIServer
+from sciir.testing.fault_plan import Fault, FaultPlan
 
 CHECKLIST = [
     {"id": "q1", "question": "Is there an arrow from A to B?"},
@@ -313,18 +313,18 @@ def _context(task: str, known: dict) -> dict:
 def _every_task_with_an_offline_answer() -> dict[str, tuple[VLMRequest, dict]]:
     """One real request of every task the project sends a model, each built by the project's own
     builder from the previous stage's answer (as the pipelines chain them), with the offline answer."""
-    png, backend, answers = _figure_png(), OfflineVLM(), {}
+    png, backend, answers = _figure_png(), OfflineVLM(rule_book("offline")), {}
     texts = {
         "caption": "Glycolysis: Glucose is converted to Pyruvate.",
         "methods_text": "Glucose leads to Pyruvate.",
     }
-    _answered(backend, build_request("track_scores", texts, png), answers)
-    reasoning = _answered(backend, build_request("reasoning", texts, png), answers)
+    _answered(backend, ANNOTATION_TASKS["track_scores"].build(texts, png), answers)
+    reasoning = _answered(backend, ANNOTATION_TASKS["reasoning"].build(texts, png), answers)
     known = {**texts, **reasoning, "tracks": ["process"]}
-    abstract = _answered(backend, build_request("abstract_prompt", _context("abstract_prompt", known)), answers)
+    abstract = _answered(backend, ANNOTATION_TASKS["abstract_prompt"].build(_context("abstract_prompt", known)), answers)
     plan = _context("checklist", known)
-    checklist = parse_output(
-        "checklist", VLMResult(output=_answered(backend, build_request("checklist", plan), answers))
+    checklist = ANNOTATION_TASKS[
+        "checklist"].parse_output(VLMResult(output=_answered(backend, ANNOTATION_TASKS["checklist"].build(plan), answers))
     )
     rows = pd.DataFrame(
         {
@@ -376,14 +376,14 @@ def test_one_request_of_every_task_is_accepted_in_strict_mode_and_its_reply_pars
     assert all(body.body["response_format"]["json_schema"]["strict"] is True for body in sent)
     for request, result in zip(requests, results, strict=True):
         if request.task in TASKS:
-            parse_output(request.task, result)  # and each annotation reply parses into its output model
+            ANNOTATION_TASKS[request.task].parse_output(result)  # and each annotation reply parses into its output model
 
 
 def test_a_request_with_a_non_strict_schema_fails_with_the_servers_reason_and_is_not_retried() -> None:
     request = VLMRequest(
         task="checklist",
         prompt="Write the checklist.",
-        json_schema=TASKS["checklist"].output.model_json_schema(),
+        json_schema=TASKS["checklist"].reply_schema.model_json_schema(),
     )
     with FakeOpenAIServer() as srv:
         [result] = OpenAICompatibleVLM(base_url=srv.base_url, model="fake-vlm", max_retries=3).generate(

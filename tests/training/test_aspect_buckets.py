@@ -11,17 +11,12 @@ import torch
 from PIL import Image, ImageDraw
 from pydantic import ValidationError
 
-from sciir.training.loop import (
-    LoraTrainConfig,
-    bucket_batches,
-    describe_buckets,
-    encode_by_size,
-    load_training_images,
-    nearest_size,
-    train_lora,
-)
+from sciir.training.config import LoraTrainConfig
+from sciir.training.loop import bucket_batches, train_lora
 from sciir.training.noise_prediction import load_recipe
+from sciir.training.recipe import encode_by_size
 from sciir.training.tiny_stable_diffusion import ensure_tiny_pipeline
+from sciir.training.training_images import describe_buckets, load_training_images, nearest_size
 
 SQUARE, WIDE, TALL = (32, 32), (64, 32), (32, 64)
 

@@ -9,8 +9,10 @@ import numpy as np
 import pytest
 import torch
 
+from sciir.training.config import LoraTrainConfig
 from sciir.training.encoding_cache import INDEX_FILE, cache_key, load_encoded, save_encoded, standardised
-from sciir.training.loop import BucketedExamples, LoraTrainConfig, TrainingImage
+from sciir.training.recipe import BucketedExamples
+from sciir.training.training_images import TrainingImage
 
 
 @dataclasses.dataclass

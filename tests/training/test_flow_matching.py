@@ -18,9 +18,10 @@ from peft.utils import get_peft_model_state_dict
 from PIL import Image, ImageDraw
 from safetensors.torch import load_file
 
+from sciir.training.config import LoraTrainConfig
 from sciir.training.flow_matching import (
-    encode_captions,
     encode_flow_examples,
+    encode_qwen_image_captions,
     flow_matching_loss_at,
     loss_weights,
     noisy_latents,
@@ -30,8 +31,10 @@ from sciir.training.flow_matching import (
     velocity_target,
     weighted_flow_loss,
 )
-from sciir.training.loop import ADAPTER_FILE, LoraTrainConfig, TrainingImage, finetune_lora_adapter
+from sciir.training.loop import finetune_lora_adapter
+from sciir.training.lora_adapter import ADAPTER_FILE
 from sciir.training.tiny_qwen_image import ensure_tiny_flow_pipeline, is_tiny_flow_pipeline
+from sciir.training.training_images import TrainingImage
 
 RESOLUTION = 32
 SEED = 7
@@ -228,12 +231,12 @@ def test_images_and_captions_must_pair_up(trained):
 def test_captions_encoded_in_chunks_are_padded_as_one_batch_is(trained):
     pipe = _pipeline(trained[0])
     captions = ["a", "a figure with a much longer caption than the others", "mid size", "b"]
-    whole, whole_mask = encode_captions(pipe, captions, chunk_size=len(captions))
-    chunked, chunked_mask = encode_captions(pipe, captions, chunk_size=2)
+    whole, whole_mask = encode_qwen_image_captions(pipe, captions, chunk_size=len(captions))
+    chunked, chunked_mask = encode_qwen_image_captions(pipe, captions, chunk_size=2)
     assert whole_mask is not None and torch.equal(chunked_mask, whole_mask)
     assert chunked.shape == whole.shape and torch.allclose(chunked, whole, atol=1e-5)
     # Captions of one length leave nothing padded: no mask, as the pipeline does.
-    assert encode_captions(pipe, ["ab", "cd", "ef"], chunk_size=2)[1] is None
+    assert encode_qwen_image_captions(pipe, ["ab", "cd", "ef"], chunk_size=2)[1] is None
 
 
 def test_the_training_loss_falls(trained):

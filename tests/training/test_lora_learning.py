@@ -17,8 +17,10 @@ import torch
 from diffusers import StableDiffusionPipeline
 from PIL import Image, ImageDraw
 
-from sciir.training.loop import LoraTrainConfig, finetune_lora_adapter, load_training_images
+from sciir.training.config import LoraTrainConfig
+from sciir.training.loop import finetune_lora_adapter
 from sciir.training.tiny_stable_diffusion import ensure_tiny_pipeline
+from sciir.training.training_images import load_training_images
 
 RESOLUTION = 32
 SAMPLING_STEPS = 10

@@ -12,9 +12,9 @@ from transformers import CLIPTokenizer
 from sciir.training.tiny_stable_diffusion import (
     MARKER_FILE,
     build_tiny_pipeline,
+    clip_tokenizer_vocab,
     ensure_tiny_pipeline,
     is_tiny_pipeline,
-    tokenizer_vocab,
 )
 
 
@@ -37,7 +37,7 @@ def test_tokenizer_is_built_locally_and_encodes_any_text(tiny_folder):
     saved = sorted(p.name for p in (tiny_folder / "tokenizer").iterdir())
     assert "tokenizer.json" in saved
     tokenizer = CLIPTokenizer.from_pretrained(tiny_folder, subfolder="tokenizer", local_files_only=True)
-    assert len(tokenizer) == len(tokenizer_vocab()) == 2 * 256 + 2
+    assert len(tokenizer) == len(clip_tokenizer_vocab()) == 2 * 256 + 2
     ids = tokenizer("Na⁺/K⁺ pump → ATP").input_ids
     assert ids[0] == tokenizer.bos_token_id and ids[-1] == tokenizer.eos_token_id
     assert tokenizer.unk_token_id not in ids[1:-1]  # every byte has a token: nothing is unknown

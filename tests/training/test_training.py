@@ -15,19 +15,13 @@ from PIL import Image
 from safetensors import safe_open
 from safetensors.torch import load_file, save_file
 
-from sciir.training.loop import (
-    CHECKPOINT_DIR,
-    LoraRecipe,
-    LoraTrainConfig,
-    StepRecord,
-    bucket_batches,
-    canonical_safetensors_header,
-    finetune_lora_adapter,
-    load_training_images,
-    train_lora,
-)
+from sciir.training.config import LoraTrainConfig
+from sciir.training.loop import CHECKPOINT_DIR, StepRecord, bucket_batches, finetune_lora_adapter, train_lora
+from sciir.training.lora_adapter import canonical_safetensors_header
 from sciir.training.noise_prediction import load_recipe, lora_layers
+from sciir.training.recipe import LoraRecipe
 from sciir.training.tiny_stable_diffusion import ensure_tiny_pipeline
+from sciir.training.training_images import load_training_images
 
 RESOLUTION = 32
 ADAPTER_FILE = "pytorch_lora_weights.safetensors"

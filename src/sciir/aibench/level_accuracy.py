@@ -12,15 +12,13 @@ from typing import Any
 import pandas as pd
 
 from sciir.aibench.questions import LEVELS
+from sciir.backends.base import CONTESTANT
 
 
 def _accuracy(correct: pd.Series) -> float:
     """Share of answered questions answered correctly; NaN when none was answered."""
     answered = correct.dropna()
     return float(answered.astype(bool).mean()) if len(answered) else math.nan
-
-
-CONTESTANT = "contestant"
 
 
 def score_answers(answers: pd.DataFrame, roles: Mapping[str, str] | None = None) -> pd.DataFrame:

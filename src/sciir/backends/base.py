@@ -1,20 +1,22 @@
-"""The model seam: two small interfaces every model call goes through.
+"""The model seam: one small generic interface, :class:`Model`, for vision-language models and image
+generators alike.
 
-A backend returns one result per request, in order. A result is either parsed
-output or an explicit failure with its reason; a failure is never turned into
-a verdict, a score or a default answer by anything downstream.
+``generate(requests)`` is the batch call: one result per request, in order. A result is either parsed
+output or an explicit failure with its reason; a failure is never turned into a verdict, a score or a
+default answer by anything downstream.
 
-``generate_streaming`` is the same call that also reports each result the moment
-it exists, so a caller (the response cache) can keep it before the batch ends.
-A backend that finishes requests one by one overrides it; the default reports
-every result once ``generate`` returns.
+``stream(requests, on_result, window=None)`` is the one streaming method. It takes a lazy iterable of
+requests of any length, calls ``on_result(position, result)`` as each result exists (so a caller, such as
+the response cache, keeps it before the stream ends) and returns nothing. At most ``window`` requests are
+taken from the iterable ahead of their results, so memory is bounded by the window, whatever the number
+of requests. By default a synchronous backend is handed one window of requests at a time (a backend that
+finishes requests one by one reports each as it completes by overriding ``_answer_window``); an
+asynchronous backend overrides ``stream`` so that each finished request frees its slot for the next one at
+once (no waves: one slow reply holds back nobody else).
 
-``generate_stream`` takes a lazy iterable of requests of any length and reports each result by its
-position in the stream; it returns nothing. At most ``window`` requests are taken from the iterable
-ahead of their results, so memory is bounded by the window, whatever the number of requests. The
-default hands a synchronous backend's ``generate_streaming`` one window of requests at a time; an
-asynchronous backend overrides it so that each finished request frees its slot for the next one at once
-(no waves: one slow reply holds back nobody else).
+A model declares what its callers need as plain values: ``cache_file`` (the response cache's file, None
+when uncached), ``stats`` (what it counted of its calls, empty when it counts nothing) and, for a
+vision-language model, ``image_limits`` (the images it accepts).
 """
 
 from __future__ import annotations
@@ -23,11 +25,15 @@ import hashlib
 import json
 import logging
 from abc import abstractmethod
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from itertools import islice
+from pathlib import Path
+from types import MappingProxyType
 from typing import Any, ClassVar, Generic, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from sciir.images.payload import ImageLimits
 
 logger = logging.getLogger(__name__)
 
@@ -197,51 +203,11 @@ class Backend:
         return sha256_hex(json.dumps(self.identity(), sort_keys=True, default=str).encode())
 
 
-Result = TypeVar("Result", VLMResult, GenerationResult)
-
-
-def report_each(results: list[Result], on_result: Callable[[int, Result], None]) -> list[Result]:
-    """Call ``on_result(index, result)`` for every result of a finished batch; returns ``results``."""
-    for index, result in enumerate(results):
-        on_result(index, result)
-    return results
-
-
 Req = TypeVar("Req", VLMRequest, GenerationRequest)
+Res = TypeVar("Res", VLMResult, GenerationResult)
 
 # Requests a synchronous backend is handed per call when streaming, unless it knows better.
 DEFAULT_STREAM_WINDOW = 16
-
-
-def stream_in_windows(
-    generate_streaming: Callable[[Sequence[Req], Callable[[int, Result], None]], list[Result]],
-    requests: Iterable[Req],
-    on_result: Callable[[int, Result], None],
-    window: int,
-) -> None:
-    """Stream ``requests`` through a batch call, ``window`` requests per call.
-
-    Each window is taken from the iterable only when the previous one has been answered, and every
-    result is reported with its position in the whole stream.
-    """
-    if window < 1:
-        raise ValueError(f"a stream's window must be at least 1, got {window}")
-    iterator, offset = iter(requests), 0
-    while chunk := list(islice(iterator, window)):
-        reported = 0
-
-        def shifted(index: int, result: Result, start: int = offset) -> None:
-            nonlocal reported
-            reported += 1
-            on_result(start + index, result)
-
-        results = generate_streaming(chunk, shifted)
-        if len(results) != len(chunk) or reported != len(chunk):
-            raise RuntimeError(
-                f"the backend returned {len(results)} results and reported {reported} "
-                f"for {len(chunk)} requests"
-            )
-        offset += len(chunk)
 
 
 _RENAMED_WINDOWS_WARNED: set[str] = set()
@@ -262,41 +228,81 @@ def window_setting(section: str, window: int | None, batch_size: int | None) -> 
     return window if window is not None else batch_size
 
 
-class VisionLanguageModel(Backend):
-    @abstractmethod
-    def generate(self, requests: Sequence[VLMRequest]) -> list[VLMResult]:
-        """One result per request, in order; never raises for a single bad request."""
+class Model(Backend, Generic[Req, Res]):
+    """A model behind the seam: the batch call and the one streaming method (see the module docstring)."""
 
-    def generate_streaming(
-        self, requests: Sequence[VLMRequest], on_result: Callable[[int, VLMResult], None]
-    ) -> list[VLMResult]:
-        """As :meth:`generate`, and ``on_result(index, result)`` once for each request as it completes."""
-        return report_each(self.generate(requests), on_result)
+    # What the model counted of the calls it was given: a response cache's hits, misses and failures, and
+    # the usage of the calls it sent (``sciir.backends.cache``); empty for a model that counts nothing.
+    stats: Mapping[str, float] = MappingProxyType({})
+
+    @abstractmethod
+    def generate(self, requests: Sequence[Req]) -> list[Res]:
+        """One result per request, in order; never raises for a single bad request."""
 
     @property
     def stream_window(self) -> int:
-        """The requests :meth:`generate_stream` takes ahead of their results unless told otherwise."""
+        """The requests :meth:`stream` takes ahead of their results unless told otherwise."""
         return DEFAULT_STREAM_WINDOW
 
-    def generate_stream(
-        self,
-        requests: Iterable[VLMRequest],
-        on_result: Callable[[int, VLMResult], None],
-        window: int | None = None,
+    @property
+    def cache_file(self) -> Path | None:
+        """The file of the response cache that keeps this model's answers; None when it has none."""
+        return None
+
+    def stream(
+        self, requests: Iterable[Req], on_result: Callable[[int, Res], None], window: int | None = None
     ) -> None:
         """``on_result(position, result)`` once for every request of a lazy stream, as each completes.
 
-        At most ``window`` (default :attr:`stream_window`) requests are taken ahead of their results.
-        An exception raised by ``on_result`` or by the iterable stops the stream.
+        At most ``window`` (default :attr:`stream_window`) requests are taken ahead of their results: each
+        window is taken from the iterable only when the previous one has been answered
+        (:meth:`_answer_window`). An exception raised by ``on_result`` or by the iterable stops the stream.
         """
-        stream_in_windows(self.generate_streaming, requests, on_result, window or self.stream_window)
+        size = window or self.stream_window
+        if size < 1:
+            raise ValueError(f"a stream's window must be at least 1, got {size}")
+        iterator, offset = iter(requests), 0
+        while chunk := list(islice(iterator, size)):
+            reported = 0
+
+            def shifted(index: int, result: Res, start: int = offset) -> None:
+                nonlocal reported
+                reported += 1
+                on_result(start + index, result)
+
+            results = self._answer_window(chunk, shifted)
+            if len(results) != len(chunk) or reported != len(chunk):
+                raise RuntimeError(
+                    f"the backend returned {len(results)} results and reported {reported} "
+                    f"for {len(chunk)} requests"
+                )
+            offset += len(chunk)
+
+    def _answer_window(self, requests: Sequence[Req], on_result: Callable[[int, Res], None]) -> list[Res]:
+        """One window of a stream: :meth:`generate`, then ``on_result(index, result)`` for each result. A
+        backend that finishes requests one by one overrides it to report each as it completes."""
+        results = self.generate(requests)
+        for index, result in enumerate(results):
+            on_result(index, result)
+        return results
+
+
+class VisionLanguageModel(Model[VLMRequest, VLMResult]):
+    """A model that answers a prompt about images."""
+
+    @property
+    def image_limits(self) -> ImageLimits:
+        """The images this model accepts (longest side, formats): callers prepare each image under them
+        once. Any image by default."""
+        return ImageLimits()
 
 
 GeneratorRole = Literal["contestant", "reference"]
 GENERATOR_ROLES: tuple[GeneratorRole, ...] = ("contestant", "reference")
+CONTESTANT: GeneratorRole = GENERATOR_ROLES[0]  # ranked; a reference never is
 
 
-class ImageGenerator(Backend):
+class ImageGenerator(Model[GenerationRequest, GenerationResult]):
     """A text-to-image backend.
 
     ``role`` says what its images are for: a ``contestant`` is ranked and receives only
@@ -307,27 +313,3 @@ class ImageGenerator(Backend):
 
     role: GeneratorRole = "contestant"
     reads_annotation: ClassVar[bool] = False
-
-    @abstractmethod
-    def generate(self, requests: Sequence[GenerationRequest]) -> list[GenerationResult]:
-        """One result per request, in order; never raises for a single bad request."""
-
-    def generate_streaming(
-        self, requests: Sequence[GenerationRequest], on_result: Callable[[int, GenerationResult], None]
-    ) -> list[GenerationResult]:
-        """As :meth:`generate`, and ``on_result(index, result)`` once for each request as it completes."""
-        return report_each(self.generate(requests), on_result)
-
-    @property
-    def stream_window(self) -> int:
-        """The requests :meth:`generate_stream` takes ahead of their results unless told otherwise."""
-        return DEFAULT_STREAM_WINDOW
-
-    def generate_stream(
-        self,
-        requests: Iterable[GenerationRequest],
-        on_result: Callable[[int, GenerationResult], None],
-        window: int | None = None,
-    ) -> None:
-        """As :meth:`VisionLanguageModel.generate_stream`, for images."""
-        stream_in_windows(self.generate_streaming, requests, on_result, window or self.stream_window)

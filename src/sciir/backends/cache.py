@@ -4,8 +4,8 @@ Keyed by a hash of the backend's identity (name, model, decoding settings) and t
 (prompt template version, prompt, image hashes, seed). Each answer is written the moment the backend
 reports it, one transaction per response, so a process killed mid-stage loses at most the requests in
 flight and a rerun pays only for what is missing. Failures are not cached: a rerun tries them again.
-Requests stream (``generate_stream``): a hit is answered at once without the backend, a miss goes on to
-the backend's own stream, and a request identical to one still in flight is not sent again.
+Requests stream (``stream``): a hit is answered at once without the backend, a miss goes on to the
+backend's own stream, and a request identical to one still in flight is not sent again.
 
 The wrappers' ``stats`` count cache hits, misses (requests sent to the backend) and failures, and add up
 what the sent calls consumed (``http_requests``, ``prompt_tokens``, ``completion_tokens``,
@@ -22,7 +22,7 @@ import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from itertools import count
 from pathlib import Path
-from typing import Any, Generic, TypeVar, cast
+from typing import Any, cast
 
 from sciir.backends.base import (
     Backend,
@@ -30,16 +30,17 @@ from sciir.backends.base import (
     GenerationRequest,
     GenerationResult,
     ImageGenerator,
+    Model,
+    Req,
+    Res,
     VisionLanguageModel,
     VLMRequest,
     VLMResult,
     sha256_hex,
 )
+from sciir.images.payload import ImageLimits
 
 logger = logging.getLogger(__name__)
-
-Req = TypeVar("Req", VLMRequest, GenerationRequest)
-Res = TypeVar("Res", VLMResult, GenerationResult)
 
 CACHE_COUNTS = ("hits", "misses", "failures")
 USAGE_SUMS = ("http_requests", "prompt_tokens", "completion_tokens", "cost_usd")
@@ -136,20 +137,39 @@ def stats_metrics(stats: Mapping[str, float], prefix: str = "") -> dict[str, flo
     }
 
 
-class _CachingWrapper(Generic[Req, Res]):
-    """The cache logic shared by :class:`CachedVLM` and :class:`CachedGenerator`."""
+class CachedModel(Model[Req, Res]):
+    """A model whose answers are served from the cache when already paid for, the logic shared by
+    :class:`CachedVLM` and :class:`CachedGenerator`.
 
-    inner: Any  # the wrapped backend; typed precisely by each subclass
-    cache: ResponseCache
-    window: int | None
+    Requests stream to the inner model (:meth:`stream`), ``window`` ahead of their answers at most
+    (default: the inner model's own window, e.g. an HTTP backend's concurrency); answers are written one
+    by one as they arrive.
+    """
 
-    def __init__(self, encode: Callable[[Res], bytes], decode: Callable[[bytes], Res]) -> None:
+    def __init__(
+        self,
+        inner: Model[Req, Res],
+        cache: ResponseCache,
+        window: int | None,
+        encode: Callable[[Res], bytes],
+        decode: Callable[[bytes], Res],
+    ) -> None:
+        super().__init__()
+        self.inner, self.cache, self.window = inner, cache, window
         self._encode, self._decode = encode, decode
         self._stats_lock = threading.Lock()
         self.stats: dict[str, float] = dict.fromkeys(CACHE_COUNTS, 0) | dict.fromkeys(USAGE_SUMS, 0.0)
 
     def identity(self) -> dict[str, Any]:
         return self.inner.identity()
+
+    @property
+    def stream_window(self) -> int:
+        return self.window or self.inner.stream_window
+
+    @property
+    def cache_file(self) -> Path:
+        return self.cache.path
 
     def __getstate__(self) -> dict[str, Any]:
         # Kedro's MemoryDataset deep-copies what it holds; a lock cannot be copied, only made anew.
@@ -159,52 +179,21 @@ class _CachingWrapper(Generic[Req, Res]):
         self.__dict__.update(state)
         self._stats_lock = threading.Lock()
 
-    def _count(self, name: str, amount: float = 1) -> None:
-        with self._stats_lock:
-            self.stats[name] += amount
-
-    def _record_sent(self, key: str, result: Res) -> None:
-        """Keep one answer the backend just gave: cached when it succeeded, counted either way."""
-        if result.ok:
-            self.cache.put(key, self._encode(result))
-        with self._stats_lock:
-            self.stats["misses"] += 1
-            self.stats["failures"] += not result.ok
-            for name in USAGE_SUMS:
-                self.stats[name] += result.usage.get(name, 0.0)
-
-    @staticmethod
-    def _make(request: Deferred[Req]) -> Req | str:
-        """The request a deferred one makes, or why it cannot be made."""
-        try:
-            return request.make()
-        except (OSError, ValueError) as error:
-            return str(error)
-
-    def _unmade(self, request: Deferred[Req], reason: str) -> Res:
-        """The failed result of a deferred request that could not be made (each wrapper says how)."""
-        raise NotImplementedError
-
-    def _run_cached(self, requests: Sequence[Req], on_result: Callable[[int, Res], None]) -> list[Res]:
-        """:meth:`_stream_cached` over a batch, its results returned in order."""
+    def generate(self, requests: Sequence[Req]) -> list[Res]:
+        """:meth:`stream` over a batch, its results returned in order."""
         results: list[Res | None] = [None] * len(requests)
-
-        def keep(index: int, result: Res) -> None:
-            results[index] = result
-            on_result(index, result)
-
-        self._stream_cached(requests, keep, self.window)
+        self.stream(requests, results.__setitem__, self.window)
         if any(result is None for result in results):
             raise RuntimeError(f"{type(self.inner).__name__} left requests of the batch without a result")
         return cast(list[Res], results)
 
-    def _stream_cached(
+    def stream(
         self,
         requests: Iterable[Req | Deferred[Req]],
         on_result: Callable[[int, Res], None],
-        window: int | None,
+        window: int | None = None,
     ) -> None:
-        """Serve what the cache has at once, stream the rest to the inner backend, keep each answer as it
+        """Serve what the cache has at once, stream the rest to the inner model, keep each answer as it
         comes. A request identical to one still in flight is not sent again: it gets that one's answer.
         A :class:`~sciir.backends.base.Deferred` request is made only when it must be sent; one that
         cannot be made fails with the reason (not cached).
@@ -242,10 +231,36 @@ class _CachingWrapper(Generic[Req, Res]):
             for index in riders:  # answered without being sent, as a cache hit is
                 on_result(index, result.model_copy(update={"cached": True}))
 
-        self.inner.generate_stream(misses(), arrived, window)
+        self.inner.stream(misses(), arrived, window or self.window)
         if sent_keys:
             name = type(self.inner).__name__
             raise RuntimeError(f"{name} left {len(sent_keys)} streamed requests unanswered")
+
+    def _count(self, name: str, amount: float = 1) -> None:
+        with self._stats_lock:
+            self.stats[name] += amount
+
+    def _record_sent(self, key: str, result: Res) -> None:
+        """Keep one answer the inner model just gave: cached when it succeeded, counted either way."""
+        if result.ok:
+            self.cache.put(key, self._encode(result))
+        with self._stats_lock:
+            self.stats["misses"] += 1
+            self.stats["failures"] += not result.ok
+            for name in USAGE_SUMS:
+                self.stats[name] += result.usage.get(name, 0.0)
+
+    @staticmethod
+    def _make(request: Deferred[Req]) -> Req | str:
+        """The request a deferred one makes, or why it cannot be made."""
+        try:
+            return request.make()
+        except (OSError, ValueError) as error:
+            return str(error)
+
+    def _unmade(self, request: Deferred[Req], reason: str) -> Res:
+        """The failed result of a deferred request that could not be made (each wrapper says how)."""
+        raise NotImplementedError
 
 
 def _encode_vlm(result: VLMResult) -> bytes:
@@ -268,75 +283,26 @@ def _decode_generation(value: bytes) -> GenerationResult:
     return GenerationResult(image=value[4 + size :], cached=True, **header)
 
 
-class CachedVLM(_CachingWrapper[VLMRequest, VLMResult], VisionLanguageModel):
-    """A vision-language model whose answers are served from the cache when already paid for.
-
-    Requests stream to the inner backend (:meth:`generate_stream`), ``window`` ahead of their answers
-    at most (default: the inner backend's own window, e.g. an HTTP backend's concurrency); answers
-    are written one by one as they arrive.
-    """
+class CachedVLM(CachedModel[VLMRequest, VLMResult], VisionLanguageModel):
+    """A vision-language model whose answers are served from the cache (:class:`CachedModel`)."""
 
     def __init__(self, inner: VisionLanguageModel, cache: ResponseCache, window: int | None = None) -> None:
-        VisionLanguageModel.__init__(self)
-        _CachingWrapper.__init__(self, _encode_vlm, _decode_vlm)
-        self.inner, self.cache, self.window = inner, cache, window
+        super().__init__(inner, cache, window, _encode_vlm, _decode_vlm)
 
     @property
-    def stream_window(self) -> int:
-        return self.window or self.inner.stream_window
+    def image_limits(self) -> ImageLimits:
+        return cast(VisionLanguageModel, self.inner).image_limits
 
     def _unmade(self, request: Deferred[VLMRequest], reason: str) -> VLMResult:
         return VLMResult.failed(reason)
 
-    def generate(self, requests: Sequence[VLMRequest]) -> list[VLMResult]:
-        return self._run_cached(requests, lambda index, result: None)
 
-    def generate_streaming(
-        self, requests: Sequence[VLMRequest], on_result: Callable[[int, VLMResult], None]
-    ) -> list[VLMResult]:
-        return self._run_cached(requests, on_result)
-
-    def generate_stream(
-        self,
-        requests: Iterable[VLMRequest | Deferred[VLMRequest]],
-        on_result: Callable[[int, VLMResult], None],
-        window: int | None = None,
-    ) -> None:
-        """Cache hits are reported at once; misses stream to the inner backend (:meth:`_stream_cached`)."""
-        self._stream_cached(requests, on_result, window or self.window)
-
-
-class CachedGenerator(_CachingWrapper[GenerationRequest, GenerationResult], ImageGenerator):
-    """An image generator whose images are served from the cache when already made.
-
-    ``window`` is the most requests handed to the inner generator ahead of their images (default: its own).
-    """
+class CachedGenerator(CachedModel[GenerationRequest, GenerationResult], ImageGenerator):
+    """An image generator whose images are served from the cache when already made (:class:`CachedModel`)."""
 
     def __init__(self, inner: ImageGenerator, cache: ResponseCache, window: int | None = None) -> None:
-        ImageGenerator.__init__(self)
-        _CachingWrapper.__init__(self, _encode_generation, _decode_generation)
-        self.inner, self.cache, self.window = inner, cache, window
+        super().__init__(inner, cache, window, _encode_generation, _decode_generation)
         self.role = inner.role  # a cached reference is still a reference
-
-    @property
-    def stream_window(self) -> int:
-        return self.window or self.inner.stream_window
 
     def _unmade(self, request: Deferred[GenerationRequest], reason: str) -> GenerationResult:
         return GenerationResult(sample_id=str(request.key.get("sample_id")), failure=reason)
-
-    def generate(self, requests: Sequence[GenerationRequest]) -> list[GenerationResult]:
-        return self._run_cached(requests, lambda index, result: None)
-
-    def generate_streaming(
-        self, requests: Sequence[GenerationRequest], on_result: Callable[[int, GenerationResult], None]
-    ) -> list[GenerationResult]:
-        return self._run_cached(requests, on_result)
-
-    def generate_stream(
-        self,
-        requests: Iterable[GenerationRequest | Deferred[GenerationRequest]],
-        on_result: Callable[[int, GenerationResult], None],
-        window: int | None = None,
-    ) -> None:
-        self._stream_cached(requests, on_result, window or self.window)

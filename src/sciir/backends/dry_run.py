@@ -7,7 +7,7 @@ tokens and cost, and fails with the reason "dry run". The project hook writes no
 (every dataset the pipeline writes is swapped for memory) and prints the ledger at the end.
 
 Estimates, not measurements (``sciir.backends.token_estimates``): the prompt's text and reply schema at
-4 characters a token; an image at one token per 28x28 pixels after the backend's ``image_max_side``;
+4 characters a token; an image at one token per 28x28 pixels after the backend's ``image_limits``;
 completion tokens at the backend's
 ``max_tokens`` / ``max_new_tokens`` (an upper bound), and cost from the backend's configured prices.
 Requests that a stage makes only from earlier answers (annotate's later tasks) cannot be known without
@@ -28,6 +28,7 @@ from typing import Any
 
 from sciir.backends.base import VisionLanguageModel, VLMRequest, VLMResult
 from sciir.backends.token_estimates import image_tokens, text_tokens
+from sciir.images.payload import ImageLimits
 
 DRY_RUN_ENV = "SCIIR_DRY_RUN"
 NOT_SENT = "dry run: not sent to the model (SCIIR_DRY_RUN is set)"
@@ -119,7 +120,7 @@ class DryRunVLM(VisionLanguageModel):
         identity = inner.identity()
         config = identity.get("config") or {}
         self._label = str(identity.get("backend", type(inner).__name__))
-        self._max_side = config.get("image_max_side") or 1024
+        self._max_side = inner.image_limits.max_side or 1024
         self._completion = _completion_limit(config)
 
     def identity(self) -> dict[str, Any]:
@@ -128,6 +129,10 @@ class DryRunVLM(VisionLanguageModel):
     @property
     def stream_window(self) -> int:
         return self.inner.stream_window
+
+    @property
+    def image_limits(self) -> ImageLimits:
+        return self.inner.image_limits
 
     def generate(self, requests: Sequence[VLMRequest]) -> list[VLMResult]:
         return [self._count(request) for request in requests]

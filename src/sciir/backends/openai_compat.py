@@ -2,171 +2,33 @@
 
 Works with vLLM and SGLang (serving Qwen3-VL, InternVL ...), OpenAI, and Gemini's compatible endpoint.
 Transport (event loop, shared session, concurrency, retries, timeouts, rate limits) lives in
-:mod:`sciir.backends.http_client`; this module builds payloads, parses replies and checks them against
-the request's JSON schema (or reads the first token's log-probabilities when the request asks for them),
-and accounts tokens and cost.
+:mod:`sciir.backends.http.client`, images become content parts in :mod:`sciir.backends.image_upload` and
+replies are read in :mod:`sciir.backends.openai_replies`; this module builds payloads, asks again when a
+reply does not fit the request's JSON schema, and accounts tokens and cost.
 """
 
 from __future__ import annotations
 
 import asyncio
-import base64
-import io
-import json
 import logging
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
-
-from PIL import Image
+from typing import Any, ClassVar
 
 from sciir.backends.base import VisionLanguageModel, VLMRequest, VLMResult
-from sciir.backends.http_client import CallFailed, HTTPBackend, HTTPSession, HTTPTransport, JSONText, Reply
-from sciir.backends.replies import InvalidReply, UnsupportedSchema, parse_reply, reply_validator
+from sciir.backends.http.client import HTTPBackend
+from sciir.backends.http.session import CallFailed, HTTPSession, Reply
+from sciir.backends.image_upload import UnreadableImage, image_parts
+from sciir.backends.openai_replies import reply_output, usage_of
+from sciir.backends.replies import InvalidReply, UnsupportedSchema, reply_validator
 from sciir.backends.token_estimates import image_tokens, text_tokens
-from sciir.images.payload import ImageLimits, UnreadableImageFile, request_payload
+from sciir.images.payload import ImageLimits
 
 log = logging.getLogger(__name__)
 
 CHAT_PATH = "/chat/completions"
-# Payload fields the backend sets itself; passing them as extra settings would silently fight it.
-_RESERVED_EXTRA = frozenset(
-    {"messages", "response_format", "seed", "stream", "n", "logprobs", "top_logprobs"}
-)
-_PNG_MODES = frozenset({"1", "L", "LA", "P", "RGB", "RGBA", "I", "I;16"})
 _SCHEMA_NAME_CHARS = re.compile(r"[^A-Za-z0-9_-]")
-# For the tokens-per-minute estimate: about four characters a text token, one token per 28-pixel patch.
-
-
-class UnreadableImage(ValueError):
-    """An input image Pillow cannot decode."""
-
-
-def png_for_upload(image: bytes, max_side: int) -> bytes:
-    """``image`` as PNG bytes no larger than ``max_side`` on its longer side (aspect ratio kept).
-
-    A PNG that already fits is sent as is, byte for byte.
-    """
-    try:
-        with Image.open(io.BytesIO(image)) as img:
-            img.load()
-            if img.format == "PNG" and max(img.size) <= max_side:
-                return image
-            picture = img if img.mode in _PNG_MODES else img.convert("RGB")
-            picture.thumbnail((max_side, max_side), Image.Resampling.LANCZOS)
-            buffer = io.BytesIO()
-            picture.save(buffer, format="PNG")
-            return buffer.getvalue()
-    except (OSError, ValueError, Image.DecompressionBombError) as err:
-        raise UnreadableImage(f"{type(err).__name__}: {err}") from None
-
-
-def image_parts(images: Sequence[bytes], limits: ImageLimits) -> list[dict[str, Any]]:
-    """Chat content parts carrying ``images`` as data URLs of their own format: each image's own bytes
-    when they fit ``limits``, else converted (``sciir.images.payload``); names the image that cannot be read."""
-    parts = []
-    for number, image in enumerate(images, start=1):
-        try:
-            sent = request_payload(image, limits, f"image {number} of {len(images)}")
-        except UnreadableImageFile as err:
-            raise UnreadableImage(str(err)) from None
-        url = JSONText(f"data:{sent.mime_type};base64,".encode("ascii") + base64.b64encode(sent))
-        parts.append({"type": "image_url", "image_url": {"url": url}})
-    return parts
-
-
-def _raw(body: dict[str, Any]) -> str:
-    """The start of a reply body, kept with a failure so the reason can be checked."""
-    return json.dumps(body)[:2000]
-
-
-def first_choice(body: dict[str, Any]) -> dict[str, Any]:
-    """The first choice of a chat-completion reply; raises when the model refused to answer."""
-    choices = body.get("choices")
-    if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
-        raise InvalidReply("the reply has no choices", raw=_raw(body))
-    message = choices[0].get("message") or {}
-    if message.get("refusal"):
-        raise InvalidReply(f"the model refused: {message['refusal']}", raw=str(message["refusal"]))
-    return choices[0]
-
-
-def _message_content(choice: dict[str, Any]) -> Any:
-    """A choice's message content, list-of-parts content joined into one string."""
-    content = (choice.get("message") or {}).get("content")
-    if isinstance(content, list):
-        return "".join(part.get("text", "") for part in content if isinstance(part, dict))
-    return content
-
-
-def reply_text(body: dict[str, Any]) -> str:
-    """The text of the first choice of a chat-completion reply (string or list-of-parts content)."""
-    choice = first_choice(body)
-    content = _message_content(choice)
-    if not isinstance(content, str) or not content.strip():
-        finish = choice.get("finish_reason")
-        raise InvalidReply(f"the reply has no text content (finish_reason {finish!r})", raw=_raw(body))
-    return content
-
-
-def _token_logprob(entry: Any) -> dict[str, Any] | None:
-    """``{"token", "logprob"}`` of one alternative, or None when it lacks either or is not a number."""
-    if not isinstance(entry, dict):
-        return None
-    token, logprob = entry.get("token"), entry.get("logprob")
-    if not isinstance(token, str) or isinstance(logprob, bool) or not isinstance(logprob, int | float):
-        return None
-    return {"token": token, "logprob": float(logprob)}
-
-
-def first_token_logprobs(body: dict[str, Any]) -> dict[str, Any]:
-    """``{"answer": text, "top_logprobs": [{"token", "logprob"}, ...]}`` from a reply asked for logprobs.
-
-    The alternatives are ``choices[0].logprobs.content[0].top_logprobs``, the first generated token's;
-    a server that ignores ``logprobs`` (or one malformed alternative) makes the reply invalid.
-    """
-    choice = first_choice(body)
-    logprobs = choice.get("logprobs")
-    tokens = logprobs.get("content") if isinstance(logprobs, dict) else None
-    first = tokens[0] if isinstance(tokens, list) and tokens and isinstance(tokens[0], dict) else {}
-    alternatives = first.get("top_logprobs")
-    if not isinstance(alternatives, list) or not alternatives:
-        raise InvalidReply(
-            "the reply has no first-token log-probabilities (choices[0].logprobs.content[0].top_logprobs "
-            "is missing or empty): the server may not support logprobs for this model",
-            raw=_raw(body),
-        )
-    entries = [_token_logprob(entry) for entry in alternatives]
-    if None in entries:
-        bad = alternatives[entries.index(None)]
-        raise InvalidReply(f"malformed first-token log-probability {bad!r}", raw=_raw(body))
-    content = _message_content(choice)
-    answer = content if isinstance(content, str) else str(first.get("token", ""))
-    return {"answer": answer, "top_logprobs": entries}
-
-
-def reply_output(body: dict[str, Any], request: VLMRequest) -> tuple[dict[str, Any], str]:
-    """The output ``request`` asked for, and the reply text it came from.
-
-    First-token log-probabilities when the request asks for them, else the JSON object in the text,
-    checked against the request's schema.
-    """
-    if request.top_logprobs is not None:
-        output = first_token_logprobs(body)
-        return output, output["answer"]
-    text = reply_text(body)
-    return parse_reply(text, request.json_schema), text
-
-
-def usage_of(body: dict[str, Any]) -> dict[str, float]:
-    """Prompt and completion token counts reported by the server (absent counts are left out)."""
-    usage = body.get("usage") or {}
-    return {
-        name: float(usage[name])
-        for name in ("prompt_tokens", "completion_tokens")
-        if isinstance(usage.get(name), int | float)
-    }
 
 
 def _add_usage(total: dict[str, float], more: Mapping[str, float]) -> None:
@@ -235,59 +97,50 @@ class OpenAICompatibleVLM(HTTPBackend[VLMRequest, VLMResult], VisionLanguageMode
     ``completion_tokens`` as the server reported them, and ``cost_usd`` when prices are configured.
     """
 
+    reserved_fields: ClassVar[frozenset[str]] = frozenset(
+        {"messages", "response_format", "seed", "stream", "n", "logprobs", "top_logprobs"}
+    )
+
     def __init__(
         self,
         *,
         base_url: str,
         model: str,
-        api_key: str | None = None,
-        concurrency: int = 8,
-        max_retries: int = 4,
-        timeout_s: float = 60,
         temperature: float = 0.0,
         max_tokens: int = 2048,
         image_max_side: int = 1024,
         image_format: str | None = None,
         invalid_reply_retries: int = 1,
         system_prompt: str | None = None,
-        retry_base_delay_s: float = 0.5,
-        retry_max_delay_s: float = 30.0,
-        requests_per_minute: float | None = None,
-        tokens_per_minute: float | None = None,
         price_per_million_prompt_tokens: float | None = None,
         price_per_million_completion_tokens: float | None = None,
-        use_env_proxy: bool = False,
-        **extra: Any,
+        **settings: Any,
     ) -> None:
-        _check_settings(max_retries, invalid_reply_retries, image_max_side, temperature, extra)
+        """``settings``: the transport's (``api_key``, ``concurrency`` 8, ``timeout_s`` 60, ``max_retries``,
+        ``retry_base_delay_s``, ``retry_max_delay_s``, ``requests_per_minute``, ``tokens_per_minute``,
+        ``use_env_proxy``: :data:`~sciir.backends.http.client.TRANSPORT_DEFAULTS`), the rest extra payload
+        fields."""
+        transport, extra = self.split_settings(settings)
+        _check_settings(transport["max_retries"], invalid_reply_retries, image_max_side, temperature)
         super().__init__(
-            base_url=base_url.rstrip("/"),
+            base_url=base_url,
             model=model,
+            transport=transport,
+            extra=extra,
             temperature=temperature,
             max_tokens=max_tokens,
             image_max_side=image_max_side,
             # Only when set, so every other configuration keeps its identity and so its cached answers.
             **({"image_format": image_format} if image_format else {}),
             system_prompt=system_prompt,
-            **extra,
         )
-        self.image_limits = ImageLimits.from_config(self.config)
-        self.model = model
+        self._image_limits = ImageLimits.from_config(self.config)
         self.invalid_reply_retries = invalid_reply_retries
-        self._extra = extra
         self.prices = Prices.configured(price_per_million_prompt_tokens, price_per_million_completion_tokens)
-        self._transport = HTTPTransport.with_retries(
-            max_retries=max_retries,
-            retry_base_delay_s=retry_base_delay_s,
-            retry_max_delay_s=retry_max_delay_s,
-            base_url=base_url,
-            api_key=api_key,
-            concurrency=concurrency,
-            timeout_s=timeout_s,
-            requests_per_minute=requests_per_minute,
-            tokens_per_minute=tokens_per_minute,
-            use_env_proxy=use_env_proxy,
-        )
+
+    @property
+    def image_limits(self) -> ImageLimits:
+        return self._image_limits
 
     def build_payload(self, request: VLMRequest) -> dict[str, Any]:
         """The chat-completions body for ``request``: system prompt, then the prompt text and its images.
@@ -296,7 +149,7 @@ class OpenAICompatibleVLM(HTTPBackend[VLMRequest, VLMResult], VisionLanguageMode
         asks for one token with ``logprobs`` and ``top_logprobs`` instead.
         """
         user_content = [{"type": "text", "text": request.prompt}]
-        user_content += image_parts(request.images, self.image_limits)
+        user_content += image_parts(request.images, self._image_limits)
         system_prompt = self.config["system_prompt"]
         messages = [{"role": "system", "content": system_prompt}] if system_prompt else []
         messages.append({"role": "user", "content": user_content})
@@ -388,11 +241,7 @@ class OpenAICompatibleVLM(HTTPBackend[VLMRequest, VLMResult], VisionLanguageMode
 
 
 def _check_settings(
-    max_retries: int,
-    invalid_reply_retries: int,
-    image_max_side: int,
-    temperature: float,
-    extra: dict[str, Any],
+    max_retries: int, invalid_reply_retries: int, image_max_side: int, temperature: float
 ) -> None:
     """Reject settings that could only fail later, on every request."""
     if max_retries < 0 or invalid_reply_retries < 0:
@@ -401,10 +250,3 @@ def _check_settings(
         raise ValueError(f"image_max_side must be positive, got {image_max_side}")
     if temperature < 0:
         raise ValueError(f"temperature must not be negative, got {temperature}")
-    clashing = sorted(_RESERVED_EXTRA & extra.keys())
-    if clashing:
-        raise ValueError(f"extra settings {clashing} are set by the backend itself and cannot be overridden")
-    try:
-        json.dumps(extra)
-    except TypeError as err:
-        raise ValueError(f"extra settings must be JSON-serialisable payload fields: {err}") from None

@@ -1,7 +1,7 @@
 """``openai_images``: any OpenAI-compatible images API (``POST /images/generations``) as an image generator.
 
 Transport (event loop, shared session, concurrency, retries with backoff and Retry-After, timeouts)
-lives in :mod:`sciir.backends.http_client`, as for the ``openai`` chat backend; this module builds the
+lives in :mod:`sciir.backends.http.client`, as for the ``openai`` chat backend; this module builds the
 payload and turns the reply into a verified PNG of the requested size.
 
 OpenAI's ``gpt-image`` models always answer in base64 and accept neither ``response_format`` nor
@@ -15,25 +15,34 @@ import asyncio
 import base64
 import binascii
 import io
-import json
 import logging
 import re
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, ClassVar
 
 from PIL import Image, UnidentifiedImageError
 
 from sciir.backends.base import GenerationRequest, GenerationResult, ImageGenerator
-from sciir.backends.http_client import CallFailed, HTTPBackend, HTTPSession, HTTPTransport
-from sciir.figures.imaging import UnreadableImageError, to_srgb
+from sciir.backends.http.client import TRANSPORT_DEFAULTS, HTTPBackend
+from sciir.backends.http.session import CallFailed, HTTPSession
+from sciir.images.colour import to_srgb
+from sciir.images.decode import UnreadableImageError
 
 log = logging.getLogger(__name__)
 
 BACKEND_NAME = "openai_images"
 IMAGES_PATH = "/images/generations"
-# Payload fields the backend sets itself; passing them as extra settings would silently fight it.
-_RESERVED_EXTRA = frozenset({"model", "prompt", "size", "n", "response_format", "seed"})
 _SIZE = re.compile(r"^[1-9][0-9]*x[1-9][0-9]*$")
+# The transport settings this backend takes; any other setting is an extra payload field.
+_TRANSPORT_SETTINGS = (
+    "api_key",
+    "concurrency",
+    "timeout_s",
+    "max_retries",
+    "retry_base_delay_s",
+    "retry_max_delay_s",
+    "requests_per_minute",
+)
 
 
 class UnusableImage(ValueError):
@@ -98,7 +107,8 @@ def image_usage(body: Mapping[str, Any]) -> dict[str, float]:
 class OpenAIImagesGenerator(HTTPBackend[GenerationRequest, GenerationResult], ImageGenerator):
     """Generates with a model behind an OpenAI-compatible ``/images/generations`` endpoint.
 
-    Args:
+    Args (the transport's among them, from ``api_key`` to ``requests_per_minute``, are taken out of
+    ``settings`` by :meth:`~sciir.backends.http.client.HTTPBackend.split_settings`):
         base_url: the API root, e.g. ``https://api.openai.com/v1``.
         model: the model name the server knows.
         api_key: sent as a bearer token; never logged and never part of the identity.
@@ -113,54 +123,47 @@ class OpenAIImagesGenerator(HTTPBackend[GenerationRequest, GenerationResult], Im
         send_seed: send the request's seed (servers that do not know the field reject it).
         send_response_format: send ``response_format: b64_json`` (``gpt-image`` models reject it).
         price_per_image_usd: when set, each answered request's usage carries its ``cost_usd``.
-        extra: further payload fields (``quality``, ``style`` ...), sent with every request.
+        any other setting: a further payload field (``quality``, ``style`` ...), sent with every request.
 
     Only what changes the image (server, model, size, seed use, extra fields) forms the identity and so
     the cache key; concurrency, retries, timeouts, limits and prices do not.
     """
+
+    reserved_fields: ClassVar[frozenset[str]] = frozenset(
+        {"model", "prompt", "size", "n", "response_format", "seed"}
+    )
+    # Image generation is slow: fewer requests at once, each given longer.
+    transport_defaults: ClassVar[Mapping[str, Any]] = {
+        **{name: TRANSPORT_DEFAULTS[name] for name in _TRANSPORT_SETTINGS},
+        "concurrency": 4,
+        "timeout_s": 300.0,
+    }
 
     def __init__(
         self,
         *,
         base_url: str,
         model: str,
-        api_key: str | None = None,
-        concurrency: int = 4,
-        max_retries: int = 4,
-        timeout_s: float = 300.0,
-        retry_base_delay_s: float = 0.5,
-        retry_max_delay_s: float = 30.0,
-        requests_per_minute: float | None = None,
         server_size: str | None = None,
         send_seed: bool = True,
         send_response_format: bool = True,
         price_per_image_usd: float | None = None,
-        **extra: Any,
+        **settings: Any,
     ) -> None:
-        _check_settings(max_retries, server_size, extra)
+        transport, extra = self.split_settings(settings)
+        _check_settings(transport["max_retries"], server_size)
         super().__init__(
-            base_url=base_url.rstrip("/"),
+            base_url=base_url,
             model=model,
+            transport=transport,
+            extra=extra,
             server_size=server_size,
             send_seed=send_seed,
-            **extra,
         )
-        self.model = model
         self.server_size = server_size
         self.send_seed = send_seed
         self.send_response_format = send_response_format
         self.price_per_image_usd = price_per_image_usd
-        self._extra = extra
-        self._transport = HTTPTransport.with_retries(
-            max_retries=max_retries,
-            retry_base_delay_s=retry_base_delay_s,
-            retry_max_delay_s=retry_max_delay_s,
-            base_url=base_url,
-            api_key=api_key,
-            concurrency=concurrency,
-            timeout_s=timeout_s,
-            requests_per_minute=requests_per_minute,
-        )
 
     def build_payload(self, request: GenerationRequest) -> dict[str, Any]:
         """The images-API body for ``request``: one image of the requested (or configured) size."""
@@ -215,16 +218,9 @@ class OpenAIImagesGenerator(HTTPBackend[GenerationRequest, GenerationResult], Im
         return self._failed(request, f"unexpected {type(err).__name__}: {err}", {"http_requests": 0.0})
 
 
-def _check_settings(max_retries: int, server_size: str | None, extra: dict[str, Any]) -> None:
+def _check_settings(max_retries: int, server_size: str | None) -> None:
     """Reject settings that could only fail later, on every request."""
     if max_retries < 0:
         raise ValueError(f"max_retries must not be negative, got {max_retries}")
     if server_size is not None and not _SIZE.match(server_size):
         raise ValueError(f"server_size must look like '1024x1024' (width x height), got {server_size!r}")
-    clashing = sorted(_RESERVED_EXTRA & extra.keys())
-    if clashing:
-        raise ValueError(f"extra settings {clashing} are set by the backend itself and cannot be overridden")
-    try:
-        json.dumps(extra)
-    except TypeError as err:
-        raise ValueError(f"extra settings must be JSON-serialisable payload fields: {err}") from None

@@ -1,17 +1,45 @@
-"""The shared shape of the rule-based backends (``offline``, ``ocr``): they know no task names, and answer
-a request with the answerer the task registry names for their kind of reader (``sciir.tasks.registry``)."""
+"""The shared shape of the rule-based backends (``offline``, ``ocr``): they know no task. Each is handed a
+``RuleBook`` (task name -> the task's own answerer for its kind of reader; built by ``sciir.tasks.registry``
+and handed over where backends are configured, ``sciir.catalog.backend_dataset``) and answers a request
+with the answerer of the request's task, giving it what the backend can see (``Sight``)."""
 
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from typing import ClassVar
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
 
 import pytesseract
 
 from sciir.backends.base import VisionLanguageModel, VLMRequest, VLMResult
-from sciir.tasks.registry import Sight, UnknownTask, answerer, readers_of
+from sciir.backends.readers.second_reader import second_recogniser_version
+from sciir.backends.readers.tesseract import READER_VERSION, require_tesseract, shared_reader
+from sciir.backends.readers.text import OcrReading
+
+
+@dataclass(frozen=True)
+class Sight:
+    """What a rule-based answerer may use: an OCR reader and the confidence a read line needs."""
+
+    read: Callable[[bytes], OcrReading]
+    min_confidence: float = 60.0
+
+
+Answerer = Callable[[VLMRequest, Sight], VLMResult]
+
+
+@dataclass(frozen=True)
+class RuleBook:
+    """The answerers one kind of reader has: task name -> answerer; the names of every task there is (so a
+    request for none of them is told so); and the version of those rules (part of the backend's identity,
+    so answers of older rules are not reused; None: the readers' versions only)."""
+
+    reader: str
+    answerers: Mapping[str, Answerer] = field(default_factory=dict)
+    tasks: tuple[str, ...] = ()
+    version: str | None = None
 
 
 def answer_threads() -> int:
@@ -21,11 +49,31 @@ def answer_threads() -> int:
 
 
 class RuleBasedVLM(VisionLanguageModel):
-    """Answers each request by its task's registered rules for ``reader``; a task it has no rules for, or
-    an image its rules cannot read, fails that request with the reason and the batch goes on."""
+    """Answers each request by its task's answerer in the rule book, from Tesseract's reading of the image
+    (read once per image for all tasks); a task the book has no answerer for, or an image the rules cannot
+    read, fails that request with the reason and the batch goes on.
+
+    Config: ``lang`` (Tesseract languages, default ``eng``), ``min_confidence`` (OCR confidence 0-100 a line
+    needs to count as a label, default 60).
+    """
 
     reader: ClassVar[str]
-    sight: Sight
+
+    def __init__(self, rules: RuleBook, **config: Any) -> None:
+        super().__init__(**config)
+        if rules.reader != self.reader:
+            raise ValueError(f"the {self.reader} backend was handed the rules of the {rules.reader} reader")
+        self.rules = rules
+        self.lang: str = config.get("lang", "eng")
+        require_tesseract(self.lang)
+        self.sight = Sight(shared_reader(self.lang), float(config.get("min_confidence", 60)))
+
+    def identity(self) -> dict[str, Any]:
+        """The configuration, the version of the rules and of the readers (answers of older ones are not
+        reused)."""
+        rules = {"rules": self.rules.version} if self.rules.version is not None else {}
+        readers = {"reader": READER_VERSION, "second_reader": second_recogniser_version()}
+        return {**super().identity(), **rules, **readers}
 
     def generate(self, requests: Sequence[VLMRequest]) -> list[VLMResult]:
         threads = min(answer_threads(), len(requests))
@@ -35,14 +83,15 @@ class RuleBasedVLM(VisionLanguageModel):
             return list(pool.map(self._answer, requests))
 
     def _answer(self, request: VLMRequest) -> VLMResult:
-        try:
-            rules = answerer(request.task, self.reader)
-        except UnknownTask as error:
-            return VLMResult.failed(f"{self.reader} backend: {error.args[0]}")
+        if request.task not in self.rules.tasks:
+            return VLMResult.failed(
+                f"{self.reader} backend: no task {request.task!r} is registered (known: {list(self.rules.tasks)})"
+            )
+        rules = self.rules.answerers.get(request.task)
         if rules is None:
             return VLMResult.failed(
                 f"{self.reader} backend has no rules for task {request.task!r} "
-                f"(answers {readers_of(self.reader)})"
+                f"(answers {sorted(self.rules.answerers)})"
             )
         try:
             return rules(request, self.sight)

@@ -22,7 +22,8 @@ A string with ``minLength`` or ``maxLength`` (and no ``pattern``) is compiled as
 which JSON forbids (xgrammar issue #800), while its pattern path does not. Only the grammar's copy of the
 schema is changed; replies are still checked against the request's own.
 
-This module imports torch, transformers and xgrammar: it is imported only when a model is loaded.
+xgrammar is imported when a tokenizer's grammars are first made, so importing this module imports no
+torch, transformers or xgrammar.
 """
 
 from __future__ import annotations
@@ -31,11 +32,11 @@ import json
 import re
 from collections import OrderedDict
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import torch
-import transformers
-import xgrammar as xgr
+if TYPE_CHECKING:
+    import torch
+    import xgrammar as xgr
 
 # The grammar of a request without a schema: any JSON object (a reply is always an object).
 ANY_OBJECT: dict[str, Any] = {"type": "object"}
@@ -52,6 +53,8 @@ class UnsupportedGrammar(ValueError):
 def grammar_tokenizer_info(tokenizer: Any, vocab_size: int, stop_ids: Iterable[int]) -> xgr.TokenizerInfo:
     """xgrammar's view of ``tokenizer`` for a model with ``vocab_size`` logits: its vocabulary with the
     special tokens' text emptied (see the module docstring), ending replies with ``stop_ids``."""
+    import xgrammar as xgr
+
     stops = sorted(stop_ids) or None  # None: xgrammar takes the tokenizer's end-of-sequence token
     detected = xgr.TokenizerInfo.from_huggingface(tokenizer, vocab_size=vocab_size, stop_token_ids=stops)
     special = {index for index, token in tokenizer.added_tokens_decoder.items() if token.special}
@@ -113,6 +116,8 @@ class SchemaGrammars:
     def __init__(
         self, tokenizer: Any, vocab_size: int, stop_ids: Iterable[int], max_string_chars: int | None = None
     ) -> None:
+        import xgrammar as xgr
+
         self.vocab_size = vocab_size
         self.max_string_chars = max_string_chars
         self._compiler = xgr.GrammarCompiler(grammar_tokenizer_info(tokenizer, vocab_size, stop_ids))
@@ -150,8 +155,9 @@ class SchemaGrammars:
         return SchemaConstraint(grammars, self.vocab_size)
 
 
-class SchemaConstraint(transformers.LogitsProcessor):
-    """Masks, in each row of a batch, the tokens its grammar does not allow next.
+class SchemaConstraint:
+    """Masks, in each row of a batch, the tokens its grammar does not allow next: a logits processor for
+    ``model.generate`` (transformers calls each with the tokens so far and the next token's scores).
 
     One instance serves one ``generate`` call: its matchers follow the rows' tokens from the first step.
     A row without a grammar is left free; a row whose grammar has ended (it produced its end token) is
@@ -159,12 +165,16 @@ class SchemaConstraint(transformers.LogitsProcessor):
     """
 
     def __init__(self, grammars: Sequence[xgr.CompiledGrammar | None], vocab_size: int) -> None:
+        import xgrammar as xgr
+
         self.matchers = [None if grammar is None else xgr.GrammarMatcher(grammar) for grammar in grammars]
         self.bitmask = xgr.allocate_token_bitmask(len(grammars), vocab_size)
         self.vocab_size = vocab_size
         self.started = False
 
     def __call__(self, input_ids: torch.LongTensor, scores: torch.FloatTensor) -> torch.FloatTensor:
+        import xgrammar as xgr
+
         if self.started:
             self._accept(input_ids[:, -1].tolist())
         self.started = True

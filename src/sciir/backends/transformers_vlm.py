@@ -3,8 +3,8 @@
 Any model that ``AutoModelForImageTextToText`` and ``AutoProcessor`` load from a folder works: the
 processor's chat template places the images and the prompt, and requests are generated in batches of
 ``batch_size`` with left padding, on ``device`` (``auto``: the first GPU when there is one) in ``dtype``
-(``auto``: the checkpoint's own). The model is loaded on the first ``generate`` call, straight onto its
-device (importing this module imports no torch).
+(``auto``: the checkpoint's own). The model is loaded on the first call, straight onto its device
+(:mod:`sciir.backends.transformers_runtime`; importing this module imports no torch).
 
 Every reply is decoded under its request's JSON schema with xgrammar (:mod:`sciir.backends.schema_grammar`;
 a request without a schema, under "any JSON object"), so whatever the model, a reply that ends is valid
@@ -18,28 +18,30 @@ Decoding is greedy by default. With ``temperature > 0`` each request is sampled 
 ``torch.Generator``, so the global generator is seeded inside ``torch.random.fork_rng`` (the caller's
 random stream is left as it was): a sample depends only on the request and the configuration, not on
 the batch it came in.
-
-Without torchvision: Qwen-VL processors also hold a video processor, and every video processor class
-needs torchvision, so ``AutoProcessor`` refuses to load them (transformers issue #43986) even for
-image-only use. Then the model's processor class is loaded without its video processor, with the
-Pillow image processor that ``AutoImageProcessor`` picks when torchvision is absent
-(``Qwen2VLImageProcessorPil``); images are prepared exactly as the full processor prepares them.
 """
 
 from __future__ import annotations
 
-import contextlib
 import io
 import logging
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from sciir.backends.base import DEFAULT_STREAM_WINDOW, VisionLanguageModel, VLMRequest, VLMResult
 from sciir.backends.fingerprint import folder_fingerprint
-from sciir.backends.openai_compat import UnreadableImage, png_for_upload
+from sciir.backends.image_upload import UnreadableImage, png_for_upload
 from sciir.backends.replies import InvalidReply, parse_reply
+from sciir.backends.schema_grammar import UnsupportedGrammar
+from sciir.backends.transformers_runtime import (
+    LoadedModel,
+    eos_ids,
+    load_model,
+    seeded_torch,
+    top_alternatives,
+)
+from sciir.images.payload import ImageLimits
 
 log = logging.getLogger(__name__)
 
@@ -74,16 +76,6 @@ class PreparedRequest:
     text: str
     images: list[Any]  # PIL images
     grammar: Any = None  # xgrammar.CompiledGrammar
-
-
-@dataclass(frozen=True)
-class LoadedModel:
-    """A model ready to generate: weights on ``device``, its processor, and its tokenizer's grammars."""
-
-    model: Any
-    processor: Any
-    device: str
-    grammars: Any  # sciir.backends.schema_grammar.SchemaGrammars
 
 
 def rgb_images(images: Sequence[bytes], max_side: int) -> list[Any]:
@@ -128,61 +120,6 @@ def reply_result(request: VLMRequest, text: str, usage: dict[str, float], cut_at
         hint = f" (the reply was cut at max_new_tokens={cut_at})" if cut_at is not None else ""
         reason = f"invalid reply for task {request.task}: {err}{hint}"
         return VLMResult(failure=reason, raw=text, usage=usage)
-
-
-def load_processor(model_path: Path) -> Any:
-    """The model's processor; without torchvision, its image-only variant (see the module docstring)."""
-    from transformers import AutoConfig, AutoProcessor
-    from transformers.models.auto.processing_auto import PROCESSOR_MAPPING
-    from transformers.utils import is_torchvision_available
-
-    config = AutoConfig.from_pretrained(model_path, local_files_only=True)
-    processor_class = PROCESSOR_MAPPING.get(type(config), None)
-    if (
-        is_torchvision_available()
-        or processor_class is None
-        or "video_processor" not in processor_class.get_attributes()
-    ):
-        return AutoProcessor.from_pretrained(model_path, local_files_only=True)
-    return _without_video_processor(processor_class).from_pretrained(model_path, local_files_only=True)
-
-
-def _without_video_processor(processor_class: type) -> type:
-    """A subclass of ``processor_class`` that loads and needs no video processor.
-
-    ``ProcessorMixin`` takes the list of sub-processors to load and type-check from ``__init__``'s
-    signature, so a signature without ``video_processor`` leaves it out.
-    """
-
-    class ImageOnlyProcessor(processor_class):  # type: ignore[misc,valid-type]
-        def __init__(
-            self, image_processor: Any = None, tokenizer: Any = None, chat_template: Any = None, **kwargs
-        ):
-            super().__init__(
-                image_processor=image_processor,
-                tokenizer=tokenizer,
-                video_processor=None,
-                chat_template=chat_template,
-                **kwargs,
-            )
-
-    ImageOnlyProcessor.__name__ = ImageOnlyProcessor.__qualname__ = f"ImageOnly{processor_class.__name__}"
-    return ImageOnlyProcessor
-
-
-@contextlib.contextmanager
-def seeded_torch(seed: int | None, device: str) -> Iterator[None]:
-    """Seed torch's global generators for the block, restoring the caller's state afterwards."""
-    import torch
-
-    if seed is None:
-        yield
-        return
-    kind = torch.device(device).type
-    devices = [] if kind == "cpu" else [torch.device(device).index or 0]
-    with torch.random.fork_rng(devices=devices, device_type=kind):
-        torch.manual_seed(seed)
-        yield
 
 
 class TransformersVLM(VisionLanguageModel):
@@ -264,11 +201,16 @@ class TransformersVLM(VisionLanguageModel):
             "decoding": GRAMMAR_DECODING,
         }
 
+    @property
+    def image_limits(self) -> ImageLimits:
+        """Any format: images are decoded here, downscaled to ``image_max_side``."""
+        return ImageLimits(self.image_max_side)
+
     def generate(self, requests: Sequence[VLMRequest]) -> list[VLMResult]:
         """One result per request, in order; a load error fails every request, other errors only their own."""
         return self._run(requests, on_result=None)
 
-    def generate_streaming(
+    def _answer_window(
         self, requests: Sequence[VLMRequest], on_result: Callable[[int, VLMResult], None]
     ) -> list[VLMResult]:
         """As :meth:`generate`, calling ``on_result(index, result)`` as each batch of requests completes."""
@@ -310,29 +252,8 @@ class TransformersVLM(VisionLanguageModel):
 
     def _loaded_model(self) -> LoadedModel:
         if self._loaded is None:
-            self._loaded = self._load()
+            self._loaded = load_model(self.model_path, self.device, self.dtype, self.max_string_chars)
         return self._loaded
-
-    def _load(self) -> LoadedModel:
-        """Model and processor from the local folder only, the weights loaded straight onto the device;
-        the processor pads on the left for batching."""
-        if not (self.model_path / "config.json").is_file():
-            state = "does not exist" if not self.model_path.exists() else "has no config.json"
-            raise FileNotFoundError(f"model folder {self.model_path} {state}")
-        from transformers import AutoModelForImageTextToText
-
-        from sciir.backends.schema_grammar import SchemaGrammars
-
-        device = resolved_device(self.device)
-        processor = load_processor(self.model_path)
-        processor.tokenizer.padding_side = "left"  # generation continues every row from its last token
-        model = AutoModelForImageTextToText.from_pretrained(
-            self.model_path, dtype=torch_dtype(self.dtype), device_map=device, local_files_only=True
-        ).eval()
-        vocab_size = model.get_output_embeddings().weight.shape[0]  # the logits' width, padding included
-        stop_ids = _eos_ids(model.generation_config.eos_token_id)
-        grammars = SchemaGrammars(processor.tokenizer, vocab_size, stop_ids, self.max_string_chars)
-        return LoadedModel(model, processor, device, grammars)
 
     def _prepare(self, loaded: LoadedModel, index: int, request: VLMRequest) -> PreparedRequest:
         """Chat text, decoded images and the reply's grammar for one request."""
@@ -377,12 +298,12 @@ class TransformersVLM(VisionLanguageModel):
         new_tokens = output[:, inputs["input_ids"].shape[1] :]
         texts = loaded.processor.batch_decode(new_tokens, skip_special_tokens=True)
         prompt_tokens = inputs["attention_mask"].sum(dim=1).tolist()
-        eos_ids = _eos_ids(loaded.model.generation_config.eos_token_id)
+        stop_ids = eos_ids(loaded.model.generation_config.eos_token_id)
         results = []
         for item, text, prompt_length, row in zip(
             batch, texts, prompt_tokens, new_tokens.tolist(), strict=True
         ):
-            length, finished = completion_length(row, eos_ids)
+            length, finished = completion_length(row, stop_ids)
             usage = {"prompt_tokens": float(prompt_length), "completion_tokens": float(length)}
             cut_at = None if finished else self.max_new_tokens
             results.append(reply_result(item.request, text, usage, cut_at))
@@ -434,52 +355,12 @@ class TransformersVLM(VisionLanguageModel):
 
     def _failure(self, request: VLMRequest, err: Exception) -> VLMResult:
         """The failure result for a request whose preparation or generation raised."""
-        from sciir.backends.schema_grammar import UnsupportedGrammar  # loaded with the model
-
         if isinstance(err, UnreadableImage | UnseededSampling | UnsupportedGrammar):
             reason = f"task {request.task}: {err}"
         else:
             reason = f"task {request.task}: generation failed: {type(err).__name__}: {err}"
         log.warning("%s request failed: %s", self.model_path, reason)
         return VLMResult.failed(reason)
-
-
-def top_alternatives(logprobs: Any, count: int, decode: Callable[[list[int]], str]) -> list[dict[str, Any]]:
-    """The ``count`` most likely tokens of one row of log-probabilities, most likely first, as
-    ``{"token": text, "logprob": value}`` (the entries an OpenAI-compatible server returns)."""
-    values, token_ids = logprobs.topk(count)
-    return [
-        {"token": decode([token]), "logprob": float(value)}
-        for value, token in zip(values.tolist(), token_ids.tolist(), strict=True)
-    ]
-
-
-def resolved_device(device: str) -> str:
-    """``device``, with ``auto`` resolved to ``cuda`` when a GPU is visible and ``cpu`` otherwise."""
-    import torch
-
-    if device != "auto":
-        return device
-    return "cuda" if torch.cuda.is_available() else "cpu"
-
-
-def torch_dtype(name: str) -> Any:
-    """The torch dtype named ``name`` (``auto`` is passed on: the checkpoint's own dtype)."""
-    import torch
-
-    if name == "auto":
-        return name
-    dtype = getattr(torch, name, None)
-    if not isinstance(dtype, torch.dtype):
-        raise ValueError(f"dtype {name!r} is not a torch dtype name (float32, bfloat16, float16 ...) or auto")
-    return dtype
-
-
-def _eos_ids(eos_token_id: int | list[int] | None) -> frozenset[int]:
-    """The end-of-reply token ids of a generation config (one id, a list, or none)."""
-    if eos_token_id is None:
-        return frozenset()
-    return frozenset([eos_token_id] if isinstance(eos_token_id, int) else eos_token_id)
 
 
 def _check_settings(

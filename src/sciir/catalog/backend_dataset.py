@@ -15,7 +15,11 @@ from kedro.io import AbstractDataset, DatasetError
 from sciir.backends.base import GENERATOR_ROLES, Backend, GeneratorRole, ImageGenerator
 from sciir.backends.cache import CachedGenerator, CachedVLM, ResponseCache
 from sciir.backends.dry_run import DryRunVLM, dry_run_requested
-from sciir.backends.registry import Kind, build_backend
+from sciir.backends.registry import Kind, build_backend, resolve_backend
+from sciir.backends.rule_based import RuleBasedVLM
+from sciir.generation.best_of_n import BestOfNGenerator, BestOfSettings
+from sciir.generation.planning import PlannedGenerator, PlannerSettings
+from sciir.tasks.registry import rule_book
 
 _WRAPPERS = {"vlm": CachedVLM, "generator": CachedGenerator}
 
@@ -50,6 +54,13 @@ def generator_role(name: str, generator: ImageGenerator, role: Any) -> Generator
     return role
 
 
+def task_rules(kind: Kind, backend_name: str) -> dict[str, Any]:
+    """What a rule-based backend is handed besides its config: every task's answerer for its reader (the
+    backends know no task; the tasks' modules hold their rules)."""
+    backend_class = resolve_backend(kind, backend_name)
+    return {"rules": rule_book(backend_class.reader)} if issubclass(backend_class, RuleBasedVLM) else {}
+
+
 def make_backend(
     name: str,
     kind: Kind,
@@ -74,7 +85,7 @@ def make_backend(
     role = config.pop("role", None) if kind == "generator" else None
     secrets = _secret_config(name, config, credentials)
     config.pop("api_key_env", None)
-    backend = build_backend(kind, backend_name, **config, **secrets)
+    backend = build_backend(kind, backend_name, **config, **secrets, **task_rules(kind, backend_name))
     if kind == "vlm" and dry_run_requested():
         backend = DryRunVLM(backend)  # under the cache: what it holds is still answered
     if isinstance(backend, ImageGenerator):
@@ -103,9 +114,6 @@ def wrapped_generator(
         DatasetError: a wrapper entry is not a mapping, or the generator is a reference (it draws the
             annotation's plan and is never ranked, so it is neither planned nor selected).
     """
-    from sciir.generation.best_of_n import BestOfNGenerator, BestOfSettings
-    from sciir.generation.planning import PlannedGenerator, PlannerSettings
-
     generator = make_backend(name, "generator", spec, cache, credentials)
     if generator.role == "reference":
         raise DatasetError(

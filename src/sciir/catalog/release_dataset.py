@@ -1,4 +1,5 @@
-"""A Kedro dataset of a dataset release written as a folder that ``datasets.load_dataset`` reads.
+"""A Kedro dataset of a dataset release (``sciir.selection.release.Release``) written as a folder that
+``datasets.load_dataset`` reads.
 
 The folder holds the dataset card (``README.md``, whose YAML header names the splits' files), one or more
 parquet shards per split under ``data/`` (``<split>-00000-of-00002.parquet``) with each image's PNG bytes
@@ -12,8 +13,7 @@ from __future__ import annotations
 
 import json
 import shutil
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -22,18 +22,10 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from kedro.io import AbstractDataset
 
+from sciir.selection.release import IMAGE_COLUMN, Release
+
 CARD = "README.md"
-IMAGE_COLUMN = "image"
 ARROW_TYPES = {"bool": pa.bool_(), "int64": pa.int64(), "float64": pa.float64(), "string": pa.string()}
-
-
-@dataclass(frozen=True)
-class Release:
-    """A release: the card, a table per split (``image`` holds a maker of each row's PNG bytes), plots."""
-
-    card: str
-    splits: Mapping[str, pd.DataFrame]
-    plots: Mapping[str, bytes]
 
 
 def _features(table: pd.DataFrame) -> dict[str, Any]:

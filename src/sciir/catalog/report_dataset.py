@@ -1,9 +1,10 @@
 """A Kedro dataset of an HTML report written as a folder: pages and the thumbnails they show.
 
-A :class:`ReportFolder` holds the pages (HTML text by path relative to the folder, ``index.html`` the
-summary) and the thumbnails, each with a function that makes its bytes. A thumbnail's path names its
-content (``sciir.evaluation.report`` names it by the source image's sha256 and size), so a thumbnail already in
-the folder is kept and its function never called: a rerun makes only the thumbnails of new images.
+A :class:`sciir.evaluation.report.ReportFolder` holds the pages (HTML text by path relative to the
+folder, ``index.html`` the summary) and the thumbnails, each with a function that makes its bytes. A
+thumbnail's path names its content (``sciir.evaluation.thumbnails`` names it by the source image's
+sha256 and size), so a thumbnail already in the folder is kept and its function never called: a rerun
+makes only the thumbnails of new images.
 Missing ones are made in threads (Pillow decodes, resizes and encodes without holding the GIL) and
 written under a temporary name first, so a killed run never leaves a truncated file to be reused.
 
@@ -19,24 +20,14 @@ import logging
 import os
 from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any
 
 from kedro.io import AbstractDataset
 
+from sciir.evaluation.report import SUMMARY_PAGE, ReportFolder
+
 logger = logging.getLogger(__name__)
-
-SUMMARY_PAGE = "index.html"
-
-
-@dataclass(frozen=True)
-class ReportFolder:
-    """A report as files: ``pages`` (HTML text) and ``thumbnails`` (a maker of each file's bytes), both
-    by path relative to the folder, ``/``-separated."""
-
-    pages: Mapping[str, str]
-    thumbnails: Mapping[str, Callable[[], bytes]]
 
 
 def _inside(root: Path, relative: str) -> Path:

@@ -2,30 +2,38 @@
 
 CLIPScore is ``2.5 * max(cos(image embedding, text embedding), 0)`` from a local CLIP model
 (:class:`sciir.backends.clip_score.CLIPScorer`). VQAScore is the probability that a vision-language
-model answers "Yes" to ``Does this figure show "{prompt}"? Please answer yes or no.``, read from the
-log-probabilities of the first answer token. The request asks for them with ``top_logprobs`` (see
-:class:`sciir.backends.base.VLMRequest`), and the backend answers with
-``{"answer": str, "top_logprobs": [{"token": str, "logprob": float}, ...]}`` (the most likely first
-tokens; the ``openai`` backend sends ``logprobs: true, top_logprobs: 5, max_tokens: 1``).
+model answers "Yes" to a yes/no question about the prompt, read from the log-probabilities of the first
+answer token (the ``vqascore`` task, ``sciir.tasks.vqascore``).
 
 A metric is computed only when its model is configured; otherwise it is skipped with one log line and
-contributes no rows. A failed model call or an unreadable image is a ``failed`` row with its reason,
-never a score.
+contributes no rows (:func:`baseline_scores`). A failed model call or an unreadable image is a ``failed``
+row with its reason, never a score.
 """
 
 from __future__ import annotations
 
+import logging
 import math
-import re
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import pandas as pd
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from PIL import Image
 
-from sciir.backends.base import VLMRequest, VLMResult, window_setting
-from sciir.tasks.prompts import prompt_template
+from sciir.aibench.params import BaselineMetricsSettings, ClipSettings, VQAScoreSettings
+from sciir.backends.base import VisionLanguageModel
+from sciir.backends.clip_score import CLIPScorer
+from sciir.evaluation.generated_images import (
+    ExpectedImage,
+    ImageLoaders,
+    NoImageError,
+    expected_images,
+    load_image,
+)
+from sciir.evaluation.per_image_requests import ask_per_image
+from sciir.tasks.vqascore import build_vqascore_request, vqascore_from_result
+
+logger = logging.getLogger(__name__)
 
 CLIPSCORE = "clipscore"
 VQASCORE = "vqascore"
@@ -33,128 +41,6 @@ BASELINE_COLUMNS = ("model", "sample_id", "metric", "score", "status", "reason")
 
 CLIP_SKIPPED = "CLIPScore skipped: no CLIP model configured (aibench.baseline_metrics.clip.model_path)"
 VQASCORE_SKIPPED = "VQAScore skipped: no VQA model configured (aibench.baseline_metrics.vqascore.backend)"
-
-VQASCORE_TASK = "vqascore"
-# First-token alternatives asked for: enough for the usual spellings of "yes" and "no", and within
-# the limit of 20 that OpenAI and vLLM set.
-VQASCORE_TOP_LOGPROBS = 5
-
-_PUNCTUATION = re.compile(r"[\W_]+")
-
-
-class ClipSettings(BaseModel):
-    """CLIPScore: a local CLIP model folder (transformers layout); unset = skipped."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    model_path: str | None = None
-    device: str = "cpu"
-    batch_size: int = Field(default=16, ge=1)
-    # Hessel et al. prefix every caption with "A photo depicts"; empty to score the prompt alone.
-    text_prefix: str = "A photo depicts"
-
-
-class VQAScoreSettings(BaseModel):
-    """VQAScore: a vision-language backend (as in conf/base/backends.yml) that returns log-probabilities."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    backend: str | None = None
-    config: dict[str, Any] = Field(default_factory=dict)
-    cache_path: str | None = None
-    # Requests taken ahead of the replies; null: the backend's own window (an HTTP backend's concurrency).
-    window: int | None = Field(default=None, ge=1)
-    batch_size: int | None = Field(default=None, ge=1)  # the former name of ``window``, still read
-
-    @model_validator(mode="after")
-    def _batch_size_is_the_window(self) -> VQAScoreSettings:
-        self.window = window_setting("aibench.baseline_metrics.vqascore", self.window, self.batch_size)
-        return self
-
-    @field_validator("config")
-    @classmethod
-    def _no_secrets(cls, config: dict[str, Any]) -> dict[str, Any]:
-        """Parameters are logged to MLflow: a key travels by the name of its environment variable."""
-        secrets = [name for name in config if name != "api_key_env" and ("key" in name or "secret" in name)]
-        if secrets:
-            raise ValueError(f"{secrets} would be logged with the parameters: use api_key_env instead")
-        return config
-
-
-class BaselineMetricsSettings(BaseModel):
-    """``aibench.baseline_metrics``."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    clip: ClipSettings = Field(default_factory=ClipSettings)
-    vqascore: VQAScoreSettings = Field(default_factory=VQAScoreSettings)
-
-
-# ---- VQAScore
-
-
-def build_vqascore_request(prompt: str, image_png: bytes | None = None) -> VLMRequest:
-    """The yes/no question about one image (conf/base/tasks/vqascore.yml), asking for the first answer
-    token's log-probabilities (no JSON schema: the answer is one word); without ``image_png``, made for
-    an image added later."""
-    template = prompt_template(VQASCORE_TASK)
-    question = template.render(prompt=prompt)
-    return VLMRequest(
-        task=VQASCORE_TASK,
-        prompt=question,
-        images=[image_png] if image_png is not None else [],
-        context={"question": question},
-        template_version=template.version,
-        top_logprobs=VQASCORE_TOP_LOGPROBS,
-    )
-
-
-def is_yes_token(token: str) -> bool:
-    """True for the tokens that spell "yes" ("Yes", " yes", "YES", "Yes." ...)."""
-    return _PUNCTUATION.sub("", token).casefold() == "yes"
-
-
-@dataclass(frozen=True)
-class YesProbability:
-    """P(yes) from the first token's top log-probabilities, and a note when it is only a bound."""
-
-    value: float
-    note: str | None = None
-
-
-def yes_probability(top_logprobs: Sequence[Mapping[str, Any]]) -> YesProbability:
-    """P(yes): the summed probability of the "yes" spellings among the first token's alternatives.
-
-    When none of the returned alternatives spells "yes", its probability is below the smallest one
-    returned; it is recorded as 0 with a note giving that bound. Raises ValueError for malformed entries.
-    """
-    if not top_logprobs:
-        raise ValueError("no first-token log-probabilities were returned")
-    pairs = []
-    for entry in top_logprobs:
-        token, logprob = entry.get("token"), entry.get("logprob")
-        if not isinstance(token, str) or isinstance(logprob, bool) or not isinstance(logprob, int | float):
-            raise ValueError(f"malformed log-probability entry {dict(entry)!r}")
-        if logprob > 0:
-            raise ValueError(f"log-probability {logprob} of token {token!r} is above 0")
-        pairs.append((token, math.exp(logprob)))
-    yes = sum(p for token, p in pairs if is_yes_token(token))
-    if any(is_yes_token(token) for token, _ in pairs):
-        return YesProbability(min(1.0, yes))
-    bound = min(p for _, p in pairs)
-    return YesProbability(
-        0.0, f"no 'yes' among the {len(pairs)} most likely first tokens: P(yes) < {bound:.3g}"
-    )
-
-
-def vqascore_from_result(result: VLMResult) -> YesProbability:
-    """VQAScore of one answered request; ValueError naming what is missing when it cannot be read."""
-    if not result.ok:
-        raise ValueError(f"the VQA request failed: {result.failure}")
-    top = (result.output or {}).get("top_logprobs")
-    if not isinstance(top, list):
-        raise ValueError("the VQA backend returned no 'top_logprobs' list (it must return log-probabilities)")
-    return yes_probability([entry if isinstance(entry, Mapping) else {} for entry in top])
 
 
 # ---- the ``baseline_scores`` table
@@ -205,3 +91,105 @@ def baseline_summary(scores: pd.DataFrame) -> pd.DataFrame:
             }
         )
     return pd.DataFrame(rows, columns=["model", "metric", "mean", "coverage", "n"])
+
+
+# ---- the metrics of each image
+
+
+def clip_rows(
+    jobs: Sequence[ExpectedImage],
+    generations: ImageLoaders,
+    prompts: Mapping[str, str],
+    settings: ClipSettings,
+) -> list[dict[str, Any]]:
+    """CLIPScore of each image against its benchmark prompt (the model is loaded first: a wrong
+    model folder stops the run with its path, as a misconfigured judge would)."""
+    scorer = CLIPScorer(
+        str(settings.model_path),
+        device=settings.device,
+        batch_size=settings.batch_size,
+        text_prefix=settings.text_prefix,
+    )
+    scorer.load()
+    rows: list[dict[str, Any]] = []
+    for start in range(0, len(jobs), settings.batch_size):
+        loaded: list[tuple[ExpectedImage, Image.Image]] = []
+        for job in jobs[start : start + settings.batch_size]:
+            try:
+                loaded.append((job, load_image(job, generations)))
+            except NoImageError as error:
+                rows.append(failed_row(job.model, job.sample_id, CLIPSCORE, str(error)))
+        if not loaded:
+            continue
+        try:
+            scores = scorer.score(
+                [image for _, image in loaded], [prompts[job.sample_id] for job, _ in loaded]
+            )
+        except (RuntimeError, ValueError) as error:  # this batch fails, the others go on
+            rows += [
+                failed_row(job.model, job.sample_id, CLIPSCORE, f"CLIP failed on {job.image_id}: {error}")
+                for job, _ in loaded
+            ]
+            continue
+        rows += [
+            scored_row(job.model, job.sample_id, CLIPSCORE, score)
+            for (job, _), score in zip(loaded, scores, strict=True)
+        ]
+    return rows
+
+
+def vqascore_rows(
+    jobs: Sequence[ExpectedImage],
+    generations: ImageLoaders,
+    prompts: Mapping[str, str],
+    model: VisionLanguageModel,
+    settings: VQAScoreSettings,
+) -> list[dict[str, Any]]:
+    """VQAScore of each image: P(yes) to the question built from its benchmark prompt."""
+    asked = ask_per_image(
+        jobs,
+        generations,
+        model,
+        lambda job: {VQASCORE: build_vqascore_request(prompts[job.sample_id])},
+        settings.window,
+        "vqascore",
+    )
+    rows = []
+    for item in asked:
+        job = item.job
+        if item.unavailable is not None:
+            rows.append(failed_row(job.model, job.sample_id, VQASCORE, item.unavailable))
+            continue
+        try:
+            probability = vqascore_from_result(item.results[VQASCORE])
+        except ValueError as error:
+            rows.append(
+                failed_row(job.model, job.sample_id, VQASCORE, f"VQAScore of {job.image_id}: {error}")
+            )
+            continue
+        rows.append(scored_row(job.model, job.sample_id, VQASCORE, probability.value, probability.note))
+    return rows
+
+
+def baseline_scores(
+    generations: ImageLoaders,
+    benchmark: pd.DataFrame,
+    settings: BaselineMetricsSettings,
+    vqascore_model: Callable[[VQAScoreSettings], VisionLanguageModel],
+) -> pd.DataFrame:
+    """``baseline_scores``: CLIPScore and VQAScore of every model's image of every benchmark sample, each
+    metric where configured (one log line for each that is not); ``vqascore_model`` builds the
+    configured VQA model, after CLIPScore is done."""
+    prompts = dict(zip(benchmark["sample_id"], benchmark["prompt"], strict=True))
+    jobs = expected_images(generations, list(benchmark["sample_id"]))
+    rows: list[dict[str, Any]] = []
+    if settings.clip.model_path:
+        rows += clip_rows(jobs, generations, prompts, settings.clip)
+    else:
+        logger.info(CLIP_SKIPPED)
+    if settings.vqascore.backend:
+        model = vqascore_model(settings.vqascore)
+        rows += vqascore_rows(jobs, generations, prompts, model, settings.vqascore)
+    else:
+        logger.info(VQASCORE_SKIPPED)
+    return baseline_frame(rows)

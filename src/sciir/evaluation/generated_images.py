@@ -24,7 +24,8 @@ import pandas as pd
 from PIL import Image
 
 from sciir.evaluation.known_files import KnownFiles, KnownPayload, checked_payload, payload_or_known
-from sciir.images.payload import ImageFile, ImageLimits, Payload, image_file, prepare_payloads
+from sciir.images.conversion_workers import prepare_payloads
+from sciir.images.payload import ImageFile, ImageLimits, Payload, image_file
 from sciir.runs.long_lists import log_list
 
 logger = logging.getLogger(__name__)
@@ -98,6 +99,21 @@ def image_source(generations: ImageFiles, images_dir: str | None) -> ImageFiles:
 def image_models(images: ImageLoaders) -> list[str]:
     """The models that drew images (the folder part of ``<model>/<sample_id>``), in name order."""
     return sorted({model_of(key) for key in images if "/" in key})
+
+
+def expected_images(images: ImageLoaders, sample_ids: Iterable[str]) -> list[ExpectedImage]:
+    """Every model that drew images x every sample: an image each model is expected to have drawn."""
+    sample_ids = list(sample_ids)
+    return [ExpectedImage(model, sample) for model in image_models(images) for sample in sample_ids]
+
+
+def manifest_roles(generation_manifest: pd.DataFrame) -> dict[str, str]:
+    """Model -> role (``contestant`` / ``reference``) from the generation manifest's ``role`` column;
+    empty when it has none."""
+    if "role" not in generation_manifest.columns:
+        return {}
+    roles = generation_manifest[["model", "role"]].dropna().drop_duplicates("model")
+    return dict(zip(roles["model"].astype(str), roles["role"].astype(str), strict=True))
 
 
 def model_names(manifest_models: Iterable[str], images: ImageLoaders) -> list[str]:

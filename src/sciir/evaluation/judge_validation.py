@@ -32,6 +32,7 @@ violated), false-alarm rate (judged "no" / judged questions whose claim holds) a
 from __future__ import annotations
 
 import json
+import logging
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -42,10 +43,12 @@ import pandas as pd
 from sklearn.metrics import cohen_kappa_score, precision_score
 
 from sciir.tasks.laws import contradicting
+from sciir.user_files.benchmark_file import POLARITIES
+
+logger = logging.getLogger(__name__)
 
 ALL = "all"
 KINDS = ("text", "entity", "relation", "law")
-POLARITIES = ("positive", "negative")
 OTHER_KIND = "other"
 VALIDATION_COLUMNS = (
     "judge",
@@ -255,6 +258,33 @@ def validation_table(truth: pd.DataFrame, judge: str) -> pd.DataFrame:
         )
     rows.append(_validation_row(judge, ALL, ALL, truth[truth["question_kind"].isin(KINDS)]))
     return pd.DataFrame(rows, columns=list(VALIDATION_COLUMNS))
+
+
+def known_content_validation(
+    verdicts: pd.DataFrame,
+    checklists: pd.DataFrame,
+    benchmark: pd.DataFrame,
+    manifest: pd.DataFrame,
+    judge: str,
+    no_truth_setting: str | None = None,
+) -> pd.DataFrame:
+    """The ``judge_validation`` table of ``judge`` on the images whose content is known, also logged.
+    ``no_truth_setting`` names the setting (``images_dir``, ``verdicts_file``) whose images the generation
+    manifest does not describe: then no image has ground truth."""
+    if no_truth_setting:
+        logger.info(
+            "%s is set: the generation manifest does not describe those images; no ground truth",
+            no_truth_setting,
+        )
+        manifest = manifest.iloc[0:0]
+    truth = question_truth(verdicts, checklists, benchmark, manifest)
+    table = validation_table(truth, judge)
+    logger.info(
+        "judge validation on %d images with known content:\n%s",
+        truth[["model", "sample_id"]].drop_duplicates().shape[0],
+        table.to_string(index=False),
+    )
+    return table
 
 
 def validation_metrics(table: pd.DataFrame) -> dict[str, float]:

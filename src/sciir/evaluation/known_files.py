@@ -19,7 +19,7 @@ import json
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from pathlib import Path
 
 from sciir.backends.base import Deferred, VLMRequest
 from sciir.backends.cache import ResponseCache
@@ -85,11 +85,11 @@ class KnownFiles:
         self._pending: dict[str, bytes] = {}
 
     @classmethod
-    def beside(cls, model: Any) -> KnownFiles | None:
-        """The facts kept beside ``model``'s response cache; None for a model without one (its requests
-        are sent every time, so knowing a file's sha256 before reading it saves nothing)."""
-        cache = getattr(model, "cache", None)
-        return cls(ResponseCache(cache.path, KNOWN_FILES_TABLE)) if isinstance(cache, ResponseCache) else None
+    def beside(cls, cache_file: Path | None) -> KnownFiles | None:
+        """The facts kept beside a model's response cache, in its file ``cache_file``; None for a model
+        without one (its requests are sent every time, so knowing a file's sha256 before reading it saves
+        nothing)."""
+        return cls(ResponseCache(cache_file, KNOWN_FILES_TABLE)) if cache_file is not None else None
 
     @staticmethod
     def stamp(handle: ImageFile) -> str | None:

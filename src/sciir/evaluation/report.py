@@ -8,8 +8,9 @@ checklist: failed checks carry the class ``fail``, abstained or failed questions
 ``unjudged`` with their reason, and each row the judge's evidence and reasoning. A small script marks
 each image ``data-loaded`` once the browser has decoded it.
 
-A thumbnail is named by the sha256 of its source image and its size, so the folder dataset
-(``sciir.catalog.report_dataset``) keeps the thumbnails already written and makes only those of new images.
+A thumbnail (``sciir.evaluation.thumbnails``) is named by the sha256 of its source image and its size,
+so the folder dataset (``sciir.catalog.report_dataset``) keeps the thumbnails already written and makes
+only those of new images.
 """
 
 from __future__ import annotations
@@ -19,22 +20,31 @@ import math
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from functools import cache, partial
+from functools import cache
 from pathlib import PurePosixPath
 from typing import Any
 
 import pandas as pd
 from jinja2 import Environment, PackageLoader, select_autoescape
 
-from sciir.catalog.report_dataset import SUMMARY_PAGE, ReportFolder
 from sciir.evaluation.generated_images import ImageLoaders
-from sciir.evaluation.scoring import CATEGORIES, FINAL, TRACKS, breakdown_table, rules_in
-from sciir.images.payload import ImageFile, ImageLimits, converted, image_file, read_header
+from sciir.evaluation.scoring import breakdown_table, rules_in
+from sciir.evaluation.thumbnails import Thumbnail, thumbnail_or_note
+from sciir.evaluation.tracks import CATEGORIES, FINAL, SCORE_CATEGORIES
 from sciir.runs.results_folder import SAMPLE_BENCHMARK
 
 CHECK_CLASS = {"yes": "pass", "no": "fail"}
 MODEL_PAGES = "models"  # folder of the per-model pages
-THUMBNAILS = "thumbnails"  # folder of the thumbnails, one per distinct image and size
+SUMMARY_PAGE = "index.html"
+
+
+@dataclass(frozen=True)
+class ReportFolder:
+    """A report as files: ``pages`` (HTML text) and ``thumbnails`` (a maker of each file's bytes), both
+    by path relative to the folder, ``/``-separated (written by ``sciir.catalog.report_dataset``)."""
+
+    pages: Mapping[str, str]
+    thumbnails: Mapping[str, Callable[[], bytes]]
 
 
 @dataclass(frozen=True)
@@ -60,15 +70,6 @@ class CheckView:
     evidence: str | None
     reasoning: str | None
     reason: str | None
-
-
-@dataclass(frozen=True)
-class Thumbnail:
-    """An image's thumbnail: its path in the report folder, named by the source image's content and the
-    size, and the function that makes its PNG bytes (called only when that file is not there yet)."""
-
-    path: str
-    make: Callable[[], bytes]
 
 
 @dataclass(frozen=True)
@@ -115,7 +116,7 @@ def leaderboard_table(title: str, board: pd.DataFrame) -> Table:
     """One rule's leaderboard: each track's score with its interval and the number of samples it is
     over (``n=``), then coverage, role (references are never ranked) and sample count."""
     frame = pd.DataFrame({"model": board["model"]})
-    for track in TRACKS:
+    for track in SCORE_CATEGORIES:
         cells = zip(
             board[track], board[f"{track}_lo"], board[f"{track}_hi"], board[f"{track}_n"], strict=True
         )
@@ -217,35 +218,6 @@ def missing_images(unavailable: Mapping[str, str]) -> list[MissingImages]:
     return [MissingImages(model, items) for model, items in by_model.items()]
 
 
-def thumbnail_png(image: ImageFile, size: int) -> bytes:
-    """The image downscaled to fit ``size`` px (never enlarged), as 8-bit PNG bytes."""
-    return bytes(converted(image.read(), image.name, ImageLimits(max_side=size, image_format="PNG")))
-
-
-def thumbnail_path(source_sha256: str, size: int) -> str:
-    """Where the ``size`` px thumbnail of the image with that sha256 lives in the report folder."""
-    return f"{THUMBNAILS}/{source_sha256[:32]}-{size}.png"
-
-
-def _thumbnail_or_note(
-    image_id: str, images: ImageLoaders, unavailable: Mapping[str, str], size: int
-) -> tuple[Thumbnail | None, str | None]:
-    """(thumbnail, None) for a judged image (its file read and hashed, not decoded); (None, why not)
-    when there was no usable image."""
-    if image_id in unavailable:
-        return None, unavailable[image_id]
-    if image_id not in images:
-        return None, f"no image file for {image_id}"
-    try:
-        handle = image_file(images[image_id])
-        data = handle.read()
-        read_header(data, handle.name)
-    except (OSError, ValueError) as exc:
-        return None, f"image {image_id} could not be read for the report: {exc}"
-    path = thumbnail_path(hashlib.sha256(data).hexdigest(), size)
-    return Thumbnail(path, partial(thumbnail_png, handle, size)), None
-
-
 def _result_label(passed: Any) -> str:
     """pass / fail / unjudged for a nullable boolean."""
     if passed is None or passed is pd.NA:
@@ -305,7 +277,7 @@ def image_views(
     views = []
     for (model, sample_id), rows in checks.groupby(["model", "sample_id"], sort=True):
         image_id = f"{model}/{sample_id}"
-        thumbnail, note = _thumbnail_or_note(image_id, images, unavailable, thumbnail_px)
+        thumbnail, note = thumbnail_or_note(image_id, images, unavailable, thumbnail_px)
         scores = results.get((model, sample_id), sample_scores.iloc[0:0])
         sample = samples.loc[sample_id] if sample_id in samples.index else None
         views.append(

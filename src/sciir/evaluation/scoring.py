@@ -1,10 +1,11 @@
 """SciIR scoring (paper section 4, appendix D.3): per-sample results, score tables with bootstrap
 intervals and coverage, and the leaderboard.
 
-Categories: ``text`` holds a sample's layer-1 questions; ``entity``, ``process`` and ``law`` hold its
-layer-2 questions of that track (``other`` holds questions of a verdicts file whose track is unknown;
-they count towards ``final`` only). A question is *judged* when the judge said "yes" or "no"; an
-abstention or a failure (failed request, missing image) leaves it *unjudged*.
+Categories (``sciir.evaluation.tracks``): ``text`` holds a sample's layer-1 questions; ``entity``,
+``process`` and ``law`` hold its layer-2 questions of that track (``other`` holds questions of a
+verdicts file whose track is unknown; they count towards ``final`` only). A question is *judged* when
+the judge said "yes" or "no"; an abstention or a failure (failed request, missing image) leaves it
+*unjudged*.
 
 The strict veto, per (model, sample, category): the category **passes** only when it has questions and
 every one of them is judged and answered "yes"; it **fails** when one is answered "no". Otherwise (a
@@ -27,12 +28,12 @@ samples (a score over none is NaN, shown as n/a). Coverage is judged questions /
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable, Mapping, Sequence
 
 import numpy as np
 import pandas as pd
 
+from sciir.backends.base import CONTESTANT
 from sciir.evaluation.aggregation import (
     AggregationRule,
     UnjudgedPolicy,
@@ -41,13 +42,18 @@ from sciir.evaluation.aggregation import (
     weighted_mean,
     with_unit_scores,
 )
+from sciir.evaluation.tracks import (
+    CATEGORIES,
+    FINAL,
+    SCORE_CATEGORIES,
+    category_order,
+    extra_categories,
+    is_unset,
+    labelled_tracks,
+    question_category,
+)
 from sciir.stats.bootstrap import BootstrapConfig, weighted_mean_interval
 
-CATEGORIES = ("text", "entity", "process", "law")
-LAYER2_TRACKS = ("entity", "process", "law")
-OTHER = "other"
-FINAL = "final"
-TRACKS = (FINAL, *CATEGORIES)
 BREAKDOWNS = ("track", "group", "setting")
 INTERVAL_SUFFIXES = ("", "_lo", "_hi", "_n")
 LEADERBOARD_COLUMNS = (
@@ -55,7 +61,7 @@ LEADERBOARD_COLUMNS = (
     "rank",
     "model",
     "role",
-    *(f"{track}{suffix}" for track in TRACKS for suffix in INTERVAL_SUFFIXES),
+    *(f"{track}{suffix}" for track in SCORE_CATEGORIES for suffix in INTERVAL_SUFFIXES),
     "coverage",
     *(f"coverage_{category}" for category in CATEGORIES),
     "n_samples",
@@ -94,15 +100,8 @@ SCORE_COLUMNS = (
     "coverage",
 )
 _COUNT_COLUMNS = ("n_questions", "n_judged", "n_yes", "n_counted")
-# Columns of ``image_metrics`` that describe an image; every other column is a metric.
-IMAGE_COLUMNS = ("image_id", "model", "sample_id", "group", "setting")
 # Samples of a verdicts file that the benchmark does not hold have no group or setting.
 UNASSIGNED = "unassigned"
-CONTESTANT = "contestant"
-
-
-def _is_missing(value: object) -> bool:
-    return value is None or value is pd.NA or (isinstance(value, float) and np.isnan(value))
 
 
 def category_pass(n_questions: int, n_judged: int, n_yes: int, policy: UnjudgedPolicy) -> bool | None:
@@ -118,37 +117,12 @@ def category_pass(n_questions: int, n_judged: int, n_yes: int, policy: UnjudgedP
 def final_pass(category_passes: Iterable[bool | None]) -> bool | None:
     """A sample's final result from every category it must pass: False when one fails, None when none
     fails but one is unjudged (or there is none), True only when all pass."""
-    results = [None if _is_missing(passed) else bool(passed) for passed in category_passes]
+    results = [None if is_unset(passed) else bool(passed) for passed in category_passes]
     if any(passed is False for passed in results):
         return False
     if not results or any(passed is None for passed in results):
         return None
     return True
-
-
-def question_category(verdicts: pd.DataFrame) -> pd.Series:
-    """Each verdict row's category: ``text`` for layer 1, else its track, SciIR's or a benchmark's own
-    category name (``other`` when it has none)."""
-    tracks = verdicts["track"].where(verdicts["track"].notna() & (verdicts["track"] != ""), OTHER)
-    return pd.Series(np.where(verdicts["layer"] == 1, "text", tracks.astype(str)), index=verdicts.index)
-
-
-def extra_categories(names: Iterable[str]) -> list[str]:
-    """The category names among ``names`` beyond SciIR's (a benchmark's own), in name order."""
-    return sorted({str(name) for name in names} - {*TRACKS, OTHER})
-
-
-def labelled_tracks(benchmark: pd.DataFrame) -> dict[str, list[str]]:
-    """Per benchmark sample, the Layer-2 tracks of its labels (column ``tracks``: a list or a JSON list;
-    SciIR's tracks or a benchmark's own categories); empty when the benchmark has no such column (then
-    only tracks with questions are required)."""
-    if "tracks" not in benchmark.columns:
-        return {}
-    labelled: dict[str, list[str]] = {}
-    for sample_id, value in zip(benchmark["sample_id"], benchmark["tracks"], strict=True):
-        tracks = json.loads(value) if isinstance(value, str) else ([] if _is_missing(value) else list(value))
-        labelled[str(sample_id)] = [str(track) for track in tracks if str(track) not in ("text", FINAL)]
-    return labelled
 
 
 def _category_counts(verdicts: pd.DataFrame) -> pd.DataFrame:
@@ -219,10 +193,8 @@ def _rule_scores(
     ).fillna({"n_counted": 0, "n_correct": 0.0})
     scores = pd.concat([categories, _final_rows(categories)], ignore_index=True)
     if rule == "sciir_veto":  # the score is the veto itself, defects included
-        judged = scores["passed"].map(lambda passed: not _is_missing(passed))
-        scores["score"] = scores["passed"].map(
-            lambda passed: np.nan if _is_missing(passed) else float(passed)
-        )
+        judged = scores["passed"].map(lambda passed: not is_unset(passed))
+        scores["score"] = scores["passed"].map(lambda passed: np.nan if is_unset(passed) else float(passed))
         scores["weight"] = judged.astype(float)
         return scores.assign(aggregation=rule)
     return with_unit_scores(scores, rule).assign(aggregation=rule)
@@ -252,7 +224,7 @@ def score_samples(
     scores = scores.astype({column: "int64" for column in _COUNT_COLUMNS} | {"n_correct": "float64"})
     order = {
         "rule_rank": scores["aggregation"].map({rule: rank for rank, rule in enumerate(rules)}),
-        "track_rank": scores["track"].map(_category_order(scores["track"])),
+        "track_rank": scores["track"].map(category_order(scores["track"])),
     }
     scores = scores.assign(**order).sort_values(["rule_rank", "model", "sample_id", "track_rank"])
     return scores[list(SAMPLE_SCORE_COLUMNS)].reset_index(drop=True)
@@ -307,17 +279,9 @@ def breakdown_table(scores: pd.DataFrame, breakdown: str, column: str = "score")
     rows = scores[(scores["breakdown"] == breakdown) & (scores["aggregation"] == rules_in(scores)[0])]
     table = rows.pivot(index="model", columns="value", values=column)
     if breakdown == "track":
-        table = table.reindex(columns=list(_category_order(table.columns)))
+        table = table.reindex(columns=list(category_order(table.columns)))
     table.columns.name = None
     return table.reset_index()
-
-
-def _category_order(names: Iterable[str]) -> dict[str, int]:
-    """Rank of each category present in ``names``: SciIR's first (final, text, entity, process, law), then
-    a benchmark's own in name order, then ``other``."""
-    present = {str(name) for name in names}
-    order = [*TRACKS, *extra_categories(present), OTHER]
-    return {name: rank for rank, name in enumerate(name for name in order if name in present)}
 
 
 def _rule_board(tracks: pd.DataFrame, roles: Mapping[str, str]) -> pd.DataFrame:
@@ -330,7 +294,7 @@ def _rule_board(tracks: pd.DataFrame, roles: Mapping[str, str]) -> pd.DataFrame:
         return [tracks[column].get((model, track), np.nan) for model in models]
 
     extra = extra_categories(tracks.index.get_level_values("value"))
-    for track in (*TRACKS, *extra):
+    for track in (*SCORE_CATEGORIES, *extra):
         for suffix, column in zip(INTERVAL_SUFFIXES, ("score", "ci_low", "ci_high", "n_scored"), strict=True):
             board[f"{track}{suffix}"] = cells(track, column)
         board[f"{track}_n"] = board[f"{track}_n"].fillna(0).astype("int64")
@@ -403,27 +367,3 @@ def model_metrics(scores: pd.DataFrame, model: str) -> dict[str, float]:
                 metrics["n_samples"] = row.n_samples
                 metrics["checklist_defects"] = row.n_defects
     return {name: float(value) for name, value in metrics.items()}
-
-
-def image_metrics(sample_scores: pd.DataFrame) -> pd.DataFrame:
-    """Per image (``<model>/<sample_id>``): the checklist metrics that are compared with ratings.
-
-    - ``checklist_pass_rate``: judged questions answered "yes" / judged questions (NaN when none judged);
-    - ``text_pass``: the text category's veto result as 1.0 / 0.0 (NaN when unjudged or absent);
-    - ``final_pass``: the sample's final veto result as 1.0 / 0.0 (NaN when unjudged);
-    - ``<rule>.<track>``: the image's score under every aggregation rule evaluate computed, for
-      ``final`` and each category (e.g. ``tifa.final``, ``dsg.process``; NaN when it has no result).
-    """
-    primary = sample_scores[sample_scores["aggregation"] == rules_in(sample_scores)[0]]
-    keys = ["model", "sample_id"]
-    finals = primary[primary["track"] == FINAL].set_index(keys)
-    texts = primary[primary["track"] == "text"].set_index(keys)
-    table = finals[["group", "setting"]].copy()
-    table["checklist_pass_rate"] = finals["n_yes"].div(finals["n_judged"].where(finals["n_judged"] > 0))
-    table["text_pass"] = texts["passed"].astype("Float64").reindex(finals.index).astype(float)
-    table["final_pass"] = finals["passed"].astype("Float64").astype(float)
-    named = sample_scores.assign(metric=sample_scores["aggregation"] + "." + sample_scores["track"])
-    per_rule = named.pivot_table(index=keys, columns="metric", values="score", aggfunc="first", dropna=False)
-    table = table.join(per_rule.reindex(finals.index)).reset_index()
-    table.insert(0, "image_id", table["model"] + "/" + table["sample_id"])
-    return table

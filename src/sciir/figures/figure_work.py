@@ -12,10 +12,12 @@ from pathlib import Path
 
 from PIL import Image
 
-from sciir.figures.imaging import Box, panel_rejections, standardise_changes, standardised_png
+from sciir.figures.geometry_rules import panel_rejections
+from sciir.figures.panel_split import Box
 from sciir.figures.panels import detector_for
 from sciir.figures.params import CurateParams
 from sciir.figures.privacy import image_problem
+from sciir.figures.standardisation import standardise_changes, standardised_png
 from sciir.images.colour import normalise
 from sciir.images.decode import UnreadableImageError, decode_file
 

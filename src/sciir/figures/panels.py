@@ -1,74 +1,22 @@
-"""Panel detection (SciIR paper, appendix B.1): a detector interface, a classical splitter and a YOLO backend.
+"""Panel detection (SciIR paper, appendix B.1): the classical splitter, and the choice between it and YOLO.
 
-The classical splitter cuts a figure along whitespace gutters (sciir.figures.imaging's recursive XY-cut over
-projection profiles) and then merges small regions left over (panel letters, axis titles, legend
-snippets) into the nearest panel. The YOLO backends (sciir.figures.yolo) run a user-supplied Ultralytics model,
-exported to ONNX (OpenCV) or as .pt weights (ultralytics); they are used, and imported, only when
-weights are configured.
+The classical splitter cuts a figure along whitespace gutters (sciir.figures.panel_split's recursive
+XY-cut over projection profiles) and then merges small regions left over (panel letters, axis titles,
+legend snippets) into the nearest panel. The YOLO backends (sciir.figures.yolo) run a user-supplied
+Ultralytics model, exported to ONNX (OpenCV) or as .pt weights (ultralytics, imported only when such
+weights are configured). Both answer the interface of sciir.figures.panel_detector.
 
-The geometric rules (minimum side, aspect range, the 75-90% area rule) apply to either detector's
-boxes; the minimum side can be scaled to the resolution of the source.
+The geometric rules (sciir.figures.geometry_rules: minimum side, aspect range, the 75-90% area rule)
+apply to either detector's boxes.
 """
 
 from __future__ import annotations
 
-from typing import Protocol
-
 from PIL import Image
-from pydantic import BaseModel, ConfigDict, Field
 
-from sciir.figures.imaging import Box, GeometryRules, SplitSettings, split_panels
-
-
-class PanelDetector(Protocol):
-    """Finds panel boxes in an 8-bit RGB figure, in reading order."""
-
-    def detect(self, image: Image.Image) -> list[Box]: ...
-
-
-class DetectorParams(BaseModel):
-    """Which detector: the classical splitter, or YOLO when ``yolo_weights`` names a model file (an ONNX
-    export, run by OpenCV, or ``.pt`` weights, run by ultralytics)."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    yolo_weights: str | None = None
-    yolo_confidence: float = Field(default=0.25, gt=0, lt=1)
-    # Boxes overlapping a more confident one by more than this IoU are suppressed (Ultralytics' default).
-    yolo_iou: float = Field(default=0.7, gt=0, le=1)
-    # The square input size the model was trained and exported at (Ultralytics' default 640).
-    yolo_imgsz: int = Field(default=640, ge=32)
-    # A region whose short side is below this (a panel letter, an axis title) is merged into the
-    # nearest larger region within merge_gap_px; 0 disables the merge.
-    merge_below_px: int = Field(default=48, ge=0)
-    merge_gap_px: int = Field(default=40, ge=0)
-
-
-class GeometryParams(GeometryRules):
-    """The geometric rules, with the minimum side scaled to the source resolution.
-
-    ``min_side_px`` holds for a figure ``reference_width_px`` wide; a figure rendered narrower (a
-    publisher's web rendition) gets a proportionally smaller minimum, never below ``min_side_floor_px``.
-    None keeps ``min_side_px`` in source pixels.
-    """
-
-    reference_width_px: int | None = Field(default=None, gt=0)
-    min_side_floor_px: int = Field(default=32, ge=1)
-
-    def for_figure(self, width_px: int) -> GeometryRules:
-        """The rules for a figure of this width."""
-        if self.reference_width_px is None:
-            return GeometryRules(
-                min_side_px=self.min_side_px,
-                aspect_range=self.aspect_range,
-                layout_misfire_area=self.layout_misfire_area,
-            )
-        scaled = round(self.min_side_px * min(1.0, width_px / self.reference_width_px))
-        return GeometryRules(
-            min_side_px=max(self.min_side_floor_px, scaled),
-            aspect_range=self.aspect_range,
-            layout_misfire_area=self.layout_misfire_area,
-        )
+from sciir.figures.panel_detector import DetectorParams, PanelDetector
+from sciir.figures.panel_split import Box, SplitSettings, split_panels
+from sciir.figures.yolo import yolo_detector
 
 
 def _gap(a: Box, b: Box) -> int:
@@ -123,9 +71,5 @@ def detector_for(split: SplitSettings, detector: DetectorParams) -> PanelDetecto
     if detector.yolo_weights is None:
         return ClassicalSplitter(split, detector)
     if detector not in _YOLO_DETECTORS:
-        from sciir.figures.yolo import (
-            yolo_detector,  # OpenCV's dnn or ultralytics, only when YOLO is configured
-        )
-
         _YOLO_DETECTORS[detector] = yolo_detector(detector)
     return _YOLO_DETECTORS[detector]

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from sciir.figures.imaging import SplitSettings
+from sciir.figures.geometry_rules import GeometryParams
 from sciir.figures.isolated import WorkerLimits
-from sciir.figures.panels import DetectorParams, GeometryParams
+from sciir.figures.panel_detector import DetectorParams
+from sciir.figures.panel_split import SplitSettings
 from sciir.figures.privacy import PrivacyParams
-from sciir.figures.review import ReviewParams, ScreenParams
+from sciir.figures.review import ReviewParams
 from sciir.images.decode import DecodeLimits
+from sciir.tasks.screen import ScreenParams
 
 
 class StandardiseParams(BaseModel):

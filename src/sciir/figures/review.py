@@ -1,10 +1,7 @@
-"""Dual-stage filtering (SciIR paper, appendix B.3): a vision-language KEEP/REJECT screen and manual review.
-
-Stage 1 asks a vision-language model to KEEP or REJECT each panel, with a reason and a confidence.
-A confident answer decides; a low-confidence answer, an abstention (no decision) and a failed request
-all go to the manual-review queue, never to KEEP. Stage 2 samples 10% of the KEEPs, seeded, into the
-same queue as a spot check; the false-positive rate over the reviewed spot-check rows is flagged above
-5% (the paper refines its prompt then).
+"""Manual review, stage 2 of SciIR's dual-stage filtering (appendix B.3; stage 1 is the vision-language screen,
+the ``screen`` task, ``sciir.tasks.screen``): what the screen is unsure of goes to a review queue, never to
+KEEP, and stage 2 samples 10% of the KEEPs, seeded, into the same queue as a spot check; the false-positive
+rate over the reviewed spot-check rows is flagged above 5% (the paper refines its prompt then).
 
 The queue is a table a person edits: they fill ``decision`` (KEEP or REJECT, optional ``note``) and
 give the file back (``curate.review.decisions``); the next run applies it.
@@ -15,42 +12,16 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
 
 import numpy as np
 import pandas as pd
 from pydantic import BaseModel, ConfigDict, Field
-
-from sciir.backends.base import VLMRequest, VLMResult
-from sciir.tasks.prompts import prompt_template
-
-SCREEN_TASK = "screen"
-SCREEN_SCHEMA: dict[str, Any] = {
-    "type": "object",
-    "properties": {
-        "decision": {"type": ["string", "null"], "enum": ["KEEP", "REJECT", None]},
-        "reason": {"type": "string"},
-        "confidence": {"type": ["number", "null"]},
-    },
-    "required": ["decision", "reason", "confidence"],
-    "additionalProperties": False,
-}
 
 REVIEW_COLUMNS = [
     "sample_id", "queue", "image", "doi", "figure_id", "caption",
     "model_decision", "model_confidence", "model_reason", "decision", "note",
 ]  # fmt: skip
 LOW_CONFIDENCE, SPOT_CHECK = "low_confidence", "spot_check"
-
-
-class ScreenParams(BaseModel):
-    """Stage 1: the confidence a model decision needs; below it the panel goes to review."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    enabled: bool = True
-    min_confidence: float = Field(default=0.7, ge=0, le=1)
-    max_caption_chars: int = Field(default=1500, ge=0)
 
 
 class ReviewParams(BaseModel):
@@ -63,50 +34,6 @@ class ReviewParams(BaseModel):
     max_false_positive_rate: float = Field(default=0.05, ge=0, le=1)
     # A reviewed copy of the review queue (decision column filled) applied on this run; null: none.
     decisions: str | None = None
-
-
-@dataclass(frozen=True)
-class Verdict:
-    """A screen answer: KEEP, REJECT, or None (abstained or failed), with the reason and confidence."""
-
-    decision: Literal["KEEP", "REJECT"] | None
-    reason: str
-    confidence: float | None
-
-
-def screen_request(image: bytes, caption: str, settings: ScreenParams) -> VLMRequest:
-    """The request that screens one panel image."""
-    caption = (caption or "")[: settings.max_caption_chars]
-    return VLMRequest(
-        task=SCREEN_TASK,
-        prompt=prompt_template(SCREEN_TASK).render(caption=caption or "(none)"),
-        images=[image],
-        json_schema=SCREEN_SCHEMA,
-        context={"caption": caption},
-        template_version=prompt_template(SCREEN_TASK).version,
-    )
-
-
-def verdict_of(result: VLMResult) -> Verdict:
-    """A result as a verdict; a failed request or a malformed answer is an abstention with that reason."""
-    if not result.ok:
-        return Verdict(None, f"the screen request failed: {result.failure}", None)
-    output = result.output or {}
-    decision, reason, confidence = output.get("decision"), output.get("reason"), output.get("confidence")
-    if decision not in ("KEEP", "REJECT", None) or not isinstance(reason, str):
-        return Verdict(None, f"the screen answer is malformed: {output}", None)
-    if decision is None:
-        return Verdict(None, reason, None)
-    if not isinstance(confidence, int | float) or not 0 <= confidence <= 1:
-        return Verdict(None, f"{decision} without a confidence in [0, 1] ({confidence!r}): {reason}", None)
-    return Verdict(decision, reason, float(confidence))
-
-
-def routed(verdict: Verdict, min_confidence: float) -> Literal["kept", "rejected", "review"]:
-    """Where a verdict sends its panel: a confident KEEP or REJECT decides, anything else is reviewed."""
-    if verdict.decision is None or verdict.confidence is None or verdict.confidence < min_confidence:
-        return "review"
-    return "kept" if verdict.decision == "KEEP" else "rejected"
 
 
 def spot_check_sample(sample_ids: list[str], share: float, seed: int) -> set[str]:

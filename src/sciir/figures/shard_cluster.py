@@ -1,9 +1,12 @@
 """Running curate's shards on Dask distributed, with progress a person can follow.
 
-The node connects to the scheduler at ``cluster.scheduler`` or starts a local cluster of
+:func:`curate_in_shards` curates figures in shards (``sciir.figures.shards``): each shard's images and
+rows are written to the shard folder as it finishes, and a rerun after a crash computes only the shards
+not finished. It connects to the scheduler at ``cluster.scheduler`` or starts a local cluster of
 ``workers.count`` workers, processes or (``cluster.processes: false``) threads of the node's process, one
-thread each: a worker curates one figure at a time, in its own child process. Only a window of shards is submitted at a time, so the node's memory does not grow with
-the number of figures; each finished shard is recorded in the manifest at once.
+thread each: a worker curates one figure at a time, in its own child process. Only a window of shards
+is submitted at a time, so the node's memory does not grow with the number of figures; each finished
+shard is recorded in the manifest at once.
 """
 
 from __future__ import annotations
@@ -11,13 +14,18 @@ from __future__ import annotations
 import logging
 import os
 import time
+import uuid
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
+import pandas as pd
+
+from sciir.figures.curated_rows import stored_curated
 from sciir.figures.params import CurateParams
 from sciir.figures.shard_store import ShardStore, ShardSummary
-from sciir.figures.shards import RowsOf, Shard, close_figure_pools, curate_shard
+from sciir.figures.shards import Shard, close_figure_pools, curate_shard, plan_shards
+from sciir.images.payload import ImageFile
 from sciir.runs.progress import Progress
 
 logger = logging.getLogger(__name__)
@@ -90,7 +98,6 @@ def run_shards(
     shards: Sequence[Shard],
     settings: CurateParams,
     run_id: str,
-    rows_of: RowsOf,
     store: ShardStore,
     on_done: Callable[[ShardSummary], None],
 ) -> None:
@@ -106,7 +113,7 @@ def run_shards(
         shard = next(waiting, None)
         if shard is not None:
             # pure=False: a shard the cluster computed once is computed again when asked again (a rerun).
-            finished.add(client.submit(curate_shard, shard, settings, run_id, rows_of, pure=False))
+            finished.add(client.submit(curate_shard, shard, settings, run_id, pure=False))
 
     finished = as_completed()
     for _ in range(window):
@@ -117,3 +124,34 @@ def run_shards(
         on_done(summary)
         future.release()
         submit_next(finished)
+
+
+def _local_folder_absolute(settings: CurateParams) -> CurateParams:
+    """The settings with a local shard folder made absolute, so workers find it whatever their directory."""
+    folder = settings.shards.folder
+    if "://" in folder:
+        return settings
+    shards = settings.shards.model_copy(update={"folder": os.path.abspath(folder)})
+    return settings.model_copy(update={"shards": shards})
+
+
+def curate_in_shards(
+    figures: Sequence[dict[str, Any]], methods: Sequence[str | None], settings: CurateParams
+) -> tuple[pd.DataFrame, dict[str, ImageFile]]:
+    """Curate ``figures`` (rows of ``figures``, with their articles' methods text) in shards on Dask,
+    reusing the shards an earlier run finished; the curated table and lazy handles on the written images
+    of the kept panels (no image bytes)."""
+    settings = _local_folder_absolute(settings)
+    shards = plan_shards(figures, methods, settings)
+    store = ShardStore(settings.shards.folder)
+    reused = store.begin(shard.key for shard in shards)
+    to_run = [shard for shard in shards if shard.key not in reused]
+    progress = ShardProgress(shards, reused)
+    try:
+        if to_run:
+            with dask_client(settings) as client:
+                run_shards(client, to_run, settings, uuid.uuid4().hex, store, progress.add)
+    finally:
+        progress.close()
+    store.complete()
+    return stored_curated(store, [shard.key for shard in shards])

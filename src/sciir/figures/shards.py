@@ -14,24 +14,17 @@ import multiprocessing
 import os
 import stat
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
+from sciir.figures.curated_rows import figure_rows
 from sciir.figures.figure_work import FigureOutcome, FigureTask, curate_figure_file
 from sciir.figures.isolated import Failed, IsolatedPool, WorkerLimits
 from sciir.figures.params import CurateParams
 from sciir.figures.shard_store import ShardStore, ShardSummary
-from sciir.images.payload import ImageFile
-
-# The curated rows of one figure, and the images of its kept panels, from its outcome.
-RowsOf = Callable[
-    [dict[str, Any], "str | None", "FigureOutcome | Failed"],
-    tuple[list[dict[str, Any]], dict[str, ImageFile]],
-]
-
 
 # CurateParams sections read only by the filtering node (``sciir.pipelines.curate.screen_nodes``).
 FILTERING_ONLY = frozenset({"screen", "review", "near_duplicates"})
@@ -154,7 +147,7 @@ def _outcomes(shard: Shard, settings: CurateParams) -> list[FigureOutcome | Fail
     return outcomes
 
 
-def curate_shard(shard: Shard, settings: CurateParams, run_id: str, rows_of: RowsOf) -> ShardSummary:
+def curate_shard(shard: Shard, settings: CurateParams, run_id: str) -> ShardSummary:
     """Curate a shard's figures and write its images, then its rows, to the shard folder."""
     import pandas as pd
 
@@ -163,8 +156,8 @@ def curate_shard(shard: Shard, settings: CurateParams, run_id: str, rows_of: Row
     rows: list[dict[str, Any]] = []
     images = 0
     for figure, text, outcome in zip(shard.figures, shard.methods, _outcomes(shard, settings), strict=True):
-        figure_rows, figure_images = rows_of(figure, text, outcome)
-        rows.extend(figure_rows)
+        one_figure_rows, figure_images = figure_rows(figure, text, outcome)
+        rows.extend(one_figure_rows)
         for sample_id, image in figure_images.items():
             store.write_image(shard.key, sample_id, image.read())
             images += 1

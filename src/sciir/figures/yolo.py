@@ -13,16 +13,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import cv2
 import numpy as np
 from PIL import Image
 
-from sciir.figures.imaging import Box
-
-if TYPE_CHECKING:
-    from sciir.figures.panels import DetectorParams
+from sciir.figures.panel_detector import DetectorParams
+from sciir.figures.panel_split import Box
 
 # Ultralytics pads the letterbox with this grey; the model was trained on such borders.
 PAD_GREY = 114

@@ -1,2 +1,2 @@
-"""Image files: decoding untrusted files, colour normalisation, the payloads model requests carry,
-Lanczos resizing. Knows nothing of figures, tasks or backends."""
+"""Image files: decoding untrusted files, bit depth and colour normalisation, border (edge) colours, the
+payloads model requests carry, Lanczos resizing. Knows nothing of figures, tasks or backends."""

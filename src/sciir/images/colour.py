@@ -1,8 +1,6 @@
 """Colour normalisation (SciIR paper, B.2): any decoded image to 8-bit sRGB, upright, without transparency.
 
-- Samples deeper than 8 bits are scaled by their real value range: integers by the smallest bit depth
-  that holds their maximum (12-bit data in a 16-bit container is not left 16 times too dark), floats in
-  [0, 1] or [0, 255] as such and any other range stretched from its minimum to its maximum.
+- Samples deeper than 8 bits are scaled by their real value range (sciir.images.bit_depth).
 - Palettes are expanded and 1-bit images made grey; CMYK, LAB and an embedded ICC profile are converted
   to sRGB (a profile that leaves sRGB values as they are is recognised once and skipped).
 - Transparency is composited onto white, or onto black when most of the visible content is near white,
@@ -22,12 +20,10 @@ from dataclasses import dataclass
 import numpy as np
 from PIL import Image, ImageCms
 
+from sciir.images.bit_depth import eight_bit
 from sciir.images.decode import Decoded, UnreadableImageError
 
 _SRGB = ImageCms.ImageCmsProfile(ImageCms.createProfile("sRGB"))
-_DEEP_GREY_MODES = frozenset({"I", "I;16", "I;16L", "I;16B", "I;16N", "F"})
-# Bit depths integer samples are assumed to have: the smallest that holds the image's maximum.
-_INTEGER_DEPTHS = (8, 10, 12, 14, 16)
 _WHITE, _BLACK = 255, 0
 # Visible content lighter than this on most of its pixels would vanish on white.
 _NEAR_WHITE = 224
@@ -51,53 +47,6 @@ class Normalised:
 
     image: Image.Image
     changes: tuple[str, ...]
-
-
-def scale_to_eight_bit(values: np.ndarray) -> np.ndarray:
-    """Samples of any depth as uint8, scaled by their real value range (see the module docstring)."""
-    if np.issubdtype(values.dtype, np.floating):
-        return _float_to_eight_bit(values)
-    low, high = int(values.min()), int(values.max())
-    if low < 0 or high >= 2 ** _INTEGER_DEPTHS[-1]:
-        return _stretched(values.astype(np.float32), low, high)
-    depth = next(bits for bits in _INTEGER_DEPTHS if high < 2**bits)
-    # A lookup table: one pass, no float copy of the whole image.
-    table = np.rint(np.arange(2**depth) * (255.0 / (2**depth - 1))).astype(np.uint8)
-    return table[values]
-
-
-def _float_to_eight_bit(values: np.ndarray) -> np.ndarray:
-    values = np.nan_to_num(values.astype(np.float32), nan=0.0, posinf=0.0, neginf=0.0)
-    low, high = float(values.min()), float(values.max())
-    if low >= 0.0 and high <= 1.0:
-        return np.rint(values * 255.0).astype(np.uint8)
-    if low >= 0.0 and high <= 255.0:
-        return np.rint(values).astype(np.uint8)
-    return _stretched(values, low, high)
-
-
-def _stretched(values: np.ndarray, low: float, high: float) -> np.ndarray:
-    scale = 255.0 / (high - low) if high > low else 0.0
-    return np.clip(np.rint((values - low) * scale), 0, 255).astype(np.uint8)
-
-
-def _alpha_to_eight_bit(alpha: np.ndarray) -> np.ndarray:
-    """Alpha uses its type's full range (0 transparent, maximum opaque)."""
-    if np.issubdtype(alpha.dtype, np.floating):
-        return np.rint(np.clip(np.nan_to_num(alpha), 0.0, 1.0) * 255.0).astype(np.uint8)
-    return np.rint(alpha.astype(np.float32) * (255.0 / np.iinfo(alpha.dtype).max)).astype(np.uint8)
-
-
-def eight_bit(pixels: Image.Image | np.ndarray) -> Image.Image:
-    """8-bit samples: deep grey modes and full-depth RGB(A) arrays scaled; other images as they are."""
-    if isinstance(pixels, np.ndarray):
-        colour = scale_to_eight_bit(pixels[..., :3])
-        if pixels.shape[2] == 4:
-            colour = np.dstack([colour, _alpha_to_eight_bit(pixels[..., 3])])
-        return Image.fromarray(colour)
-    if pixels.mode in _DEEP_GREY_MODES:
-        return Image.fromarray(scale_to_eight_bit(np.asarray(pixels)))
-    return pixels
 
 
 def _plain_mode(image: Image.Image) -> Image.Image:
@@ -213,3 +162,10 @@ def normalise(decoded: Decoded) -> Normalised:
         changes.append("first frame")
     image.info.pop("icc_profile", None)
     return Normalised(image, tuple(changes))
+
+
+def to_srgb(image: Image.Image) -> Image.Image:
+    """An opened image as 8-bit sRGB ``RGB`` with no profile attached (:func:`normalise`, minus
+    orientation, which an image already decoded by its caller has applied or never had)."""
+    decoded = Decoded(image, image.format or "", image.info.get("icc_profile") or None, orientation=1)
+    return normalise(decoded).image.convert("RGB")

@@ -12,8 +12,8 @@ called. :func:`payload` gives the bytes a request carries under a backend's :cla
 - otherwise the image decoded, made 8-bit RGB(A), resized to ``image_max_side`` and encoded in
   ``image_format`` (PNG by default), once per image content and limits: the result is kept in a
   temporary folder for every later request of that image in the process (the judge and the AIBench
-  examination send the same image). :func:`prepare_payloads` does those conversions up front in worker
-  processes, only when some image needs one.
+  examination send the same image). ``sciir.images.conversion_workers.prepare_payloads`` does those
+  conversions up front in worker processes, only when some image needs one.
 
 A :class:`Payload` is ``bytes`` carrying its format, size and sha256, computed once when made, so the
 response cache keys every request of the image without hashing it again. An image that cannot be read
@@ -29,13 +29,14 @@ import os
 import shutil
 import tempfile
 import threading
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-if TYPE_CHECKING:
-    from PIL import Image
+from PIL import Image, UnidentifiedImageError
+
+from sciir.images.bit_depth import eight_bit
 
 ACCEPTED_FORMATS = ("PNG", "JPEG", "WEBP")
 MIME_TYPES = {"PNG": "image/png", "JPEG": "image/jpeg", "WEBP": "image/webp"}
@@ -82,11 +83,6 @@ class ImageLimits:
     def target_format(self) -> str:
         """The format a converted image is encoded in."""
         return self.image_format or "PNG"
-
-
-def backend_image_limits(backend: Any) -> ImageLimits:
-    """The image limits of a backend's configuration (its public identity, so also through the cache)."""
-    return ImageLimits.from_config(backend.identity().get("config") or {})
 
 
 class Payload(bytes):
@@ -159,7 +155,7 @@ class ImageFile:
 
     def image(self) -> Image.Image:
         """The image fully decoded; UnreadableImageFile when it cannot be."""
-        return decode(self.read(), self.name)
+        return _decoded(self.read(), self.name)
 
 
 def image_file(entry: Callable[[], Any] | Any) -> ImageFile:
@@ -202,8 +198,6 @@ class Header:
 
 def read_header(data: bytes, name: str) -> Header:
     """The header of an image file (no decode); UnreadableImageFile when it is not an image."""
-    from PIL import Image, UnidentifiedImageError
-
     try:
         with Image.open(io.BytesIO(data)) as image:
             size, mode, transparency = image.size, image.mode, "transparency" in image.info
@@ -219,8 +213,6 @@ def read_header(data: bytes, name: str) -> Header:
 def check_complete(data: bytes, header: Header, name: str) -> None:
     """Whether the file is whole, without decoding it: PNG chunks and CRCs up to IEND (Pillow's
     ``verify``), JPEG's end-of-image marker, WebP's RIFF length. UnreadableImageFile when not."""
-    from PIL import Image
-
     if header.format == "PNG":
         try:
             with Image.open(io.BytesIO(data)) as image:
@@ -236,10 +228,8 @@ def check_complete(data: bytes, header: Header, name: str) -> None:
 # ---- decoding and converting
 
 
-def decode(data: bytes, name: str) -> Image.Image:
+def _decoded(data: bytes, name: str) -> Image.Image:
     """The image fully decoded; UnreadableImageFile when it cannot be."""
-    from PIL import Image, UnidentifiedImageError
-
     try:
         with Image.open(io.BytesIO(data)) as image:
             image.load()
@@ -250,12 +240,10 @@ def decode(data: bytes, name: str) -> Image.Image:
         raise UnreadableImageFile(name, f"{type(error).__name__}: {error}") from None
 
 
-def eight_bit(image: Image.Image, alpha: bool) -> Image.Image:
+def _eight_bit_rgb(image: Image.Image, alpha: bool) -> Image.Image:
     """The image as 8-bit RGB, or RGBA when ``alpha``; 16-bit and float grey scaled by their real value
-    range, not clipped (``sciir.images.colour.eight_bit``, as curate does)."""
-    from sciir.images.colour import eight_bit as eight_bit_samples
-
-    return eight_bit_samples(image).convert("RGBA" if alpha else "RGB")
+    range, not clipped (``sciir.images.bit_depth.eight_bit``, as curate does)."""
+    return eight_bit(image).convert("RGBA" if alpha else "RGB")
 
 
 def encode(image: Image.Image, image_format: str) -> bytes:
@@ -266,19 +254,17 @@ def encode(image: Image.Image, image_format: str) -> bytes:
 
 def converted(data: bytes, name: str, limits: ImageLimits) -> Payload:
     """The image decoded, made 8-bit RGB(A), shrunk to ``limits.max_side`` and encoded in the target format."""
-    from PIL import Image
-
-    image = decode(data, name)
+    image = _decoded(data, name)
     alpha = limits.target_format != "JPEG" and (
         image.mode in ("RGBA", "LA", "PA", "La", "RGBa") or "transparency" in image.info
     )
-    image = eight_bit(image, alpha)
+    image = _eight_bit_rgb(image, alpha)
     if limits.max_side is not None and max(image.size) > limits.max_side:
         image.thumbnail((limits.max_side, limits.max_side), Image.Resampling.LANCZOS)
     return make_payload(encode(image, limits.target_format), limits.target_format, image.size)
 
 
-# ---- conversions made once: kept on disk for the process, made in workers by prepare_payloads
+# ---- conversions made once: kept on disk for the process (made ahead in workers: conversion_workers)
 
 
 @dataclass(frozen=True)
@@ -342,14 +328,6 @@ def convert_to_file(data: bytes, name: str, limits: ImageLimits, path: str) -> S
     return Stored(path, made.format, made.size, made.sha256)
 
 
-def _convert_file(source: ImageFile, limits: ImageLimits, path: str) -> Stored | str:
-    """As :func:`convert_to_file`, reading the file in the worker (what crosses to it is a path)."""
-    try:
-        return convert_to_file(source.read(), source.name, limits, path)
-    except UnreadableImageFile as error:
-        return str(error)
-
-
 def converted_payload(data: bytes, name: str, limits: ImageLimits, store: ConversionStore = STORE) -> Payload:
     """The stored conversion of ``data`` under ``limits``, made here when there is none yet."""
     key = (hashlib.sha256(data).hexdigest(), limits)
@@ -387,54 +365,3 @@ def request_payload(image: bytes, limits: ImageLimits, name: str) -> Payload:
     if isinstance(image, Payload) and image.fits(limits):
         return image
     return payload(ImageFile.of_bytes(image, name), limits)
-
-
-# Bytes read to tell from an image's header whether it goes as it is: PNG's IHDR and tRNS, JPEG's SOF
-# and WebP's header come before the pixel data (a header further in is read in full).
-HEAD_BYTES = 64 * 1024
-
-
-def _head_fits(handle: ImageFile, limits: ImageLimits) -> bool:
-    """Whether the start of the file already shows it can be sent as it is (False when unsure)."""
-    try:
-        return read_header(handle.head(HEAD_BYTES), handle.name).fits(limits)
-    except UnreadableImageFile:
-        return False
-
-
-def prepare_payloads(
-    handles: Iterable[ImageFile],
-    limits: ImageLimits,
-    store: ConversionStore = STORE,
-    workers: int | None = None,
-) -> int:
-    """Make, in worker processes, the conversions that ``payload`` will need for ``handles`` (those not
-    made yet); the number made. No process starts when every image is sent as it is. Unreadable images
-    are left for ``payload`` to report."""
-    todo: dict[tuple[str, ImageLimits], ImageFile] = {}
-    for handle in handles:
-        try:
-            if _head_fits(handle, limits):
-                continue
-            data = handle.read()
-            if read_header(data, handle.name).fits(limits):
-                continue
-        except UnreadableImageFile:
-            continue
-        key = (hashlib.sha256(data).hexdigest(), limits)
-        if store.get(key) is None:
-            todo.setdefault(key, handle)
-    if not todo:
-        return 0
-    import multiprocessing
-    from concurrent.futures import ProcessPoolExecutor
-
-    count = min(len(todo), workers or os.cpu_count() or 1)
-    with ProcessPoolExecutor(count, mp_context=multiprocessing.get_context("spawn")) as pool:
-        futures = {
-            key: pool.submit(_convert_file, handle, limits, stored_path(store, key))
-            for key, handle in todo.items()
-        }
-        for key, future in futures.items():
-            store.put(key, future.result())
-    return len(todo)

@@ -8,7 +8,7 @@ as all of Pillow's grey resize), so a grey image gets two vertical passes, the s
 four bands the transposes cost more than they save.
 
 It only shrinks: libvips enlarges through an affine transform with a bicubic interpolator, not Lanczos,
-so an image smaller than its target is left to Pillow (sciir.figures.imaging.standardise).
+so an image smaller than its target is left to Pillow (sciir.figures.standardisation.standardise).
 
 pyvips (the ``pyvips-binary`` wheel bundles libvips, so no system package is needed) is imported by the
 first call, not by importing this module's callers.

@@ -1,2 +1,2 @@
 """What a Kedro run does besides its nodes' work: start-up checks, provenance in MLflow and DVC, the model
-registry, progress bars and long lists in the log, where results go, the dry-run and closing summaries."""
+registry, progress bars and long lists in the log, where results go, the dry-run summary."""

@@ -1,13 +1,13 @@
 """MLflow and DVC bookkeeping shared by the pipelines.
 
-Each stage's metrics are written to a JSON file (so DVC can track and diff them) and logged
-to the active MLflow run under the stage's prefix. A stage can also log one nested run per item
+Each stage's metrics are logged to the active MLflow run under the stage's prefix (the catalog's
+``sciir.catalog.metrics_dataset.MetricsDataset`` also writes them to a JSON file, so DVC can track and diff
+them, timings left out). A stage can also log one nested run per item
 (e.g. per model) with its own metrics and tables.
 """
 
 from __future__ import annotations
 
-import json
 import logging
 import math
 import subprocess
@@ -16,8 +16,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
-
-from kedro.io import AbstractDataset, DatasetError
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -34,7 +32,7 @@ def _active_mlflow():
     return mlflow if mlflow.active_run() else None
 
 
-def _finite(value: Any) -> bool:
+def is_finite(value: Any) -> bool:
     return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
 
 
@@ -52,7 +50,7 @@ def log_metrics(metrics: dict[str, MetricValue], prefix: str) -> int:
         key = f"{prefix}.{name}" if prefix else name
         points = value if isinstance(value, list) else [{"value": value, "step": 0}]
         for point in points:
-            if _finite(point["value"]):
+            if is_finite(point["value"]):
                 mlflow.log_metric(key, float(point["value"]), step=int(point.get("step", 0)))
                 logged += 1
     return logged
@@ -81,7 +79,7 @@ def _log_nested_run(name: str, content: NestedRun, name_tag: str, folder: Path) 
 
     with mlflow.start_run(run_name=name, nested=True) as run:
         mlflow.set_tag(name_tag, name)
-        mlflow.log_metrics({key: value for key, value in content.metrics.items() if _finite(value)})
+        mlflow.log_metrics({key: value for key, value in content.metrics.items() if is_finite(value)})
         for table_name, table in content.tables.items():
             path = folder / run.info.run_id / f"{table_name}.csv"
             path.parent.mkdir(parents=True, exist_ok=True)
@@ -110,40 +108,6 @@ TIMING_SUFFIXES = (".seconds", "_seconds")
 
 def is_timing(name: str) -> bool:
     return name.endswith(TIMING_SUFFIXES)
-
-
-class MetricsDataset(AbstractDataset[dict[str, MetricValue], dict[str, MetricValue]]):
-    """A stage's metrics: saved as JSON for DVC (timings left out: ``is_timing``) and all logged to MLflow
-    under ``prefix``."""
-
-    def __init__(self, *, filepath: str, prefix: str = "", metadata: dict[str, Any] | None = None) -> None:
-        self._filepath = Path(filepath)
-        self._prefix = prefix
-        self.metadata = metadata
-
-    def load(self) -> dict[str, MetricValue]:
-        try:
-            return json.loads(self._filepath.read_text())
-        except FileNotFoundError as exc:
-            raise DatasetError(
-                f"no metrics at {self._filepath}: run the stage that writes them first"
-            ) from exc
-
-    def save(self, data: dict[str, MetricValue]) -> None:
-        self._filepath.parent.mkdir(parents=True, exist_ok=True)
-        clean = {
-            k: (v if isinstance(v, list) or _finite(v) else None)
-            for k, v in sorted(data.items())
-            if not is_timing(k)
-        }
-        self._filepath.write_text(json.dumps(clean, indent=2) + "\n")
-        log_metrics(data, self._prefix)
-
-    def _exists(self) -> bool:
-        return self._filepath.exists()
-
-    def _describe(self) -> dict[str, Any]:
-        return {"filepath": str(self._filepath), "prefix": self._prefix}
 
 
 def _command_output(args: list[str], cwd: Path) -> str | None:

@@ -27,8 +27,8 @@ from typing import Any
 import pandas as pd
 
 from sciir.figures.ids import sample_id
+from sciir.tasks.annotation import TRACKS
 
-TRACKS = ("entity", "process", "law")
 MIN_BOX_IOU = 0.5
 MEASURE_COLUMNS = ["measure", "tp", "fp", "fn", "precision", "recall"]
 MEASURES = (

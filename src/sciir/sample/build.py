@@ -28,10 +28,13 @@ from typing import Any
 
 from PIL import Image
 
-from sciir.sample import content, prose
+from sciir.sample import prose
+from sciir.sample.captions import article_title, caption_text, caption_title, introduction_text, join_words
 from sciir.sample.compose import layout_figure
+from sciir.sample.drawing import RenderedPanel, render_icon
 from sciir.sample.jats_writer import CC_BY, CC_BY_NC, ArticleDocument, FigureEntry, Licence, article_xml
-from sciir.sample.renderers import RenderedPanel, render_icon, render_panel
+from sciir.sample.panel_kinds import NATIVE_TRACKS, TOPICS_BY_KIND, render_panel
+from sciir.sample.topics import Topic
 
 DOI_PREFIX = "10.5555/sciir.sample."
 FIGURES_PER_ARTICLE = 3
@@ -53,7 +56,7 @@ class FigureSlot:
     tracks: tuple[str, ...]
 
     def __post_init__(self) -> None:
-        native = {track for kind in self.kinds for track in content.NATIVE_TRACKS[kind]}
+        native = {track for kind in self.kinds for track in NATIVE_TRACKS[kind]}
         if len(self.tracks) < 2 or not native <= set(self.tracks):
             raise ValueError(
                 f"slot {self.kinds}: tracks {self.tracks} must be two or more and cover {native}"
@@ -111,7 +114,7 @@ class FigurePlan:
     """One figure to draw: its shape and topics (none for the icon) and why it must be rejected."""
 
     slot: FigureSlot | None
-    topics: tuple[content.Topic, ...]
+    topics: tuple[Topic, ...]
     reject_reason: str | None = None
 
 
@@ -146,11 +149,11 @@ class TopicDeck:
 
     def __init__(self, rng: random.Random) -> None:
         self._rng = rng
-        self._remaining: dict[str, list[content.Topic]] = {}
+        self._remaining: dict[str, list[Topic]] = {}
 
-    def deal(self, kind: str, avoid: Sequence[content.Topic] = ()) -> content.Topic:
+    def deal(self, kind: str, avoid: Sequence[Topic] = ()) -> Topic:
         """The next topic of ``kind`` not in ``avoid``; a topic passed over stays to be dealt later."""
-        pool = content.TOPICS_BY_KIND[kind]
+        pool = TOPICS_BY_KIND[kind]
         if all(topic in avoid for topic in pool):
             raise ValueError(f"all {len(pool)} {kind} topics are already used in this article")
         remaining = self._remaining.setdefault(kind, [])
@@ -163,10 +166,10 @@ class TopicDeck:
             remaining[:0] = fresh
 
     def figure(
-        self, slot: FigureSlot, reject_reason: str | None = None, avoid: Sequence[content.Topic] = ()
+        self, slot: FigureSlot, reject_reason: str | None = None, avoid: Sequence[Topic] = ()
     ) -> FigurePlan:
         """Topics for every panel of ``slot``, none repeating a topic of ``avoid`` or of the figure."""
-        topics: list[content.Topic] = []
+        topics: list[Topic] = []
         for kind in slot.kinds:
             topics.append(self.deal(kind, avoid=[*avoid, *topics]))
         return FigurePlan(slot, tuple(topics), reject_reason)
@@ -179,7 +182,7 @@ class TopicDeck:
         return figures
 
 
-def _topics_of(figures: Sequence[FigurePlan]) -> list[content.Topic]:
+def _topics_of(figures: Sequence[FigurePlan]) -> list[Topic]:
     """Every topic drawn in ``figures``."""
     return [topic for figure in figures for topic in figure.topics]
 
@@ -234,9 +237,9 @@ def _panel_truth(index: int, panel: RenderedPanel, box: Sequence[int]) -> dict[s
     }
 
 
-def _track_facts(slot: FigureSlot, topics: Sequence[content.Topic]) -> list[str]:
+def _track_facts(slot: FigureSlot, topics: Sequence[Topic]) -> list[str]:
     """Fact sentences for the figure's tracks that no panel shows by drawing alone."""
-    native = {track for kind in slot.kinds for track in content.NATIVE_TRACKS[kind]}
+    native = {track for kind in slot.kinds for track in NATIVE_TRACKS[kind]}
     return [topics[0].facts[track] for track in slot.tracks if track not in native]
 
 
@@ -255,7 +258,7 @@ def draw_figure(plan: FigurePlan, figure_id: str, rng: random.Random) -> DrawnFi
         _panel_truth(index, panel, box) for index, (panel, box) in enumerate(zip(panels, boxes, strict=True))
     ]
     truth = {"figure_id": figure_id, "kind": kind, "tracks": list(plan.slot.tracks), "panels": panel_truths}
-    caption = content.caption_text(
+    caption = caption_text(
         [panel.description for panel in panels],
         _track_facts(plan.slot, plan.topics),
         third_party=plan.reject_reason == "third_party",
@@ -265,7 +268,7 @@ def draw_figure(plan: FigurePlan, figure_id: str, rng: random.Random) -> DrawnFi
         encode_png(image),
         truth,
         kind,
-        content.caption_title([panel.truth.title for panel in panels]),
+        caption_title([panel.truth.title for panel in panels]),
         caption,
     )
 
@@ -298,10 +301,10 @@ def _document(plan: ArticlePlan, figures: Sequence[DrawnFigure], prose_rng: rand
     )
     return ArticleDocument(
         doi=plan.doi,
-        title=content.article_title(subjects),
+        title=article_title(subjects),
         licence=plan.licence,
-        abstract=f"Synthetic figures on {content.join_words(subjects)}, with captions stating their science.",
-        introduction=content.introduction_text(subjects, plan.licence.name),
+        abstract=f"Synthetic figures on {join_words(subjects)}, with captions stating their science.",
+        introduction=introduction_text(subjects, plan.licence.name),
         methods=prose.methods_text([_panel_prose(figure) for figure in figures], prose_rng),
         figures=entries,
     )

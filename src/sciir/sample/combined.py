@@ -1,4 +1,4 @@
-"""Panels whose drawing shows two or three tracks at once (``content.NATIVE_TRACKS``).
+"""Panels whose drawing shows two or three tracks at once (``sciir.sample.panel_kinds.NATIVE_TRACKS``).
 
 - ``circuit_law``: a circuit schematic with its governing equation written below it (entity, law);
 - ``reaction``: two molecules drawn by RDKit, each named in a pale box, the boxes joined by a reaction
@@ -19,23 +19,19 @@ from typing import Any
 
 from PIL import Image, ImageDraw
 
-from sciir.sample.content import CircuitTopic, LawTopic, ReactionTopic
-from sciir.sample.renderers import (
+from sciir.sample.drawing import (
     INK,
     TITLE_GAP_PX,
     WHITE,
     PanelTruth,
     RenderedPanel,
     arrows_shown,
-    circuit_body,
-    circuit_truth,
     crop_to_ink,
-    flow_body,
     font,
-    molecule_body,
-    plot_body,
     titled_panel,
 )
+from sciir.sample.renderers import circuit_body, circuit_truth, flow_body, molecule_body, plot_body
+from sciir.sample.topics import CircuitTopic, LawTopic, ReactionTopic
 
 # Gap between the parts of one panel: curation cuts along white gutters of 12 px or more.
 PART_GAP_PX = TITLE_GAP_PX

@@ -14,9 +14,10 @@ from dataclasses import dataclass
 
 from PIL import Image
 
-from sciir.sample.renderers import WHITE
+from sciir.sample.drawing import WHITE
 
-Box = tuple[int, int, int, int]
+# Where a panel lies in the figure: x0, y0, x1, y1 (x1 and y1 exclusive).
+PanelBounds = tuple[int, int, int, int]
 
 MIN_PANEL_SIDE = 200
 # Padding targets a band inside the accepted [0.4, 2.5] so rounding never crosses it.
@@ -85,12 +86,12 @@ def grid_layout(
     return GridLayout(columns, widths, heights, gutter, margin)
 
 
-def compose_grid(panels: Sequence[Image.Image], layout: GridLayout) -> tuple[Image.Image, list[Box]]:
+def compose_grid(panels: Sequence[Image.Image], layout: GridLayout) -> tuple[Image.Image, list[PanelBounds]]:
     """Paste panels row by row, each centred in its cell; returns the figure and each panel's box."""
     width = max(layout.width, MIN_FIGURE_WIDTH)
     canvas = Image.new("RGB", (width, layout.height), WHITE)
     left = (width - layout.width) // 2 + layout.margin
-    boxes: list[Box] = []
+    boxes: list[PanelBounds] = []
     for index, panel in enumerate(panels):
         row, column = divmod(index, layout.columns)
         cell_x = left + sum(layout.column_widths[:column]) + layout.gutter * column
@@ -102,7 +103,7 @@ def compose_grid(panels: Sequence[Image.Image], layout: GridLayout) -> tuple[Ima
     return canvas, boxes
 
 
-def layout_figure(panels: Sequence[Image.Image], rng: random.Random) -> tuple[Image.Image, list[Box]]:
+def layout_figure(panels: Sequence[Image.Image], rng: random.Random) -> tuple[Image.Image, list[PanelBounds]]:
     """Fit the panels, pick a gutter and a grid no wider than the maximum, and compose them."""
     fitted = [fit_panel(panel) for panel in panels]
     gutter = rng.choice(GUTTER_CHOICES)

@@ -13,7 +13,7 @@ import random
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from sciir.sample.content import in_sentence, join_words
+from sciir.sample.captions import in_sentence, join_words
 
 # One sentence naming both ends: {a} is the source, {b} the target ({A}/{B}: at a sentence start).
 STATED_EDGE = (

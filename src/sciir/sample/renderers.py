@@ -1,9 +1,9 @@
-"""One renderer per panel kind: process diagrams, molecules, circuits and law plots.
+"""One renderer per single-track panel kind: process diagrams, molecules, circuits and law plots (the kinds
+drawing several tracks at once: ``sciir.sample.combined``).
 
-Every renderer draws dark text on white at a size Tesseract reads (titles 32 px, labels
-at least 25 px), crops its drawing to the ink, and puts the title above it with a gap
-narrower than any gutter between panels, so a panel never looks like two.
-Style choices come from the sample's one seeded ``random.Random``.
+Every renderer draws dark text on white at a size Tesseract reads (labels at least 25 px), crops its
+drawing to the ink and puts the title above it (``sciir.sample.drawing``). Style choices come from the
+sample's one seeded ``random.Random``.
 """
 
 from __future__ import annotations
@@ -12,31 +12,15 @@ import io
 import math
 import random
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
-from functools import lru_cache
-from pathlib import Path
+from dataclasses import dataclass
 from typing import Any
 
-from PIL import Image, ImageDraw, ImageFont
+from PIL import Image
 
-from sciir.sample.content import (
-    COMPONENT_NAMES,
-    CircuitTopic,
-    LawTopic,
-    MoleculeTopic,
-    ProcessTopic,
-    Topic,
-    law_text,
-    panel_description,
-)
+from sciir.sample.captions import law_text, panel_description
+from sciir.sample.drawing import PanelTruth, RenderedPanel, add_title, arrows_shown, crop_to_ink, titled_panel
+from sciir.sample.topics import COMPONENT_NAMES, CircuitTopic, LawTopic, MoleculeTopic, ProcessTopic
 
-WHITE = (255, 255, 255)
-INK = (0, 0, 0)
-TITLE_PX = 32
-TITLE_GAP_PX = 8
-PANEL_PAD_PX = 6
-# Pixels darker than this count as ink when cropping.
-_INK_LEVEL = 245
 _GRAPHVIZ_FONT = "DejaVu Sans"
 _LABEL_PT = 22  # matplotlib and schemdraw labels, at 100 dpi about 30 px
 _TICK_PT = 18
@@ -49,71 +33,6 @@ _BOX_FILLS = ("#d9e4f2", "#dcecdc", "#efe4d2", "#e0e0e0")
 _PLOT_COLOURS = ("#1f3b73", "#7a1f1f", "#1d5e2e", "#000000")
 
 
-@dataclass(frozen=True)
-class PanelTruth:
-    """What a panel draws, for the truth file (never read by annotate or evaluate).
-
-    ``labels`` is every text drawn (for a molecule its name and the element symbols of its
-    non-carbon atoms, which RDKit may draw with attached hydrogens, such as "OH");
-    ``required_text`` is the subset a reader must find spelled exactly; ``shows`` names, per track
-    the drawing itself shows, how it shows it (a track only the caption states is not there).
-    """
-
-    kind: str
-    title: str
-    labels: list[str]
-    entities: list[str]
-    relations: list[list[str]] = field(default_factory=list)
-    required_text: list[str] = field(default_factory=list)
-    shows: Mapping[str, list[str]] = field(default_factory=dict)
-
-
-@dataclass(frozen=True)
-class RenderedPanel:
-    """A drawn panel, its truth and the caption sentence that describes it."""
-
-    image: Image.Image
-    truth: PanelTruth
-    description: str
-
-
-@lru_cache(maxsize=8)
-def font(size: int, bold: bool = False, serif: bool = False) -> ImageFont.FreeTypeFont:
-    """DejaVu Sans (or Serif) as shipped inside matplotlib, so text renders the same on every machine."""
-    import matplotlib
-
-    name = f"DejaVu{'Serif' if serif else 'Sans'}{'-Bold' if bold else ''}.ttf"
-    return ImageFont.truetype(str(Path(matplotlib.get_data_path()) / "fonts" / "ttf" / name), size)
-
-
-def crop_to_ink(image: Image.Image, pad: int = PANEL_PAD_PX) -> Image.Image:
-    """Crop white borders away, keeping ``pad`` white pixels around the ink."""
-    grey = image.convert("L").point(lambda v: 255 if v < _INK_LEVEL else 0)
-    box = grey.getbbox()
-    if box is None:
-        raise ValueError("drawing has no ink to crop to")
-    x0, y0, x1, y1 = box
-    cropped = image.convert("RGB").crop((x0, y0, x1, y1))
-    canvas = Image.new("RGB", (cropped.width + 2 * pad, cropped.height + 2 * pad), WHITE)
-    canvas.paste(cropped, (pad, pad))
-    return canvas
-
-
-def add_title(body: Image.Image, title: str) -> Image.Image:
-    """Put ``title`` centred above ``body`` in bold black."""
-    title_font = font(TITLE_PX, bold=True)
-    x0, y0, x1, y1 = title_font.getbbox(title)
-    text_w, text_h = x1 - x0, y1 - y0
-    width = max(body.width, text_w + 2 * PANEL_PAD_PX)
-    top = PANEL_PAD_PX + text_h + TITLE_GAP_PX
-    canvas = Image.new("RGB", (width, top + body.height), WHITE)
-    ImageDraw.Draw(canvas).text(
-        ((width - text_w) // 2 - x0, PANEL_PAD_PX - y0), title, fill=INK, font=title_font
-    )
-    canvas.paste(body, ((width - body.width) // 2, top))
-    return canvas
-
-
 def _matplotlib_image(fig: Any) -> Image.Image:
     """Rasterise a matplotlib Figure (no metadata, no file)."""
     import numpy as np
@@ -122,11 +41,6 @@ def _matplotlib_image(fig: Any) -> Image.Image:
     canvas = FigureCanvasAgg(fig)
     canvas.draw()
     return Image.fromarray(np.asarray(canvas.buffer_rgba())).convert("RGB")
-
-
-def arrows_shown(relations: Sequence[Sequence[str]]) -> list[str]:
-    """How a drawing shows its process: one arrow per relation."""
-    return [f"arrow from {a} to {b}" for a, b in relations]
 
 
 def flow_body(
@@ -375,11 +289,6 @@ def plot_body(topic: LawTopic, rng: random.Random) -> tuple[Image.Image, PanelTr
     return crop_to_ink(image), truth
 
 
-def titled_panel(body: Image.Image, truth: PanelTruth, topic: Topic) -> RenderedPanel:
-    """The panel: ``body`` under the topic's title, with its truth and the caption sentence of its kind."""
-    return RenderedPanel(add_title(body, topic.title), truth, panel_description(truth.kind, topic))
-
-
 def render_plot(topic: LawTopic, rng: random.Random) -> RenderedPanel:
     """A law plot, titled."""
     body, truth = plot_body(topic, rng)
@@ -392,29 +301,3 @@ RENDERERS: Mapping[str, Callable[[Any, random.Random], RenderedPanel]] = {
     "circuit": render_circuit,
     "plot": render_plot,
 }
-
-
-def render_panel(kind: str, topic: Topic, rng: random.Random) -> RenderedPanel:
-    """Draw one panel of ``kind`` about ``topic`` (the kinds drawing several tracks: ``sciir.sample.combined``)."""
-    from sciir.sample.combined import COMBINED_RENDERERS
-
-    renderer = RENDERERS.get(kind) or COMBINED_RENDERERS[kind]
-    return renderer(topic, rng)
-
-
-def render_icon(size: int = 90) -> Image.Image:
-    """A tiny flask pictogram with no text: too small to be a figure, so curation must drop it."""
-    image = Image.new("RGB", (size, size), WHITE)
-    draw = ImageDraw.Draw(image)
-    neck, base = size * 0.38, size * 0.12
-    outline = [
-        (neck, base),
-        (size - neck, base),
-        (size - neck, size * 0.42),
-        (size * 0.86, size * 0.86),
-        (size * 0.14, size * 0.86),
-        (neck, size * 0.42),
-    ]
-    draw.polygon(outline, outline=INK, width=3)
-    draw.line([(size * 0.24, size * 0.68), (size * 0.76, size * 0.68)], fill=INK, width=3)
-    return image

@@ -10,16 +10,17 @@ from __future__ import annotations
 import io
 import json
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 import pandas as pd
 
-from sciir.catalog.release_dataset import IMAGE_COLUMN, Release
 from sciir.images.payload import image_file
 from sciir.selection.benchmark import GROUP_NAMES, SETTINGS
+from sciir.tasks.annotation import TRACKS
 
-TRACKS = ("entity", "process", "law")
-ANNOTATION_COLUMNS = (
+IMAGE_COLUMN = "image"
+RELEASED_ANNOTATION_COLUMNS = (
     "score_entity", "score_process", "score_law", "label_entity", "label_process", "label_law",
     "terms", "required_text", "relations", "laws",
     "terms_entity", "visualizations_entity", "terms_process", "visualizations_process",
@@ -27,6 +28,15 @@ ANNOTATION_COLUMNS = (
 )  # fmt: skip
 SOURCE_COLUMNS = ("doi", "url", "figure_id", "caption", "licence_name", "licence_url", "changes")
 ARTICLE_COLUMNS = ("journal", "authors")
+
+
+@dataclass(frozen=True)
+class Release:
+    """A release: the card, a table per split (``image`` holds a maker of each row's PNG bytes), plots."""
+
+    card: str
+    splits: Mapping[str, pd.DataFrame]
+    plots: Mapping[str, bytes]
 
 
 def _json_list(value: Any) -> list[Any]:
@@ -39,7 +49,11 @@ def _split_table(
     rows: pd.DataFrame, annotations: pd.DataFrame, curated: pd.DataFrame, articles: pd.DataFrame
 ) -> pd.DataFrame:
     """A split's rows with their annotation, source figure (curated) and article (journal, authors)."""
-    own = [column for column in ANNOTATION_COLUMNS if column in annotations.columns and column not in rows]
+    own = [
+        column
+        for column in RELEASED_ANNOTATION_COLUMNS
+        if column in annotations.columns and column not in rows
+    ]
     sources = curated.drop_duplicates("sample_id")
     source_columns = [column for column in SOURCE_COLUMNS if column in sources.columns]
     papers = articles.drop_duplicates("doi")[["doi", *ARTICLE_COLUMNS]]

@@ -6,7 +6,7 @@ hardened parsing of the ingest pipeline apply to it unchanged. The download is
 - polite: one rate limit (requests per second) over every request, retries with backoff on 429 and
   5xx honouring ``Retry-After`` (a 429 holds every request back), a timeout per request, and a
   ``User-Agent`` naming the project and the contact address the user configures
-  (sciir.backends.http_client does all of this);
+  (sciir.backends.http.client does all of this);
 - resumable: the search cursor, the page in hand and every settled article are recorded in the folder
   (sciir.sources.download_state), so a rerun continues where the last one stopped and never fetches
   a finished article, page or file again;
@@ -23,7 +23,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from sciir import __version__
-from sciir.backends.http_client import CallFailed, HTTPSession, HTTPTransport, RetryPolicy, run_coroutine_sync
+from sciir.backends.http.client import HTTPTransport, run_coroutine_sync
+from sciir.backends.http.retries import RetryPolicy
+from sciir.backends.http.session import CallFailed, HTTPSession
 from sciir.figures.jats_reader import MalformedArticleError, parse_article
 from sciir.runs.progress import Progress
 from sciir.sources.download_state import (

@@ -1,4 +1,5 @@
-"""Settings of the ingest sources (``ingest.source`` in conf/base/parameters_ingest.yml)."""
+"""``params:ingest`` (conf/base/parameters_ingest.yml), validated: the source, the licences accepted and
+the size bounds on the files read."""
 
 from __future__ import annotations
 
@@ -6,6 +7,9 @@ import re
 from dataclasses import dataclass
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from sciir.figures.jats_reader import MAX_XML_BYTES
+from sciir.figures.licence import LicencePolicy
 
 EUROPEPMC_REST = "https://www.ebi.ac.uk/europepmc/webservices/rest"
 # Europe PMC serves an article's figures beside its page; a <graphic> href names the file without suffix.
@@ -89,3 +93,35 @@ class SourceParams(BaseModel):
     path: str
     seed: int = 7
     europepmc: EuropePMCParams = Field(default_factory=EuropePMCParams)
+
+
+class LicenceParams(BaseModel):
+    """Article licences that are accepted, by short name ("CC BY 4.0")."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    accepted: list[str]
+
+
+class LimitParams(BaseModel):
+    """Size bounds on the files ingest reads (an article or image beyond them is rejected, unread)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    max_xml_bytes: int = Field(default=MAX_XML_BYTES, gt=0)
+    max_image_bytes: int = Field(default=256 * 1024 * 1024, gt=0)
+
+
+class IngestParams(BaseModel):
+    """``params:ingest`` (conf/base/parameters_ingest.yml)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    source: SourceParams
+    licence: LicenceParams
+    third_party_patterns: list[str]
+    limits: LimitParams = Field(default_factory=LimitParams)
+
+    def policy(self) -> LicencePolicy:
+        """The licence rules these parameters describe."""
+        return LicencePolicy(accepted=self.licence.accepted, third_party_patterns=self.third_party_patterns)

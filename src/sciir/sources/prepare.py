@@ -12,6 +12,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from sciir.sample import write_embedded_sample
+from sciir.sample.build import SAMPLE_VERSION
+from sciir.sources.europepmc import download
 from sciir.sources.packages import unpack_packages
 from sciir.sources.params import FileLimits, SourceParams
 
@@ -29,12 +32,8 @@ def _manifest_key(folder: Path) -> tuple[Any, Any] | None:
 
 def _prepare_embedded(source: SourceParams, limits: FileLimits) -> Path:
     """Generate the embedded sample unless one of the same seed, by this generator version, is there."""
-    from sciir.sample.build import SAMPLE_VERSION
-
     folder = Path(source.path)
     if _manifest_key(folder) != (source.seed, SAMPLE_VERSION):
-        from sciir.sample import write_embedded_sample
-
         logger.info("Writing the embedded sample (seed %d) to %s", source.seed, folder)
         write_embedded_sample(folder, source.seed)
     return folder
@@ -51,8 +50,6 @@ def _prepare_jats_folder(source: SourceParams, limits: FileLimits) -> Path:
 
 def _prepare_europepmc(source: SourceParams, limits: FileLimits) -> Path:
     """Download from Europe PMC into the source folder, continuing an earlier download there."""
-    from sciir.sources.europepmc import download
-
     folder = Path(source.path)
     download(source.europepmc, folder, limits)
     return folder

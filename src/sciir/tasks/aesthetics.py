@@ -1,5 +1,6 @@
 """AIBench aesthetics (task ``aesthetics``): the judge rates each image on a fixed rubric, each criterion
-1-5; per-model means with coverage."""
+1-5; per-model means with coverage. Offline, every criterion is left unrated (``abstain_on_sight``): no rule
+over OCR text can judge layout, legibility or colour."""
 
 from __future__ import annotations
 
@@ -9,9 +10,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import pandas as pd
+from pydantic import BaseModel
 
 from sciir.backends.base import VLMRequest, VLMResult
-from sciir.tasks.prompts import prompt_template
+from sciir.backends.rule_based import Sight
+from sciir.tasks.task import ModelTask
 
 AESTHETICS_TASK = "aesthetics"
 
@@ -42,15 +45,13 @@ def build_aesthetics_request(image_png: bytes | None = None) -> VLMRequest:
     criteria travel in the context for non-prose backends."""
     criteria = "\n".join(f"- {name}: {description}" for name, description in AESTHETICS_RUBRIC.items())
     reply = ", ".join(f'"{name}": 1-5 | null' for name in AESTHETICS_RUBRIC)
-    return VLMRequest(
-        task=AESTHETICS_TASK,
-        prompt=prompt_template(AESTHETICS_TASK).render(criteria=criteria, reply=reply),
+    return TASK.request(
         images=[image_png] if image_png is not None else [],
-        json_schema=AESTHETICS_REPLY_SCHEMA,
         context={
             "criteria": [{"name": name, "description": text} for name, text in AESTHETICS_RUBRIC.items()]
         },
-        template_version=prompt_template(AESTHETICS_TASK).version,
+        criteria=criteria,
+        reply=reply,
     )
 
 
@@ -132,3 +133,29 @@ def score_aesthetics(ratings: pd.DataFrame) -> pd.DataFrame:
         row["n_images"] = len(frame)
         rows.append(row)
     return pd.DataFrame(rows, columns=["model", *AESTHETICS_RUBRIC, "coverage", "n_images"])
+
+
+class _Criterion(BaseModel):
+    name: str
+
+
+class _AestheticsContext(BaseModel):
+    criteria: list[_Criterion]
+
+
+def abstain_on_sight(request: VLMRequest, sight: Sight) -> VLMResult:
+    """Every rubric criterion unrated (null): no rule over OCR text can judge layout, legibility or colour."""
+    context = _AestheticsContext.model_validate(request.context)
+    if not context.criteria:
+        return VLMResult.failed("aesthetics request names no criteria (context key 'criteria')")
+    ratings = {criterion.name: None for criterion in context.criteria}
+    rationale = "abstained: the offline backend reads text only and cannot judge visual design"
+    return VLMResult(output={**ratings, "rationale": rationale})
+
+
+TASK = ModelTask(
+    name=AESTHETICS_TASK,
+    summary="1-5 ratings of an illustration's visual design (AIBench)",
+    reply_schema=AESTHETICS_REPLY_SCHEMA,
+    answerers={"offline": abstain_on_sight},
+)

@@ -2,11 +2,17 @@
 extracted from the article's method text, source terminology kept, comparisons and qualitative claims
 dropped. The reply is checked strictly: flows and phases may only name listed components, a component
 sits in one phase at most; an answer that breaks a rule is a failure for that sample, never repaired.
+
+Offline (``answer_by_reading``), as far as plain rules can read prose: components are the figure's terms
+that the method text names, flows the pairs of them one sentence states explicitly ("A is followed by B",
+``sciir.tasks.relations``); kinds and phases are left out (no rule can tell a module from data, or name a
+phase, honestly).
 """
 
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping, Sequence
 from typing import Annotated, Any, Literal
 
@@ -14,9 +20,9 @@ from pydantic import BaseModel, Field, StringConstraints, model_validator
 
 from sciir.aibench.graph import LogicGraph, build_logic_graph
 from sciir.backends.base import VLMRequest, VLMResult
-from sciir.backends.strict_schema import strict_model_schema
-from sciir.tasks.parsing import TaskReplyError, parse_reply
-from sciir.tasks.prompts import prompt_template
+from sciir.backends.rule_based import Sight
+from sciir.tasks.relations import stated_relations
+from sciir.tasks.task import ModelTask, TaskReplyError
 
 GRAPH_TASK = "aibench_graph"
 Name = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1)]
@@ -81,23 +87,18 @@ class GraphReply(BaseModel):
 def build_graph_request(methods_text: str, caption: str, terms: Sequence[str]) -> VLMRequest:
     """The request for one figure's method graph: the method text, the caption saying which part of the
     method the figure shows, and the figure's terms (so the graph keeps the figure's names)."""
-    template = prompt_template(GRAPH_TASK)
-    schema = strict_model_schema(GraphReply)
-    context = {"methods_text": methods_text, "caption": caption, "terms": list(terms)}
-    prompt = template.render(
+    return TASK.request(
+        context={"methods_text": methods_text, "caption": caption, "terms": list(terms)},
         methods_text=methods_text,
         caption=caption,
         terms=json.dumps(list(terms), ensure_ascii=False),
-        schema=json.dumps(schema, ensure_ascii=False),
-    )
-    return VLMRequest(
-        task=GRAPH_TASK, prompt=prompt, json_schema=schema, context=context, template_version=template.version
+        schema=json.dumps(TASK.schema(), ensure_ascii=False),
     )
 
 
 def parse_graph_reply(result: VLMResult) -> LogicGraph:
     """The logic graph of a reply, or GraphTaskError saying why it is unusable."""
-    return parse_reply(GraphReply, GRAPH_TASK, result, GraphTaskError).graph()
+    return TASK.parse(result, GraphTaskError).graph()
 
 
 def graph_json(graph: LogicGraph) -> dict[str, Any]:
@@ -111,3 +112,33 @@ def graph_json(graph: LogicGraph) -> dict[str, Any]:
 
 def graph_from_json(value: Mapping[str, Any]) -> LogicGraph:
     return build_logic_graph(value["components"], value["flows"], value.get("phases", ()))
+
+
+class _GraphContext(BaseModel):
+    methods_text: str
+    terms: list[str]
+
+
+def answer_by_reading(request: VLMRequest, sight: Sight) -> VLMResult:
+    """The method graph as far as plain rules can read prose (module docstring)."""
+    context = _GraphContext.model_validate(request.context)
+    text = context.methods_text
+    named = [
+        term for term in context.terms if re.search(rf"(?<!\w){re.escape(term)}(?!\w)", text, re.IGNORECASE)
+    ]
+    flows = stated_relations(text, named)
+    return VLMResult(
+        output={
+            "components": [{"name": name, "kind": None} for name in named],
+            "flows": [{"source": a, "target": b} for a, b in flows],
+            "phases": [],
+        }
+    )
+
+
+TASK = ModelTask(
+    name=GRAPH_TASK,
+    summary="the logic graph G = (V, E, P) of a figure's method, from the method text (AIBench 3.2)",
+    reply_schema=GraphReply,
+    answerers={"offline": answer_by_reading},
+)

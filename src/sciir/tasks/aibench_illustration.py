@@ -9,7 +9,7 @@ Nothing of the logic graph goes in either: it is the examination's answer key.
 
 from __future__ import annotations
 
-from sciir.tasks.prompts import prompt_template
+from sciir.tasks.task import ModelTask
 
 ILLUSTRATION_TASK = "aibench_illustration"
 
@@ -27,4 +27,11 @@ def illustration_prompt(sample_id: str, methods_text: object) -> str:
     """
     if not isinstance(methods_text, str) or not methods_text.strip():
         raise NoMethodText(f"AIBench sample {sample_id} has no method text to draw from")
-    return prompt_template(ILLUSTRATION_TASK).render(methods_text=methods_text.strip())
+    return TASK.prompt.render(methods_text=methods_text.strip())
+
+
+TASK = ModelTask(
+    name=ILLUSTRATION_TASK,
+    summary="the generation prompt of an AIBench illustration: the paper's method text (AIBench 3.1, B.4)",
+    reply_schema=None,
+)

@@ -1,7 +1,8 @@
 """The ``aibench_questions`` task (AIBench section 3.2): four levels of yes/no questions with gold answers,
 written from a method's logic graph: component existence, local topology, phase architecture and global
 semantics. The reply is checked against the graph it was asked about: a question may only be about the
-graph's components or the distractors given, and about phases the graph has.
+graph's components or the distractors given, and about phases the graph has. Offline, the four levels are
+written by rule from the graph in the request (``sciir.aibench.questions``).
 """
 
 from __future__ import annotations
@@ -13,12 +14,11 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, Field, StringConstraints, ValidationInfo, model_validator
 
 from sciir.aibench.graph import LogicGraph
-from sciir.aibench.questions import LEVEL_NAMES, Question, QuestionSettings
+from sciir.aibench.questions import LEVEL_NAMES, Question, QuestionSettings, aibench_questions
 from sciir.backends.base import VLMRequest, VLMResult
-from sciir.backends.strict_schema import strict_model_schema
-from sciir.tasks.aibench_graph import GraphTaskError, graph_json
-from sciir.tasks.parsing import parse_reply
-from sciir.tasks.prompts import prompt_template
+from sciir.backends.rule_based import Sight
+from sciir.tasks.aibench_graph import GraphTaskError, graph_from_json, graph_json
+from sciir.tasks.task import ModelTask
 
 QUESTIONS_TASK = "aibench_questions"
 Name = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1)]
@@ -73,26 +73,18 @@ def build_questions_request(
 ) -> VLMRequest:
     """The request for one graph's questions: the graph, the distractors to ask about (gold "no") and
     how many negatives of each kind (``settings``)."""
-    template = prompt_template(QUESTIONS_TASK)
-    schema = strict_model_schema(QuestionsReply)
     graph_value = graph_json(graph)
     context = QuestionsContext(
         sample_id=sample_id, graph=graph_value, distractors=list(distractors), settings=settings
     ).model_dump()
-    prompt = template.render(
+    return TASK.request(
+        context=context,
         graph=json.dumps(graph_value, ensure_ascii=False, indent=1),
         distractors=json.dumps(list(distractors), ensure_ascii=False),
         non_adjacent=settings.non_adjacent,
         max_pairs=settings.max_pairs,
         levels=json.dumps(LEVEL_NAMES),
-        schema=json.dumps(schema, ensure_ascii=False),
-    )
-    return VLMRequest(
-        task=QUESTIONS_TASK,
-        prompt=prompt,
-        json_schema=schema,
-        context=context,
-        template_version=template.version,
+        schema=json.dumps(TASK.schema(), ensure_ascii=False),
     )
 
 
@@ -101,7 +93,7 @@ def parse_questions_reply(
 ) -> list[tuple[str, Question]]:
     """The numbered questions of a reply, or GraphTaskError saying why it is unusable."""
     known = ({*graph.nodes, *distractors}, len(graph.phases))
-    reply = parse_reply(QuestionsReply, QUESTIONS_TASK, result, GraphTaskError, {"known": known})
+    reply = TASK.parse(result, GraphTaskError, {"known": known})
     return [
         (q.id, Question(q.level, q.kind, q.question, q.answer, tuple(q.about), tuple(q.phases)))
         for q in reply.questions
@@ -124,3 +116,22 @@ def questions_output(numbered: Sequence[tuple[str, Question]]) -> dict[str, Any]
             for qid, q in numbered
         ]
     }
+
+
+def answer_by_rules(request: VLMRequest, sight: Sight) -> VLMResult:
+    """The four levels written by rule from the graph in the request (``sciir.aibench.questions``)."""
+    context = QuestionsContext.model_validate(request.context)
+    graph = graph_from_json(context.graph)
+    return VLMResult(
+        output=questions_output(
+            aibench_questions(context.sample_id, graph, context.distractors, context.settings)
+        )
+    )
+
+
+TASK = ModelTask(
+    name=QUESTIONS_TASK,
+    summary="four levels of yes/no questions with gold answers from a logic graph (AIBench 3.2)",
+    reply_schema=QuestionsReply,
+    answerers={"offline": answer_by_rules},
+)

@@ -87,3 +87,10 @@ def prompt_template(task: str) -> PromptTemplate:
     path = existing[-1]  # the last environment wins, as in Kedro's config loader
     status = path.stat()
     return _read_cached(path, task, (status.st_mtime_ns, status.st_size))
+
+
+def prompt_versions() -> dict[str, str]:
+    """Task name -> the version of its template, for every template of the project (each names one
+    registered task: ``sciir.tasks.registry``), the ``conf/local`` ones where they replace a template."""
+    tasks = sorted(path.stem for path in (conf_root() / ENVIRONMENTS[0] / "tasks").glob("*.yml"))
+    return {task: prompt_template(task).version for task in tasks}

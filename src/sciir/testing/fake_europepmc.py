@@ -1,12 +1,14 @@
 """A real Europe PMC REST server on loopback: search with cursor paging, full text XML, figure files.
 
 It serves the response shapes of the real service (sciir.sources.europepmc_api describes them) for a
-given list of articles, from a thread per connection (``http.server``), and logs every request. Routes:
+given list of articles (``sciir.testing.europepmc_articles``), from a thread per connection
+(``http.server``), and logs every request. Routes:
 
 - ``GET /europepmc/webservices/rest/search``: ``query`` (the subset of Europe PMC syntax the client
-  sends: ``AND``/``OR``, parentheses, ``OPEN_ACCESS:Y``, ``LICENSE:"..."``, ``JOURNAL:"..."``,
-  ``TITLE:...`` and free words matched in titles), ``format=json``, ``resultType``, ``pageSize``
-  (over 1000: HTTP 200 with an ``errCode`` envelope, as the real service answers) and ``cursorMark``.
+  sends, ``sciir.testing.europepmc_query``: ``AND``/``OR``, parentheses, ``OPEN_ACCESS:Y``,
+  ``LICENSE:"..."``, ``JOURNAL:"..."``, ``TITLE:...`` and free words matched in titles),
+  ``format=json``, ``resultType``, ``pageSize`` (over 1000: HTTP 200 with an ``errCode`` envelope, as
+  the real service answers) and ``cursorMark``.
   Pages follow Solr's convention: the page after the last one is empty and hands back its own cursor.
   A phrase filter matches words in order, so ``LICENSE:"cc by"`` also matches "cc by-nc", as a
   tokenised field does; the client must check each record's licence itself.
@@ -30,25 +32,21 @@ import re
 import threading
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from enum import Enum
 from http.server import BaseHTTPRequestHandler
-from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
-from sciir.figures.jats_reader import MalformedArticleError, parse_article
-from sciir.figures.licence import licence_name
+from sciir.testing.europepmc_articles import FakeArticle
+from sciir.testing.europepmc_query import UnsupportedQuery, matching
 from sciir.testing.loopback import QuietHandler, ThreadedLoopbackServer
 
 REST_PATH = "/europepmc/webservices/rest"
-FIRST_PMCID = 9_000_001
-_IMAGE_SUFFIXES = {".png", ".jpg", ".jpeg", ".tif", ".tiff", ".gif"}
 _CURSOR_PREFIX = "AoE"  # real cursors are opaque base64; these encode the next offset
-_TOKEN = re.compile(r'\s*(\(|\)|"[^"]*"|[A-Za-z_]+:"[^"]*"|[^\s()]+)')
 
 
-class Fault(str, Enum):
+class EuropePMCFault(str, Enum):
     """A way for the server to misbehave on one request."""
 
     RATE_LIMITED = "429"  # with a Retry-After header
@@ -56,180 +54,6 @@ class Fault(str, Enum):
     DROP = "drop"  # close the connection without a reply
     MALFORMED_XML = "malformed_xml"  # HTTP 200 whose XML stops half way (fullTextXML)
     HANG = "hang"  # no reply until the server stops: a client killed while waiting
-
-
-@dataclass(frozen=True)
-class FakeArticle:
-    """One article as the fake service knows it."""
-
-    pmcid: str
-    doi: str | None
-    title: str
-    journal: str
-    licence: str  # as Europe PMC writes it: "cc by", "cc by-nc", "cc0"
-    xml: bytes
-    figures: Mapping[str, bytes] = field(default_factory=dict)  # served name ("fig1.jpg") -> bytes
-    open_access: bool = True
-
-    def record(self) -> dict[str, Any]:
-        """The article's ``resultType=core`` search record (the fields the real service sends that matter)."""
-        number = self.pmcid.removeprefix("PMC")
-        return {
-            "id": number,
-            "source": "PMC",
-            "pmcid": self.pmcid,
-            "fullTextIdList": {"fullTextId": [self.pmcid]},
-            "doi": self.doi,
-            "title": self.title,
-            "authorString": "Sample A.",
-            "journalInfo": {"journal": {"title": self.journal, "isoabbreviation": self.journal}},
-            "pubYear": "2024",
-            "isOpenAccess": "Y" if self.open_access else "N",
-            "inEPMC": "Y",
-            "inPMC": "Y",
-            "hasPDF": "Y",
-            "license": self.licence,
-            "fullTextUrlList": {
-                "fullTextUrl": [
-                    {
-                        "availability": "Open access",
-                        "availabilityCode": "OA",
-                        "documentStyle": "html",
-                        "site": "Europe_PMC",
-                        "url": f"https://europepmc.org/articles/{self.pmcid}",
-                    }
-                ]
-            },
-        }
-
-
-def _europepmc_licence(urls: Sequence[str]) -> str:
-    """Europe PMC's licence name for the article's licence URLs ("CC BY 4.0" -> "cc by")."""
-    for url in urls:
-        if name := licence_name(url):
-            return name.rsplit(" ", 1)[0].lower()
-    return "cc by"
-
-
-def _figure_files(folder: Path) -> dict[str, bytes]:
-    """Every image file of the folder, served as Europe PMC names figures: ``<stem>.jpg``."""
-    return {
-        f"{path.stem}.jpg": path.read_bytes()
-        for path in sorted(folder.iterdir())
-        if path.is_file() and path.suffix.lower() in _IMAGE_SUFFIXES
-    }
-
-
-def article_from_folder(folder: Path, pmcid: str) -> FakeArticle:
-    """The article of one folder (its first XML and its images); metadata read with the project's parser,
-    so a malformed XML is still served (as the record of an article whose full text is broken)."""
-    xml_path = sorted([*folder.glob("*.xml"), *folder.glob("*.nxml")])[0]
-    try:
-        article = parse_article(xml_path)
-    except MalformedArticleError:
-        return FakeArticle(
-            pmcid, None, folder.name, "", "cc by", xml_path.read_bytes(), _figure_files(folder)
-        )
-    licence = _europepmc_licence(article.licence.urls) if article.licence else "cc by"
-    title, journal = article.title or folder.name, article.journal
-    return FakeArticle(
-        pmcid, article.doi, title, journal, licence, xml_path.read_bytes(), _figure_files(folder)
-    )
-
-
-def articles_from_folder(folder: Path, first_pmcid: int = FIRST_PMCID) -> list[FakeArticle]:
-    """One article per sub-folder holding an XML (the embedded sample, or any folder of JATS articles),
-    numbered ``PMC<first_pmcid>`` upwards in folder-name order."""
-    folders = [path for path in sorted(folder.iterdir()) if path.is_dir() and any(path.glob("*.*xml"))]
-    return [article_from_folder(path, f"PMC{first_pmcid + index}") for index, path in enumerate(folders)]
-
-
-# ---- the query subset
-
-
-def _words(text: str) -> list[str]:
-    return re.findall(r"[a-z0-9]+", text.lower())
-
-
-def _phrase_in(phrase: str, text: str) -> bool:
-    """The phrase's words appear in ``text`` in order, side by side (a tokenised field's phrase match)."""
-    wanted, words = _words(phrase), _words(text)
-    return bool(wanted) and any(words[i : i + len(wanted)] == wanted for i in range(len(words)))
-
-
-class UnsupportedQuery(ValueError):
-    """A query using syntax or a field the fake server does not implement (answered HTTP 400)."""
-
-
-def _atom_matches(atom: str, article: FakeArticle) -> bool:
-    field_name, colon, value = atom.partition(":")
-    if not colon:
-        return _phrase_in(atom.strip('"'), article.title)
-    value = value.strip('"')
-    fields = {
-        "OPEN_ACCESS": lambda: (value.upper() in ("Y", "YES", "TRUE")) == article.open_access,
-        "LICENSE": lambda: _phrase_in(value, article.licence),
-        "JOURNAL": lambda: _phrase_in(value, article.journal),
-        "TITLE": lambda: _phrase_in(value, article.title),
-    }
-    if field_name.upper() not in fields:
-        raise UnsupportedQuery(f"the fake Europe PMC does not know the field {field_name!r}")
-    return fields[field_name.upper()]()
-
-
-class _QueryParser:
-    """Recursive descent over ``or := and ("OR" and)*``, ``and := unit ("AND"? unit)*``."""
-
-    def __init__(self, query: str) -> None:
-        self.tokens = [match.group(1) for match in _TOKEN.finditer(query)]
-        self.position = 0
-
-    def _peek(self) -> str | None:
-        return self.tokens[self.position] if self.position < len(self.tokens) else None
-
-    def parse(self, article: FakeArticle) -> bool:
-        self.position = 0
-        result = self._or(article)
-        if self._peek() is not None:
-            raise UnsupportedQuery(f"unexpected {self._peek()!r} in the query")
-        return result
-
-    def _or(self, article: FakeArticle) -> bool:
-        result = self._and(article)
-        while self._peek() == "OR":
-            self.position += 1
-            result = self._and(article) or result
-        return result
-
-    def _and(self, article: FakeArticle) -> bool:
-        result = self._unit(article)
-        while self._peek() not in (None, "OR", ")"):
-            if self._peek() == "AND":
-                self.position += 1
-            result = self._unit(article) and result
-        return result
-
-    def _unit(self, article: FakeArticle) -> bool:
-        token = self._peek()
-        if token is None or token in (")", "AND", "OR"):
-            raise UnsupportedQuery(f"a term is missing before {token!r}")
-        self.position += 1
-        if token != "(":
-            return _atom_matches(token, article)
-        result = self._or(article)
-        if self._peek() != ")":
-            raise UnsupportedQuery("a parenthesis is not closed")
-        self.position += 1
-        return result
-
-
-def matching(query: str, articles: Sequence[FakeArticle]) -> list[FakeArticle]:
-    """The articles the query finds, in PMCID order (a stable sort, as cursor paging needs)."""
-    parser = _QueryParser(query)
-    return [article for article in articles if parser.parse(article)]
-
-
-# ---- the server
 
 
 @dataclass(frozen=True)
@@ -241,7 +65,7 @@ class LoggedRequest:
     path: str
     params: dict[str, str]
     headers: dict[str, str]  # names in lower case
-    fault: Fault | None
+    fault: EuropePMCFault | None
     status: int | None  # None: no reply was sent (a dropped or hung connection)
 
 
@@ -277,7 +101,7 @@ class FakeEuropePMC(ThreadedLoopbackServer):
     def __init__(
         self,
         articles: Sequence[FakeArticle],
-        faults: Mapping[str, Sequence[Fault | str | None]] | None = None,
+        faults: Mapping[str, Sequence[EuropePMCFault | str | None]] | None = None,
         *,
         retry_after_s: float = 1.0,
         host: str = "127.0.0.1",
@@ -288,7 +112,7 @@ class FakeEuropePMC(ThreadedLoopbackServer):
         self.retry_after_s = retry_after_s
         super().__init__(host, port)
         self._lock = threading.Lock()
-        self._faults: dict[str, tuple[Fault | None, ...]] = {}
+        self._faults: dict[str, tuple[EuropePMCFault | None, ...]] = {}
         self._seen: dict[str, int] = {}
         self._log: list[LoggedRequest] = []
         self._stopping = threading.Event()
@@ -307,11 +131,11 @@ class FakeEuropePMC(ThreadedLoopbackServer):
         with self._lock:
             return list(self._log)
 
-    def set_faults(self, faults: Mapping[str, Sequence[Fault | str | None]]) -> None:
+    def set_faults(self, faults: Mapping[str, Sequence[EuropePMCFault | str | None]]) -> None:
         """Script faults per path from now on (counting that path's requests afresh)."""
         with self._lock:
             self._faults = {
-                path: tuple(None if f is None else Fault(f) for f in script)
+                path: tuple(None if f is None else EuropePMCFault(f) for f in script)
                 for path, script in faults.items()
             }
             self._seen = {}
@@ -324,14 +148,16 @@ class FakeEuropePMC(ThreadedLoopbackServer):
     def before_stop(self) -> None:
         self._stopping.set()  # handlers told to hang return
 
-    def _next_fault(self, path: str) -> Fault | None:
+    def _next_fault(self, path: str) -> EuropePMCFault | None:
         """The fault scripted for this request to ``path`` (called under the lock)."""
         count = self._seen.get(path, 0)
         self._seen[path] = count + 1
         script = self._faults.get(path, ())
         return script[count] if count < len(script) else None
 
-    def _arrive(self, path: str, params: dict[str, str], headers: dict[str, str]) -> tuple[int, Fault | None]:
+    def _arrive(
+        self, path: str, params: dict[str, str], headers: dict[str, str]
+    ) -> tuple[int, EuropePMCFault | None]:
         with self._lock:
             fault = self._next_fault(path)
             index = len(self._log)
@@ -348,18 +174,18 @@ class FakeEuropePMC(ThreadedLoopbackServer):
     def _wait_until_stopped(self) -> None:
         self._stopping.wait()
 
-    def _answer(self, path: str, params: dict[str, str], fault: Fault | None) -> _Reply | None:
+    def _answer(self, path: str, params: dict[str, str], fault: EuropePMCFault | None) -> _Reply | None:
         """The reply to one request; None to send nothing (a dropped connection)."""
-        if fault is Fault.HANG:
+        if fault is EuropePMCFault.HANG:
             self._wait_until_stopped()
             return None
-        if fault is Fault.DROP:
+        if fault is EuropePMCFault.DROP:
             return None
-        if fault is Fault.RATE_LIMITED:
+        if fault is EuropePMCFault.RATE_LIMITED:
             return _json_reply(
                 {"error": "rate limit reached (injected)"}, 429, ("Retry-After", f"{self.retry_after_s:g}")
             )
-        if fault is Fault.SERVER_ERROR:
+        if fault is EuropePMCFault.SERVER_ERROR:
             return _json_reply({"error": "injected HTTP 500"}, 500)
         if path == f"{REST_PATH}/search":
             return self._search(params)
@@ -403,11 +229,11 @@ class FakeEuropePMC(ThreadedLoopbackServer):
         body["resultList"] = {"result": [article.record() for article in page]}
         return _json_reply(body)
 
-    def _full_text(self, pmcid: str, fault: Fault | None) -> _Reply:
+    def _full_text(self, pmcid: str, fault: EuropePMCFault | None) -> _Reply:
         article = self._by_pmcid.get(pmcid)
         if article is None or not article.open_access:
             return _Reply(404, b"", "text/plain")
-        xml = article.xml[: len(article.xml) // 2] if fault is Fault.MALFORMED_XML else article.xml
+        xml = article.xml[: len(article.xml) // 2] if fault is EuropePMCFault.MALFORMED_XML else article.xml
         return _Reply(200, xml, "application/xml")
 
     def _figure(self, pmcid: str, name: str) -> _Reply:

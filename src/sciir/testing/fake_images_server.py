@@ -25,6 +25,7 @@ from typing import Any
 
 from PIL import Image
 
+from sciir.testing.http_wire import ServerReply, json_reply
 from sciir.testing.loopback import QuietHandler, ThreadedLoopbackServer
 
 ImageResponder = Callable[[dict[str, Any]], bytes]
@@ -70,25 +71,14 @@ class ReceivedRequest:
     fault: ImagesFault | None
 
 
-@dataclass(frozen=True)
-class _Reply:
-    status: int
-    body: bytes
-    headers: tuple[tuple[str, str], ...] = (("Content-Type", "application/json"),)
+def _error_reply(status: int, message: str, *headers: tuple[str, str]) -> ServerReply:
+    return json_reply(status, {"error": {"message": message, "code": status}}, headers)
 
 
-def _json_reply(status: int, payload: Any, *headers: tuple[str, str]) -> _Reply:
-    return _Reply(status, json.dumps(payload).encode(), (("Content-Type", "application/json"), *headers))
-
-
-def _error_reply(status: int, message: str, *headers: tuple[str, str]) -> _Reply:
-    return _json_reply(status, {"error": {"message": message, "code": status}}, *headers)
-
-
-def _images_reply(body: dict[str, Any], image: bytes) -> _Reply:
+def _images_reply(body: dict[str, Any], image: bytes) -> ServerReply:
     """An images response around ``image``, with gpt-image-style usage."""
     prompt_tokens = len(str(body.get("prompt", "")).split())
-    return _json_reply(
+    return json_reply(
         200,
         {
             "created": int(time.time()),
@@ -139,7 +129,7 @@ class FakeImagesServer(ThreadedLoopbackServer):
     def handler_class(self) -> type[BaseHTTPRequestHandler]:
         return _handler_for(self)
 
-    def _answer(self, headers: dict[str, str], raw_body: bytes) -> _Reply:
+    def _answer(self, headers: dict[str, str], raw_body: bytes) -> ServerReply:
         """Record one images request and reply as scripted."""
         try:
             body = json.loads(raw_body)
@@ -160,7 +150,7 @@ class FakeImagesServer(ThreadedLoopbackServer):
             return _error_reply(400, f"the responder could not answer: {type(err).__name__}: {err}")
         return _images_reply(body, image)
 
-    def _fault_reply(self, fault: ImagesFault, body: dict[str, Any]) -> _Reply:
+    def _fault_reply(self, fault: ImagesFault, body: dict[str, Any]) -> ServerReply:
         if fault is ImagesFault.RATE_LIMITED:
             return _error_reply(
                 429, "rate limit reached (injected)", ("Retry-After", f"{self.retry_after_s:g}")
@@ -168,10 +158,10 @@ class FakeImagesServer(ThreadedLoopbackServer):
         if fault in (ImagesFault.SERVER_ERROR, ImagesFault.BAD_REQUEST):
             return _error_reply(int(fault.value), f"injected HTTP {fault.value}")
         if fault is ImagesFault.MALFORMED_JSON:
-            return _Reply(200, b'{"data": [{"b64_json": "iVBOR')
+            return ServerReply(200, b'{"data": [{"b64_json": "iVBOR', (("Content-Type", "application/json"),))
         if fault is ImagesFault.NOT_AN_IMAGE:
             return _images_reply(body, b"this is text, not an image")
-        return _json_reply(200, {"created": int(time.time()), "data": []})
+        return json_reply(200, {"created": int(time.time()), "data": []})
 
 
 def _handler_for(server: FakeImagesServer) -> type[BaseHTTPRequestHandler]:
@@ -186,7 +176,7 @@ def _handler_for(server: FakeImagesServer) -> type[BaseHTTPRequestHandler]:
             headers = {name.lower(): value for name, value in self.headers.items()}
             self._send(server._answer(headers, raw_body))
 
-        def _send(self, reply: _Reply) -> None:
+        def _send(self, reply: ServerReply) -> None:
             self.send_whole(reply.status, reply.headers, reply.body)
 
     return Handler

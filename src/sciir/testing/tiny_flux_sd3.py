@@ -19,7 +19,7 @@ from sciir.training.saved_pipelines import ensure_marked
 from sciir.training.tiny_stable_diffusion import (
     LATENT_CHANNELS,
     TEXT_HIDDEN_SIZE,
-    build_tokenizer,
+    build_clip_tokenizer,
     clip_text_encoder,
     projecting_clip_text_encoder,
     seeded,
@@ -91,7 +91,7 @@ def build_tiny_flux_pipeline(seed: int = 0) -> FluxPipeline:
     """A tiny Flux pipeline whose random weights depend only on ``seed``."""
     from diffusers import FlowMatchEulerDiscreteScheduler, FluxPipeline
 
-    tokenizer, tokenizer_2 = build_tokenizer(), build_t5_tokenizer()
+    tokenizer, tokenizer_2 = build_clip_tokenizer(), build_t5_tokenizer()
     transformer, vae, text_encoder, text_encoder_2 = seeded(
         seed,
         # Flux's VAE shifts its latents before scaling them; the tiny one's shift is 0.
@@ -146,7 +146,7 @@ def build_tiny_sd3_pipeline(seed: int = 0) -> StableDiffusion3Pipeline:
     """A tiny Stable Diffusion 3 pipeline whose random weights depend only on ``seed``."""
     from diffusers import FlowMatchEulerDiscreteScheduler, StableDiffusion3Pipeline
 
-    tokenizers = (build_tokenizer(), build_tokenizer(), build_t5_tokenizer())
+    tokenizers = (build_clip_tokenizer(), build_clip_tokenizer(), build_t5_tokenizer())
     transformer, vae, clip_l, clip_g, t5 = seeded(
         seed,
         lambda: (

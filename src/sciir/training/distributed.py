@@ -1,13 +1,14 @@
 """Data-parallel LoRA training in processes a launcher starts: ``accelerate launch`` on GPUs (one process
 per GPU, one or more machines), ``torchrun`` on CPUs.
 
-The finetune node writes a job file (the training rows, the training settings, the adapter folder, the
-validation prompts) into a work folder and starts the launcher with ``-m sciir.training.distributed <job>``.
-Every process loads the same images and pipeline and trains as one of the :class:`sciir.training.loop.DataParallel`
-processes; accelerate's ``PartialState`` sets up the process group from the launcher's environment (gloo on
-CPUs, NCCL on GPUs) and gives each process its device. The main process saves the checkpoints and the
-adapter, draws each checkpoint's validation images into the work folder, and writes the steps' records
-there; the node logs them to its MLflow run, so a run of any number of processes is one MLflow run.
+The finetune stage (:mod:`sciir.training.finetune_run`) writes a job file (the training rows, the training
+settings, the adapter folder, the validation prompts) into a work folder and starts the launcher with
+``-m sciir.training.distributed <job>``. Every process loads the same images and pipeline and trains as one
+of the :class:`sciir.training.data_parallel.DataParallel` processes; accelerate's ``PartialState`` sets up
+the process group from the launcher's environment (gloo on CPUs, NCCL on GPUs) and gives each process its
+device. The main process saves the checkpoints and the adapter, draws each checkpoint's validation images
+into the work folder, and writes the steps' records there; the stage logs them to its MLflow run, so a run
+of any number of processes is one MLflow run.
 """
 
 from __future__ import annotations
@@ -22,9 +23,15 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
+import pandas as pd
 from pydantic import BaseModel, ConfigDict, NonNegativeInt, PositiveInt
 
-from sciir.training.loop import LoraTrainConfig, StepRecord
+from sciir.training.config import LoraTrainConfig
+from sciir.training.data_parallel import DataParallel
+from sciir.training.loop import CheckpointCallback, StepRecord, finetune_lora_adapter
+from sciir.training.resources import peak_gpu_memory
+from sciir.training.training_images import load_training_images
+from sciir.training.validation_images import ValidationSettings, write_validation_images
 
 logger = logging.getLogger(__name__)
 
@@ -129,14 +136,10 @@ def first_error(output: str) -> str:
     return found.group(1) if found else "no process named its error (the output follows)"
 
 
-def _validation_callback(job: TrainingJob, folder: Path) -> Any:
+def _validation_callback(job: TrainingJob, folder: Path) -> CheckpointCallback | None:
     """What draws each checkpoint's validation images into ``folder/step-<step>`` (None without prompts)."""
     if not job.validation_rows:
         return None
-    import pandas as pd
-
-    from sciir.pipelines.finetune.nodes import ValidationSettings, write_validation_images
-
     settings = ValidationSettings.of(job.config, pd.DataFrame(job.validation_rows))
 
     def draw(step: int, checkpoint: Path) -> None:
@@ -150,9 +153,6 @@ def _validation_callback(job: TrainingJob, folder: Path) -> Any:
 def run_job(job_file: Path) -> None:
     """One training process's work (every process of the launch runs it)."""
     from accelerate import PartialState
-
-    from sciir.training.loop import DataParallel, finetune_lora_adapter, load_training_images
-    from sciir.training.resources import peak_gpu_memory
 
     job = TrainingJob.model_validate_json(job_file.read_text(encoding="utf-8"))
     on_gpus = job.config.device.startswith("cuda")

@@ -17,13 +17,12 @@ import json
 import logging
 import shutil
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from sciir.backends.fingerprint import folder_fingerprint
-from sciir.training.loop import ENCODE_CHUNK_SIZE, BucketedExamples, encode_by_size
-
-if TYPE_CHECKING:
-    from sciir.training.loop import LoraRecipe, LoraTrainConfig, TrainingImage
+from sciir.training.config import LoraTrainConfig
+from sciir.training.recipe import ENCODE_CHUNK_SIZE, BucketedExamples, LoraRecipe, encode_by_size
+from sciir.training.training_images import TrainingImage
 
 logger = logging.getLogger(__name__)
 

@@ -14,10 +14,10 @@ import json
 import shutil
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-if TYPE_CHECKING:
-    from sciir.training.loop import Family, LoraRecipe, LoraTrainConfig
+from sciir.training.config import Family, LoraTrainConfig
+from sciir.training.recipe import LoraRecipe
 
 FAMILIES: tuple[Family, ...] = ("noise_prediction", "flow_matching")
 # Each pipeline class trained: its family and its recipe.

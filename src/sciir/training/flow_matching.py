@@ -7,7 +7,7 @@ weighting of the squared error. The transformer is frozen but for a peft LoRA; t
 run once, before training (their output cached by :mod:`sciir.training.encoding_cache`), so each step touches the
 transformer only. The adapter is saved with diffusers' ``save_lora_weights`` and its peft configuration
 (alpha included), so ``pipe.load_lora_weights(folder)`` reloads exactly the weights trained. The shared
-loop, checkpoints and options live in :mod:`sciir.training.loop`.
+loop lives in :mod:`sciir.training.loop`, the options in :mod:`sciir.training.config`.
 """
 
 from __future__ import annotations
@@ -20,16 +20,10 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from sciir.training.loop import (
-    LoraRecipe,
-    LoraTrainConfig,
-    LossWeighting,
-    TimestepDensity,
-    TrainingImage,
-    lora_config,
-    peft_lora_layers,
-    save_diffusers_lora,
-)
+from sciir.training.config import LoraTrainConfig, LossWeighting, TimestepDensity
+from sciir.training.lora_adapter import lora_config, peft_lora_layers, save_diffusers_lora
+from sciir.training.recipe import LoraRecipe
+from sciir.training.training_images import TrainingImage
 
 if TYPE_CHECKING:
     import torch
@@ -127,7 +121,7 @@ def _padded(tensors: list[torch.Tensor], length: int) -> torch.Tensor:
     return torch.cat([functional.pad(t, [0, 0] * (t.ndim - 2) + [0, length - t.shape[1]]) for t in tensors])
 
 
-def encode_captions(
+def encode_qwen_image_captions(
     pipe: QwenImagePipeline, captions: Sequence[str], chunk_size: int
 ) -> tuple[torch.Tensor, torch.Tensor | None]:
     """Caption embeddings ``chunk_size`` at a time, zero-padded to the longest with a mask, as the pipeline
@@ -176,7 +170,7 @@ def encode_flow_examples(
             chunk = np.asarray(pixels[start : start + chunk_size], dtype=np.float32)
             frames = torch.from_numpy(chunk)[:, :, None].to(vae.device, vae.dtype)
             latents.append((vae.encode(frames).latent_dist.mode()[:, :, 0] - mean) / std)
-        embeds, mask = encode_captions(pipe, captions, chunk_size)
+        embeds, mask = encode_qwen_image_captions(pipe, captions, chunk_size)
     return EncodedFlowExamples(latents=torch.cat(latents), caption_embeds=embeds, caption_mask=mask)
 
 

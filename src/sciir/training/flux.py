@@ -13,9 +13,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from sciir.training.config import LoraTrainConfig, LossWeighting
 from sciir.training.flow_matching import flow_loss
-from sciir.training.loop import LoraRecipe, LoraTrainConfig, LossWeighting
 from sciir.training.pooled_captions import EncodedPooledExamples, pooled_caption_recipe, token_ids
+from sciir.training.recipe import LoraRecipe
 
 if TYPE_CHECKING:
     import torch

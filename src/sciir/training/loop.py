@@ -1,33 +1,29 @@
-"""LoRA fine-tuning of a diffusers text-to-image pipeline, as small steps shared by every model family.
+"""The optimiser loop of LoRA fine-tuning, the same for every model family, and a whole run from a pipeline
+folder and images to a saved adapter.
 
 A family (:mod:`sciir.training.families`: noise prediction for Stable-Diffusion-style UNets, flow matching for
 Qwen-Image's transformer) says how its pipeline loads, which model gets the LoRA, how images and captions
-are encoded and what the loss of a batch is (a :class:`LoraRecipe`). Everything else is here, the same for
-all: images in, encodings computed once (and cached on disk, :mod:`sciir.training.encoding_cache`), the optimiser
-loop with its learning-rate schedule, mixed precision and gradient checkpointing
-(:mod:`sciir.training.resources`), checkpoints (:mod:`sciir.training.checkpoints`) that let a stopped run
-resume to the very weights an uninterrupted run reaches, and the adapter saved as safetensors that
-``pipe.load_lora_weights(folder)`` reloads.
+are encoded and what the loss of a batch is (a :class:`sciir.training.recipe.LoraRecipe`). Everything else is
+shared: images in (:mod:`sciir.training.training_images`), encodings computed once (and cached on disk,
+:mod:`sciir.training.encoding_cache`), this loop with its learning-rate schedule, mixed precision and gradient
+checkpointing (:mod:`sciir.training.resources`), checkpoints (:mod:`sciir.training.checkpoints`) that let a
+stopped run resume to the very weights an uninterrupted run reaches, and the adapter saved as safetensors
+that ``pipe.load_lora_weights(folder)`` reloads (:mod:`sciir.training.lora_adapter`).
 """
 
 from __future__ import annotations
 
 import itertools
-import json
 import logging
 import math
-import random
 import shutil
 import time
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-from PIL import Image, ImageOps
-from pydantic import BaseModel, ConfigDict, NonNegativeInt, PositiveFloat, PositiveInt, field_validator
 
 from sciir.training.checkpoints import (
     checkpoint_folder,
@@ -36,134 +32,31 @@ from sciir.training.checkpoints import (
     prune_checkpoints,
     save_checkpoint,
 )
+from sciir.training.config import TRAJECTORY_FIELDS, LoraTrainConfig
+from sciir.training.data_parallel import SINGLE_PROCESS, DataParallel
+from sciir.training.encoding_cache import encode_with_cache
+from sciir.training.families import load_family_recipe, resolve_family
+from sciir.training.random_states import preserved_random_states, seeded_random_states
+from sciir.training.recipe import LoraRecipe, as_buckets
 from sciir.training.resources import (
     autocast,
     build_optimizer,
     check_optimizer_available,
     enable_gradient_checkpointing,
+    torch_threads,
 )
+from sciir.training.training_images import TrainingImage
 
 if TYPE_CHECKING:
     import torch
-    from peft import LoraConfig
 
 logger = logging.getLogger(__name__)
 
 CHECKPOINT_DIR = "checkpoints"
-# The file diffusers' save_lora_weights writes and load_lora_weights reads.
-ADAPTER_FILE = "pytorch_lora_weights.safetensors"
-# Images encoded per call of the VAE and the text encoder: fixed, so the encodings (and the cache key)
-# do not depend on the training batch size.
-ENCODE_CHUNK_SIZE = 8
-Family = Literal["noise_prediction", "flow_matching"]
 # Called with the step and the folder of each checkpoint saved during training.
 CheckpointCallback = Callable[[int, Path], None]
-TimestepDensity = Literal["logit_normal", "uniform"]
-LossWeighting = Literal["none", "sigma_sqrt", "cosmap"]
 # A batch: its bucket and the indices of its examples within the bucket.
 _Batch = tuple[int, "torch.Tensor"]
-# An image size as (width, height), PIL's order.
-Size = tuple[int, int]
-# Sides of an aspect bucket are multiples of this: the VAEs of both families downsample 8 times and
-# Qwen-Image's transformer takes 2x2 patches of the latents.
-BUCKET_SIDE_MULTIPLE = 16
-
-
-class LoraTrainConfig(BaseModel):
-    """What one training run does. Read from parameters and never changed during the run."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    # None: the family of the base pipeline's class (model_index.json); a family that disagrees with the
-    # pipeline's is refused.
-    family: Family | None = None
-    resolution: PositiveInt
-    # Training sizes (width, height) of similar pixel count: each image is resized and centre-cropped to
-    # the one nearest its aspect ratio and every batch holds one size. None: every image a square of
-    # ``resolution``.
-    aspect_buckets: tuple[tuple[PositiveInt, PositiveInt], ...] | None = None
-    steps: PositiveInt
-    batch_size: PositiveInt
-    # Batches whose gradients are summed before each optimiser step: an effective batch of
-    # batch_size x gradient_accumulation_steps in the memory of one batch.
-    gradient_accumulation_steps: PositiveInt = 1
-    learning_rate: PositiveFloat
-    lora_rank: PositiveInt
-    # The LoRA's output is scaled by alpha / rank; None: alpha = rank (a scale of 1).
-    lora_alpha: PositiveFloat | None = None
-    # Module names (peft matches them as name suffixes) that get a LoRA; None: the family's attention
-    # projections, as diffusers' recipes for a pretrained model.
-    lora_target_modules: tuple[str, ...] | None = None
-    seed: int
-    lr_scheduler: Literal["constant", "constant_with_warmup", "linear", "cosine"] = "constant"
-    lr_warmup_steps: NonNegativeInt = 0
-    # "bf16": the denoiser's forward pass under bfloat16 autocast (its weights and the LoRA stay float32).
-    mixed_precision: Literal["no", "bf16"] = "no"
-    # Recompute activations in the backward pass instead of keeping them: less memory, more time.
-    gradient_checkpointing: bool = False
-    # "adamw8bit" needs the bitsandbytes package (and a CUDA GPU).
-    optimizer: Literal["adamw", "adamw8bit"] = "adamw"
-    # Flow matching only: where the sigmas are drawn and how each sample's error is weighted (SD3's options).
-    timestep_density: TimestepDensity = "logit_normal"
-    logit_mean: float = 0.0
-    logit_std: PositiveFloat = 1.0
-    loss_weighting: LossWeighting = "none"
-    checkpoint_every: NonNegativeInt = 0
-    # Keep at most this many checkpoints, removing the oldest first (None: keep all).
-    checkpoints_total_limit: PositiveInt | None = None
-    # "latest" (the newest checkpoint under the adapter folder, if any), a checkpoint folder, or None.
-    resume_from_checkpoint: str | None = None
-    # Folder of the latent and caption-embedding cache (sciir.training.encoding_cache); None: encode every run.
-    encoding_cache: str | None = None
-    # Examples per cache shard file.
-    cache_shard_size: PositiveInt = 64
-    device: str = "cpu"
-    # Float sums on the CPU depend on the number of threads, and other libraries (Dask starts its
-    # workers with OMP_NUM_THREADS=1) change torch's default: a fixed count makes a seeded run give the
-    # same adapter bytes whatever ran before it in the process.
-    cpu_threads: PositiveInt = 1
-
-    @field_validator("aspect_buckets")
-    @classmethod
-    def _buckets_are_usable(cls, buckets: tuple[Size, ...] | None) -> tuple[Size, ...] | None:
-        if buckets is None:
-            return None
-        if not buckets:
-            raise ValueError("aspect_buckets is empty: list (width, height) pairs, or null for squares")
-        odd = [size for size in buckets if any(side % BUCKET_SIDE_MULTIPLE for side in size)]
-        if odd:
-            raise ValueError(f"aspect bucket sides must be multiples of {BUCKET_SIDE_MULTIPLE}: {odd}")
-        if len(set(buckets)) < len(buckets):
-            raise ValueError(f"aspect_buckets lists a size twice: {list(buckets)}")
-        return buckets
-
-    @property
-    def training_sizes(self) -> tuple[Size, ...]:
-        """The sizes images are trained at: the aspect buckets, or the one square of ``resolution``."""
-        return self.aspect_buckets or ((self.resolution, self.resolution),)
-
-
-# The settings that shape the sequence of weights: a checkpoint resumes only a run that agrees on them.
-TRAJECTORY_FIELDS = (
-    "family",
-    "resolution",
-    "aspect_buckets",
-    "steps",
-    "gradient_accumulation_steps",
-    "learning_rate",
-    "lora_rank",
-    "lora_alpha",
-    "lora_target_modules",
-    "seed",
-    "lr_scheduler",
-    "lr_warmup_steps",
-    "mixed_precision",
-    "optimizer",
-    "timestep_density",
-    "logit_mean",
-    "logit_std",
-    "loss_weighting",
-)
 
 
 @dataclass(frozen=True)
@@ -174,263 +67,6 @@ class StepRecord:
     loss: float
     learning_rate: float
     samples_per_second: float
-
-
-@dataclass(frozen=True)
-class TrainingImage:
-    """One (image, caption) pair; ``pixels`` is (3, height, width) float32 in [-1, 1], at a training size."""
-
-    sample_id: str
-    caption: str
-    pixels: np.ndarray
-
-
-@dataclass(frozen=True)
-class SkippedImage:
-    """A training row whose image could not be used, with the reason."""
-
-    sample_id: str
-    image_path: str
-    reason: str
-
-
-def nearest_size(width: int, height: int, sizes: Sequence[Size]) -> Size:
-    """The size in ``sizes`` whose aspect ratio is nearest ``width / height`` (on a log scale, so 2:1
-    and 1:2 are as far from 1:1); the first listed on a tie."""
-    ratio = math.log(width / height)
-    return min(sizes, key=lambda size: abs(math.log(size[0] / size[1]) - ratio))
-
-
-def load_pixels(path: str | Path, sizes: Sequence[Size]) -> np.ndarray:
-    """An image as a (3, h, w) float32 array in [-1, 1]: resized to cover the size of ``sizes`` nearest
-    its aspect ratio, then centre-cropped to it.
-
-    Raises:
-        OSError: the file is missing, not an image, or truncated.
-    """
-    with Image.open(path) as image:
-        image.load()  # decode now, so a truncated file fails here and not later
-        size = nearest_size(image.width, image.height, sizes)
-        fitted = ImageOps.fit(image.convert("RGB"), size, Image.Resampling.LANCZOS)
-    return (np.asarray(fitted, dtype=np.float32) / 127.5 - 1.0).transpose(2, 0, 1)
-
-
-def load_training_images(
-    rows: Iterable[Mapping[str, Any]], sizes: Sequence[Size]
-) -> tuple[list[TrainingImage], list[SkippedImage]]:
-    """The usable (image, caption) pairs of rows with sample_id, prompt and image_path, each image at the
-    training size of ``sizes`` nearest its aspect ratio.
-
-    A missing or unreadable image is skipped with a logged warning naming the file; it is
-    returned among the skipped rows, never dropped silently.
-    """
-    images: list[TrainingImage] = []
-    skipped: list[SkippedImage] = []
-    for row in rows:
-        sample, path = str(row["sample_id"]), row["image_path"]
-        try:
-            if not isinstance(path, str) or not path:
-                raise ValueError("the row has no image_path")
-            pixels = load_pixels(path, sizes)
-        except (OSError, ValueError, Image.DecompressionBombError) as error:
-            reason = (
-                f"training image {path!r} of sample {sample} is unusable: {type(error).__name__}: {error}"
-            )
-            logger.warning("Skipped a training image: %s", reason)
-            skipped.append(SkippedImage(sample_id=sample, image_path=str(path), reason=reason))
-            continue
-        images.append(TrainingImage(sample_id=sample, caption=str(row["prompt"]), pixels=pixels))
-    return images, skipped
-
-
-def image_size(image: TrainingImage) -> Size:
-    """The (width, height) an image was loaded at."""
-    _, height, width = image.pixels.shape
-    return width, height
-
-
-def by_size(images: Sequence[TrainingImage]) -> list[list[TrainingImage]]:
-    """The images grouped by size, groups in the order their first image comes, images in their order."""
-    groups: dict[Size, list[TrainingImage]] = {}
-    for image in images:
-        groups.setdefault(image_size(image), []).append(image)
-    return list(groups.values())
-
-
-def describe_buckets(images: Sequence[TrainingImage]) -> dict[str, int]:
-    """Images per training size, as ``{"<width>x<height>": count}``."""
-    return {"{}x{}".format(*image_size(group[0])): len(group) for group in by_size(images)}
-
-
-@dataclass(frozen=True)
-class LoraRecipe:
-    """A model family's side of training, for one loaded pipeline whose denoiser carries a fresh LoRA.
-
-    ``encode(images, chunk_size)`` returns a dataclass of ``encoded_type`` whose fields are tensors (or
-    None) with the examples along the first axis; ``draw(encoded, indices, generator)`` draws a batch's
-    random numbers from ``generator``, a tuple of tensors with one row per example of ``indices``;
-    ``loss(encoded, indices, draws)`` is the mean loss of the examples at ``indices`` with their draws. The
-    two are apart so that data-parallel processes draw a batch's numbers alike and each computes the loss
-    of its share of the examples (:class:`DataParallel`).
-    """
-
-    denoiser: torch.nn.Module
-    encoders: tuple[torch.nn.Module, ...]
-    encode: Callable[[list[TrainingImage], int], Any]
-    encoded_type: type
-    draw: Callable[[Any, torch.Tensor, torch.Generator], tuple[torch.Tensor, ...]]
-    loss: Callable[[Any, torch.Tensor, tuple[torch.Tensor, ...]], torch.Tensor]
-    save_adapter: Callable[[Path], Path]
-
-
-@dataclass(frozen=True)
-class DataParallel:
-    """This process's place among the data-parallel training processes (one, by default).
-
-    Every process holds the same LoRA and draws the same batches and random numbers; each computes the
-    loss of its contiguous share of a batch's examples, scaled by its share, and the gradients are summed
-    across processes before each optimiser step, so every process takes the step one process would take on
-    the whole batch (up to the order of float sums). ``batch_size`` is per process: a step sees
-    ``batch_size x world_size x gradient_accumulation_steps`` examples. The process group is the caller's
-    (``sciir.training.distributed`` sets it up from the launcher's environment).
-    """
-
-    rank: int = 0
-    world_size: int = 1
-
-    @property
-    def is_main(self) -> bool:
-        return self.rank == 0
-
-    def share(self, batch: torch.Tensor) -> torch.Tensor:
-        """Positions (in ``batch``) of this process's examples: a contiguous, nearly equal split."""
-        import torch
-
-        return torch.arange(len(batch)).tensor_split(self.world_size)[self.rank]
-
-    def sum_gradients(self, parameters: Iterable[torch.Tensor]) -> None:
-        """Sum each parameter's gradient over the processes (a process with no examples adds zeros)."""
-        if self.world_size == 1:
-            return
-        import torch
-        import torch.distributed as distributed
-
-        for parameter in parameters:
-            if parameter.grad is None:
-                parameter.grad = torch.zeros_like(parameter)
-            distributed.all_reduce(parameter.grad, op=distributed.ReduceOp.SUM)
-
-    def sum_value(self, value: float) -> float:
-        """``value`` summed over the processes (a step's loss from each one's share)."""
-        if self.world_size == 1:
-            return value
-        import torch
-        import torch.distributed as distributed
-
-        total = torch.tensor([value], dtype=torch.float64)
-        distributed.all_reduce(total, op=distributed.ReduceOp.SUM)
-        return float(total.item())
-
-    @contextmanager
-    def main_first(self) -> Iterator[None]:
-        """The main process runs the block before the others (it fills a cache they then read)."""
-        if self.world_size > 1 and not self.is_main:
-            self._wait_for_everyone()
-        yield
-        if self.world_size > 1 and self.is_main:
-            self._wait_for_everyone()
-
-    def _wait_for_everyone(self) -> None:
-        import torch.distributed as distributed
-
-        distributed.barrier()
-
-
-def lora_config(rank: int, alpha: float | None, target_modules: Iterable[str]) -> LoraConfig:
-    """A peft LoRA configuration with gaussian initial weights (drawn from torch's global generator)."""
-    from peft import LoraConfig
-
-    return LoraConfig(
-        r=rank,
-        lora_alpha=rank if alpha is None else alpha,
-        init_lora_weights="gaussian",
-        target_modules=list(target_modules),
-    )
-
-
-def peft_lora_layers(model: torch.nn.Module) -> dict[str, torch.Tensor]:
-    """The model's LoRA weights under peft's key names (``<module>.lora_A.weight``, ``lora_B``)."""
-    from peft.utils import get_peft_model_state_dict
-
-    return get_peft_model_state_dict(model)
-
-
-def save_diffusers_lora(
-    pipeline_class: type, component: str, model: torch.nn.Module, folder: str | Path
-) -> Path:
-    """Save the LoRA of the pipeline's ``component`` (``unet``, ``transformer``) with diffusers' writer
-    for ``pipeline_class``, with its peft configuration (so a reload gets its alpha), as safetensors with
-    a canonical header; ``pipe.load_lora_weights(folder)`` reloads it."""
-    folder = Path(folder)
-    pipeline_class.save_lora_weights(
-        save_directory=folder,
-        safe_serialization=True,
-        **{
-            f"{component}_lora_layers": peft_lora_layers(model),
-            f"{component}_lora_adapter_metadata": lora_adapter_metadata(model),
-        },
-    )
-    canonical_safetensors_header(folder / ADAPTER_FILE)
-    return folder
-
-
-def canonical_safetensors_header(path: Path) -> None:
-    """Rewrite a safetensors file's header with its metadata entries in sorted order.
-
-    safetensors writes the metadata map in hash order, which changes from one process to the next, so the
-    same adapter would get different bytes (and DVC would see a change) on every run. The tensors and
-    their offsets are untouched.
-    """
-    raw = path.read_bytes()
-    size = int.from_bytes(raw[:8], "little")
-    header = json.loads(raw[8 : 8 + size])
-    if "__metadata__" in header:
-        header["__metadata__"] = dict(sorted(header["__metadata__"].items()))
-    text = json.dumps(header, separators=(",", ":")).encode()
-    text += b" " * (-len(text) % 8)  # the format pads the header to a multiple of 8 bytes
-    path.write_bytes(len(text).to_bytes(8, "little") + text + raw[8 + size :])
-
-
-def lora_adapter_metadata(model: torch.nn.Module) -> dict[str, Any]:
-    """The LoRA's peft configuration for the adapter file (so a reload gets its alpha), sets as sorted
-    lists: a set's order changes between processes, and the file's bytes would change with it."""
-    config = model.peft_config["default"].to_dict()
-    return {key: sorted(value) if isinstance(value, set) else value for key, value in config.items()}
-
-
-@dataclass(frozen=True)
-class BucketedExamples:
-    """A training set's encodings, one recipe encoding per training size: the examples of a bucket share
-    a latent shape, so every batch is drawn from one bucket."""
-
-    buckets: tuple[Any, ...]
-
-    @property
-    def bucket_sizes(self) -> list[int]:
-        return [len(bucket) for bucket in self.buckets]
-
-    def __len__(self) -> int:
-        return sum(self.bucket_sizes)
-
-
-def as_buckets(encoded: Any) -> BucketedExamples:
-    """``encoded`` as bucketed examples (a recipe's single encoding is one bucket)."""
-    return encoded if isinstance(encoded, BucketedExamples) else BucketedExamples((encoded,))
-
-
-def encode_by_size(recipe: LoraRecipe, images: list[TrainingImage], chunk_size: int) -> BucketedExamples:
-    """The recipe's encodings of the images, one bucket per training size (:func:`by_size`)."""
-    return BucketedExamples(tuple(recipe.encode(group, chunk_size) for group in by_size(images)))
 
 
 def bucket_batches(
@@ -496,11 +132,11 @@ def train_lora(
     checkpoint_root: Path | None,
     resume_from: Path | None = None,
     on_checkpoint: CheckpointCallback | None = None,
-    parallel: DataParallel = DataParallel(),
+    parallel: DataParallel = SINGLE_PROCESS,
 ) -> list[StepRecord]:
     """Optimise the LoRA of the recipe's denoiser up to step ``config.steps``, as process ``parallel`` of
     the data-parallel processes (checkpoints and callbacks in the main process only). ``encoded`` is
-    :class:`BucketedExamples` or one recipe encoding (a single bucket).
+    :class:`sciir.training.recipe.BucketedExamples` or one recipe encoding (a single bucket).
 
     From ``resume_from`` (a checkpoint) the run continues at the step after the checkpoint's and
     reaches the weights an uninterrupted run reaches. Every ``config.checkpoint_every`` steps (when
@@ -630,58 +266,20 @@ def _save_training_checkpoint(
     return save_checkpoint(folder, trainable, optimizer, scheduler, generator, progress)
 
 
-@contextmanager
-def preserved_random_states() -> Iterator[None]:
-    """torch's, numpy's and Python's global random states after the block are those before it."""
-    import torch
-
-    python_state, numpy_state = random.getstate(), np.random.get_state()
-    with torch.random.fork_rng():
-        try:
-            yield
-        finally:
-            random.setstate(python_state)
-            np.random.set_state(numpy_state)
-
-
-@contextmanager
-def seeded_random_states(seed: int) -> Iterator[None]:
-    """torch, numpy and Python seeded with ``seed`` inside; the caller's random states restored after."""
-    import torch
-
-    with preserved_random_states():
-        random.seed(seed)
-        np.random.seed(seed % 2**32)
-        torch.manual_seed(seed)
-        yield
-
-
-@contextmanager
-def torch_threads(count: int) -> Iterator[None]:
-    """Run with torch using ``count`` CPU threads, then restore the caller's setting."""
-    import torch
-
-    before = torch.get_num_threads()
-    torch.set_num_threads(count)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(before)
-
-
 def finetune_lora_adapter(
     model_path: str | Path,
     images: list[TrainingImage],
     config: LoraTrainConfig,
     adapter_path: str | Path,
     on_checkpoint: CheckpointCallback | None = None,
-    parallel: DataParallel = DataParallel(),
+    parallel: DataParallel = SINGLE_PROCESS,
 ) -> list[StepRecord]:
     """Train a LoRA for the pipeline at ``model_path`` on ``images`` and save it to ``adapter_path``, as
     process ``parallel`` of the data-parallel processes (the main one saves; it encodes first, so with an
     encoding cache the others read what it wrote).
 
-    The family is ``config.family`` or, when None, the pipeline's (:func:`sciir.training.families.resolve_family`).
+    The family is ``config.family`` or, when None, the pipeline's
+    (:func:`sciir.training.families.resolve_family`).
     Deterministic for a given ``config.seed``, resumed or not, with or without the encoding cache; the
     caller's random states are left untouched. Checkpoints live under ``adapter_path/checkpoints``; a run
     that does not resume removes those of an earlier run; ``on_checkpoint(step, folder)`` is called after
@@ -693,9 +291,6 @@ def finetune_lora_adapter(
         FileNotFoundError: ``config.resume_from_checkpoint`` names a folder that is not a checkpoint.
         ImportError: the optimiser's package is not installed.
     """
-    from sciir.training.encoding_cache import encode_with_cache
-    from sciir.training.families import load_family_recipe, resolve_family
-
     if not images:
         raise ValueError("no training images: LoRA fine-tuning needs at least one (image, caption) pair")
     family = resolve_family(model_path, config.family)

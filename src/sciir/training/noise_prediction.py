@@ -8,7 +8,8 @@ Stable Diffusion layout (tokenizer, text_encoder, vae, unet, scheduler subfolder
 text_encoder_2): the caption's states are both encoders' penultimate hidden states side by side, and
 the UNet is also given the pooled caption and the size ids (original size, crop corner, target size; an
 image is trained at its own training size, uncropped, as the pipeline generates by default). The shared
-loop, checkpoints and cache live in :mod:`sciir.training.loop`.
+loop lives in :mod:`sciir.training.loop`, the checkpoints in :mod:`sciir.training.checkpoints` and the cache
+in :mod:`sciir.training.encoding_cache`.
 """
 
 from __future__ import annotations
@@ -20,15 +21,11 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from sciir.training.config import LoraTrainConfig
 from sciir.training.families import pipeline_class
-from sciir.training.loop import (
-    LoraRecipe,
-    LoraTrainConfig,
-    TrainingImage,
-    lora_config,
-    peft_lora_layers,
-    save_diffusers_lora,
-)
+from sciir.training.lora_adapter import lora_config, peft_lora_layers, save_diffusers_lora
+from sciir.training.recipe import LoraRecipe
+from sciir.training.training_images import TrainingImage
 
 if TYPE_CHECKING:
     import torch
@@ -139,7 +136,7 @@ def _clip_outputs(tokenizer: CLIPTokenizer, encoder: CLIPTextModel, captions: li
     return encoder(token_ids, output_hidden_states=True)
 
 
-def encode_captions(parts: DiffusionParts, captions: list[str]) -> tuple[torch.Tensor, torch.Tensor | None]:
+def encode_clip_captions(parts: DiffusionParts, captions: list[str]) -> tuple[torch.Tensor, torch.Tensor | None]:
     """The caption states the UNet attends to and, for SDXL, the pooled caption.
 
     SD 1.x and 2.x: the text encoder's last hidden state. SDXL: both encoders' penultimate hidden states
@@ -179,7 +176,7 @@ def encode_examples(parts: DiffusionParts, images: list[TrainingImage], chunk_si
             distribution = parts.vae.encode(pixels).latent_dist
             means.append(distribution.mean)
             stds.append(distribution.std)
-            chunk_states, chunk_pooled = encode_captions(parts, [image.caption for image in chunk])
+            chunk_states, chunk_pooled = encode_clip_captions(parts, [image.caption for image in chunk])
             states.append(chunk_states)
             pooled.append(chunk_pooled)
     if parts.text_encoder_2 is None:

@@ -12,13 +12,14 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from sciir.training.config import LoraTrainConfig
 from sciir.training.flow_matching import add_flow_lora, flow_matching_draws, loss_with_draws
-from sciir.training.loop import LoraRecipe, LoraTrainConfig, save_diffusers_lora
+from sciir.training.lora_adapter import save_diffusers_lora
+from sciir.training.recipe import LoraRecipe
+from sciir.training.training_images import TrainingImage
 
 if TYPE_CHECKING:
     import torch
-
-    from sciir.training.loop import TrainingImage
 
 # Captions -> (text states, pooled captions), as the pipeline's encode_prompt makes them.
 CaptionEncoder = Callable[[list[str]], "tuple[torch.Tensor, torch.Tensor]"]

@@ -1,5 +1,5 @@
-"""Memory and speed options of LoRA training: the optimiser, mixed precision, gradient checkpointing and
-the peak GPU memory a run reached."""
+"""Memory and speed options of LoRA training: the optimiser, mixed precision, gradient checkpointing, torch's
+CPU threads and the peak GPU memory a run reached."""
 
 from __future__ import annotations
 
@@ -92,3 +92,16 @@ def peak_gpu_memory(device: str) -> Iterator[dict[str, float]]:
         yield measured
     finally:
         measured["peak_gpu_memory_gb"] = torch.cuda.max_memory_allocated(device) / 2**30
+
+
+@contextmanager
+def torch_threads(count: int) -> Iterator[None]:
+    """Run with torch using ``count`` CPU threads, then restore the caller's setting."""
+    import torch
+
+    before = torch.get_num_threads()
+    torch.set_num_threads(count)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)

@@ -34,7 +34,7 @@ TEXT_HIDDEN_SIZE = 16
 SPECIAL_TOKENS = ("<|endoftext|>", "<|im_start|>", "<|im_end|>")
 
 
-def tokenizer_vocab() -> dict[str, int]:
+def qwen_tokenizer_vocab() -> dict[str, int]:
     """Every byte-level symbol, then the specials."""
     from tokenizers.pre_tokenizers import ByteLevel
 
@@ -42,11 +42,11 @@ def tokenizer_vocab() -> dict[str, int]:
     return {token: index for index, token in enumerate(tokens)}
 
 
-def build_tokenizer() -> Qwen2Tokenizer:
-    """A Qwen2 tokenizer over :func:`tokenizer_vocab` with no merges (every text is encodable)."""
+def build_qwen_tokenizer() -> Qwen2Tokenizer:
+    """A Qwen2 tokenizer over :func:`qwen_tokenizer_vocab` with no merges (every text is encodable)."""
     from transformers import Qwen2Tokenizer
 
-    tokenizer = Qwen2Tokenizer(vocab=tokenizer_vocab(), merges=[])
+    tokenizer = Qwen2Tokenizer(vocab=qwen_tokenizer_vocab(), merges=[])
     # Special, so the template's markers are one token each rather than split into bytes.
     tokenizer.add_special_tokens({"additional_special_tokens": list(SPECIAL_TOKENS[1:])})
     return tokenizer
@@ -135,7 +135,7 @@ def build_tiny_flow_pipeline(seed: int = 0) -> QwenImagePipeline:
     import torch
     from diffusers import QwenImagePipeline
 
-    tokenizer = build_tokenizer()
+    tokenizer = build_qwen_tokenizer()
     # fork_rng: seeding must not change the random stream of whoever called us.
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(seed)

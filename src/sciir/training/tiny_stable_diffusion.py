@@ -45,7 +45,7 @@ BOS_TOKEN = "<|startoftext|>"
 EOS_TOKEN = "<|endoftext|>"
 
 
-def tokenizer_vocab() -> dict[str, int]:
+def clip_tokenizer_vocab() -> dict[str, int]:
     """Byte-level CLIP vocabulary: each byte symbol alone and word-final (``</w>``), then the two specials."""
     from tokenizers.pre_tokenizers import ByteLevel
 
@@ -54,11 +54,11 @@ def tokenizer_vocab() -> dict[str, int]:
     return {token: index for index, token in enumerate(tokens)}
 
 
-def build_tokenizer() -> CLIPTokenizer:
-    """A CLIP tokenizer over :func:`tokenizer_vocab` with no merges (every text is encodable)."""
+def build_clip_tokenizer() -> CLIPTokenizer:
+    """A CLIP tokenizer over :func:`clip_tokenizer_vocab` with no merges (every text is encodable)."""
     from transformers import CLIPTokenizer
 
-    return CLIPTokenizer(vocab=tokenizer_vocab(), merges=[], model_max_length=MAX_TOKENS)
+    return CLIPTokenizer(vocab=clip_tokenizer_vocab(), merges=[], model_max_length=MAX_TOKENS)
 
 
 TEXT_HIDDEN_SIZE = 32
@@ -190,7 +190,7 @@ def build_tiny_pipeline(seed: int = 0) -> StableDiffusionPipeline:
     """A tiny text-to-image pipeline whose random weights depend only on ``seed``."""
     from diffusers import StableDiffusionPipeline
 
-    tokenizer = build_tokenizer()
+    tokenizer = build_clip_tokenizer()
     unet, vae, text_encoder = seeded(seed, lambda: (_unet(), tiny_vae(), clip_text_encoder(tokenizer)))
     return StableDiffusionPipeline(
         vae=vae,
@@ -209,7 +209,7 @@ def build_tiny_sdxl_pipeline(seed: int = 0) -> StableDiffusionXLPipeline:
     of the tiny pipeline, a second, projecting text encoder and an SDXL UNet)."""
     from diffusers import StableDiffusionXLPipeline
 
-    tokenizer = build_tokenizer()
+    tokenizer = build_clip_tokenizer()
     unet, vae, text_encoder, text_encoder_2 = seeded(
         seed,
         lambda: (_sdxl_unet(), tiny_vae(), clip_text_encoder(tokenizer), projecting_clip_text_encoder(tokenizer)),
@@ -219,7 +219,7 @@ def build_tiny_sdxl_pipeline(seed: int = 0) -> StableDiffusionXLPipeline:
         text_encoder=text_encoder,
         text_encoder_2=text_encoder_2,
         tokenizer=tokenizer,
-        tokenizer_2=build_tokenizer(),
+        tokenizer_2=build_clip_tokenizer(),
         unet=unet,
         scheduler=_scheduler(),
         add_watermarker=False,

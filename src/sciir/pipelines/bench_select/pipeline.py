@@ -6,13 +6,13 @@ from __future__ import annotations
 from kedro.pipeline import Pipeline, node
 
 from sciir.pipelines.bench_select.nodes import (
-    bench_select_metrics,
     select_aibench_set,
     select_benchmark,
     split_train,
     split_validation,
 )
 from sciir.selection.release import build_release
+from sciir.selection.selection_metrics import bench_select_metrics
 
 
 def create_pipeline(**kwargs) -> Pipeline:

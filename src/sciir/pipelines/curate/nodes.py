@@ -1,132 +1,20 @@
 """Curate nodes: split kept figures into panels, apply the geometric rules, standardise the survivors.
 
-Every kept figure yields at least one ``curated`` row: one per panel region found, kept or rejected
-with its reason, or a single rejected row when the image cannot be read or holds no content.
+Every kept figure yields at least one ``curated`` row (``sciir.figures.curated_rows``): one per panel
+region found, kept or rejected with its reason, or a single rejected row when the image cannot be read
+or holds no content.
 """
 
 from __future__ import annotations
 
-import json
-import os
-import uuid
 from typing import Any
 
 import pandas as pd
 
-from sciir.figures.figure_work import FigureOutcome, PanelOutcome
-from sciir.figures.ids import sample_id
-from sciir.figures.imaging import Box
-from sciir.figures.isolated import Failed
+from sciir.figures.curated_rows import panel_counts
 from sciir.figures.params import CurateParams
-from sciir.figures.shard_cluster import ShardProgress, dask_client, run_shards
-from sciir.figures.shard_store import ShardStore
-from sciir.figures.shards import Shard, plan_shards
+from sciir.figures.shard_cluster import curate_in_shards
 from sciir.images.payload import ImageFile
-
-CURATED_COLUMNS = [
-    "sample_id", "figure_uid", "panel_index", "n_panels", "x0", "y0", "x1", "y1", "doi", "url",
-    "figure_id", "caption", "licence_name", "licence_url", "methods_text", "status", "reason", "changes",
-]  # fmt: skip
-_BOX_COLUMNS = ["x0", "y0", "x1", "y1"]
-
-
-def _panel_row(
-    figure: dict[str, Any],
-    methods_text: str | None,
-    *,
-    panel_index: int,
-    n_panels: int,
-    box: Box | None,
-    reason: str | None,
-    changes: tuple[str, ...] = (),
-) -> dict[str, Any]:
-    """One curated row: the figure's metadata chain plus one panel region and its outcome."""
-    return {
-        "sample_id": sample_id(figure["doi"], figure["figure_id"], panel_index),
-        "figure_uid": figure["figure_uid"],
-        "panel_index": panel_index,
-        "n_panels": n_panels,
-        "x0": box.x0 if box else None,
-        "y0": box.y0 if box else None,
-        "x1": box.x1 if box else None,
-        "y1": box.y1 if box else None,
-        "doi": figure["doi"],
-        "url": figure["url"],
-        "figure_id": figure["figure_id"],
-        "caption": figure["caption"],
-        "licence_name": figure["licence_name"],
-        "licence_url": figure["licence_url"],
-        "methods_text": methods_text,
-        "status": "rejected" if reason else "kept",
-        "reason": reason,
-        # What was done to the source pixels (paper A.4's list of changes); kept panels only.
-        "changes": None if reason else json.dumps(list(changes)),
-    }
-
-
-def _whole_figure_rejected(figure: dict[str, Any], methods_text: str | None, reason: str) -> dict[str, Any]:
-    """The single row of a figure that yields no panel regions at all."""
-    return _panel_row(figure, methods_text, panel_index=0, n_panels=0, box=None, reason=reason)
-
-
-def _figure_rows(
-    figure: dict[str, Any], methods_text: str | None, outcome: FigureOutcome | Failed
-) -> tuple[list[dict[str, Any]], dict[str, ImageFile]]:
-    """Rows for every panel region of one figure, and the standardised images of the kept ones."""
-    where = f"{figure['figure_id']} in {figure['doi']}"
-    problem = outcome.reason if isinstance(outcome, Failed) else outcome.problem
-    if problem is not None:
-        reason = f"figure {where}: image file {figure['image_path']}: {problem}"
-        return [_whole_figure_rejected(figure, methods_text, reason)], {}
-    rows, images = [], {}
-    for panel_index, panel in enumerate(outcome.panels):
-        rows.append(_outcome_row(figure, methods_text, panel_index, len(outcome.panels), panel, where))
-        if panel.png is not None:
-            images[rows[-1]["sample_id"]] = ImageFile.of_bytes(panel.png, f"{rows[-1]['sample_id']}.png")
-    return rows, images
-
-
-def _outcome_row(
-    figure: dict[str, Any],
-    methods_text: str | None,
-    panel_index: int,
-    n_panels: int,
-    panel: PanelOutcome,
-    where: str,
-) -> dict[str, Any]:
-    reason = f"panel {panel_index} of {where}: {panel.problem}" if panel.problem else None
-    return _panel_row(
-        figure,
-        methods_text,
-        panel_index=panel_index,
-        n_panels=n_panels,
-        box=panel.box,
-        reason=reason,
-        changes=panel.changes,
-    )
-
-
-def _resolved(settings: CurateParams) -> CurateParams:
-    """The settings with a local shard folder made absolute, so workers find it whatever their directory."""
-    folder = settings.shards.folder
-    if "://" in folder:
-        return settings
-    shards = settings.shards.model_copy(update={"folder": os.path.abspath(folder)})
-    return settings.model_copy(update={"shards": shards})
-
-
-def _stored_outputs(store: ShardStore, shards: list[Shard]) -> tuple[pd.DataFrame, dict[str, ImageFile]]:
-    """The curated table, from the shards' rows in figure order, and a handle on each kept panel's image."""
-    tables = [store.read_rows(shard.key) for shard in shards]
-    curated = pd.concat(tables, ignore_index=True) if tables else pd.DataFrame(columns=CURATED_COLUMNS)
-    curated = curated.reindex(columns=CURATED_COLUMNS)
-    curated[_BOX_COLUMNS] = curated[_BOX_COLUMNS].astype("Int64")
-    images = {
-        sample_id: ImageFile.at(store.shard_path(shard.key, f"{sample_id}.png"))
-        for shard, table in zip(shards, tables, strict=True)
-        for sample_id in table.loc[table["status"] == "kept", "sample_id"]
-    }
-    return curated, images
 
 
 def curate_figures(
@@ -141,36 +29,14 @@ def curate_figures(
     table and lazy handles on the written images (no image bytes). Figures rejected by ingest are not
     listed again: their reasons stay in ``figures``.
     """
-    settings = _resolved(CurateParams.model_validate(params))
+    settings = CurateParams.model_validate(params)
     methods_by_article = dict(zip(articles["article_id"], articles["methods_text"], strict=True))
     kept = figures[figures["status"] == "kept"].to_dict("records")
     methods = [methods_by_article.get(figure["article_id"]) for figure in kept]
-    shards = plan_shards(kept, methods, settings)
-    store = ShardStore(settings.shards.folder)
-    reused = store.begin(shard.key for shard in shards)
-    to_run = [shard for shard in shards if shard.key not in reused]
-    progress = ShardProgress(shards, reused)
-    try:
-        if to_run:
-            with dask_client(settings) as client:
-                run_shards(client, to_run, settings, uuid.uuid4().hex, _figure_rows, store, progress.add)
-    finally:
-        progress.close()
-    store.complete()
-    return _stored_outputs(store, shards)
-
-
-PANEL_STATUSES = {"kept": "panels_kept", "rejected": "panels_rejected", "review": "panels_awaiting_review"}
+    return curate_in_shards(kept, methods, settings)
 
 
 def summarise_curate(curated: pd.DataFrame) -> dict[str, float]:
     """Counts of panel rows by status, for MLflow and DVC (``curate_metrics``): kept, rejected and awaiting
     a person's review in the queue, which is neither kept nor rejected yet."""
-    counts = curated["status"].value_counts()
-    unknown = sorted(set(counts.index) - set(PANEL_STATUSES))
-    if unknown:
-        raise ValueError(f"curated: status {unknown} is none of {sorted(PANEL_STATUSES)}")
-    return {
-        "panels_total": float(len(curated)),
-        **{metric: float(counts.get(status, 0)) for status, metric in PANEL_STATUSES.items()},
-    }
+    return panel_counts(curated)

@@ -24,15 +24,12 @@ from sciir.figures.review import (
     REVIEW_COLUMNS,
     SPOT_CHECK,
     SpotCheckRate,
-    Verdict,
     read_decisions,
-    routed,
-    screen_request,
     spot_check_sample,
-    verdict_of,
 )
 from sciir.images.payload import image_file
 from sciir.runs.progress import Progress
+from sciir.tasks.screen import Verdict, routed, screen_request, verdict_of
 
 logger = logging.getLogger(__name__)
 SCREEN_COLUMNS = ["phash", "screen_decision", "screen_confidence", "screen_reason"]
@@ -98,7 +95,7 @@ def screen_verdicts(
             progress.add(result)
             results[position] = result
 
-        screener.generate_stream(requests, arrived)
+        screener.stream(requests, arrived)
     return {index: verdict_of(results[position]) for position, index in enumerate(kept)}
 
 

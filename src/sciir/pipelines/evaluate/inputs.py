@@ -1,5 +1,6 @@
 """What evaluate evaluates: the benchmark (the catalog's SciIR-Bench, or a file the user names with
-``evaluate.benchmark``), and where its results go.
+``evaluate.benchmark``), and where its results go; the input tables that may not exist yet
+(``sciir.catalog.optional_dataset``), and why a branch that looks at images does not run.
 
 With ``evaluate.benchmark`` set, the benchmark and checklists come from that file
 (``sciir.user_files.benchmark_file``) and the catalog's are not read, so nothing has to run first; the AIBench
@@ -16,11 +17,26 @@ from typing import Any
 
 import pandas as pd
 
-from sciir.catalog.optional_dataset import MissingInput, is_missing
+from sciir.catalog.optional_dataset import MissingInput, frame_or_empty, is_missing
+from sciir.evaluation.generated_images import manifest_roles
+from sciir.evaluation.params import EvaluateParams
 from sciir.runs.results_folder import SAMPLE_BENCHMARK
 from sciir.user_files.benchmark_file import read_benchmark_file
 
 logger = logging.getLogger(__name__)
+
+# What evaluate reads of the tables that may not exist yet (``sciir.catalog.optional_dataset``).
+CHECKLIST_INPUT_COLUMNS = (
+    "sample_id",
+    "question_id",
+    "layer",
+    "track",
+    "question",
+    "expected_text",
+    "parent_ids",
+)
+BENCHMARK_INPUT_COLUMNS = ("sample_id", "group", "setting", "tracks", "prompt", "plan")
+MANIFEST_INPUT_COLUMNS = ("model", "sample_id", "backend", "role", "seed", "status", "reason", "meta")
 
 
 def table_sha256(*tables: pd.DataFrame) -> str:
@@ -75,3 +91,48 @@ def _tag_run(source: dict[str, str], images_dir: str | None, verdicts_file: str 
     else:
         tags["sciir.images"] = str(images_dir) if images_dir else "generations"
     mlflow.set_tags(tags)
+
+
+def checklists_or_empty(checklists: pd.DataFrame | MissingInput) -> pd.DataFrame:
+    """The checklists, or none (a verdicts file brings its own layer and track)."""
+    return frame_or_empty(checklists, CHECKLIST_INPUT_COLUMNS)
+
+
+def benchmark_or_empty(benchmark: pd.DataFrame | MissingInput) -> pd.DataFrame:
+    """The benchmark, or none (samples of a verdicts file then have no group or setting)."""
+    return frame_or_empty(benchmark, BENCHMARK_INPUT_COLUMNS)
+
+
+def manifest_or_empty(generation_manifest: pd.DataFrame | MissingInput) -> pd.DataFrame:
+    """The generation manifest, or none (images without one are judged all the same)."""
+    return frame_or_empty(generation_manifest, MANIFEST_INPUT_COLUMNS)
+
+
+def model_roles(generation_manifest: pd.DataFrame | MissingInput, params: dict[str, Any]) -> dict[str, str]:
+    """Model -> role (``contestant`` / ``reference``) from the generation manifest's ``role`` column;
+    empty for a folder of the user's own images, whose models are all contestants."""
+    generation_manifest = manifest_or_empty(generation_manifest)
+    if EvaluateParams.model_validate(params).images_dir:
+        return {}
+    return manifest_roles(generation_manifest)
+
+
+def image_branch_skip(verdicts_file: str | None, **inputs: Any) -> str | None:
+    """Why a branch that looks at images does not run: verdicts come from a file (no image is involved),
+    or one of its inputs does not exist yet. None when it runs."""
+    if verdicts_file:
+        return f"evaluate.verdicts_file is set ({verdicts_file}): no image is looked at"
+    missing = [f"{name} ({value.location})" for name, value in inputs.items() if is_missing(value)]
+    return f"{', '.join(missing)} not found" if missing else None
+
+
+def examination_skip(verdicts_file: str | None, images_dir: str | None, **inputs: Any) -> str | None:
+    """Why the AIBench examination does not run (see :func:`image_branch_skip`); also when
+    ``evaluate.images_dir`` is set, as that folder holds SciIR-Bench images, not AIBench illustrations."""
+    skip = image_branch_skip(verdicts_file, **inputs)
+    if skip is None and images_dir:
+        return (
+            f"evaluate.images_dir is set ({images_dir}): it holds SciIR-Bench images, and the AIBench "
+            "illustrations are read from aibench_generations"
+        )
+    return skip

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from kedro.pipeline import Pipeline, node
 
+from sciir.evaluation.correlation_summary import summarise_correlations
 from sciir.pipelines.human_corr.nodes import (
     collect_metric_scores,
     collect_ratings,
@@ -13,7 +14,6 @@ from sciir.pipelines.human_corr.nodes import (
     plot_correlations,
     rater_agreement,
     select_metrics,
-    summarise_correlations,
 )
 
 

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from sciir.user_files.benchmark_file import DEFAULT_GROUP, DEFAULT_SETTING, SAFE_ID, Question, Sample
+from sciir.user_files.benchmark_file import DEFAULT_GROUP, DEFAULT_SETTING, SAFE_ID, ChecklistQuestion, Sample
 from sciir.user_files.table_files import (
     PARQUET_SUFFIXES,
     TEXT_SUFFIXES,
@@ -145,7 +145,7 @@ def _spellings(names: Sequence[str]) -> str:
     return repr(names[0]) + (f" (or {', '.join(map(repr, names[1:]))})" if len(names) > 1 else "")
 
 
-def optional_text(record: Record, names: Sequence[str]) -> str | None:
+def optional_field_text(record: Record, names: Sequence[str]) -> str | None:
     """The text of the first filled field of ``names``; None when none is; an error for a list or object."""
     found = first_field(record, names)
     if found is None:
@@ -158,9 +158,9 @@ def optional_text(record: Record, names: Sequence[str]) -> str | None:
     return id_text(value)
 
 
-def required_text(record: Record, names: Sequence[str]) -> str:
-    """As ``optional_text``, with an error naming the field when the record fills none of ``names``."""
-    text = optional_text(record, names)
+def required_field_text(record: Record, names: Sequence[str]) -> str:
+    """As ``optional_field_text``, with an error naming the field when the record fills none of ``names``."""
+    text = optional_field_text(record, names)
     if text is None:
         raise ImportFileError(f"{record.where}: no field {_spellings(names)}, or it is empty")
     return text
@@ -185,7 +185,7 @@ def checked_sample_id(where: str, field_name: str, sample_id: str) -> str:
 
 def agreed_text(records: Sequence[Record], names: Sequence[str]) -> str:
     """A field that every record of one sample repeats (e.g. its caption); an error when they differ."""
-    values = {record.where: required_text(record, names) for record in records}
+    values = {record.where: required_field_text(record, names) for record in records}
     first_where, first = next(iter(values.items()))
     for where, value in values.items():
         if value != first:
@@ -199,7 +199,7 @@ def agreed_text(records: Sequence[Record], names: Sequence[str]) -> str:
 # ---- questions
 
 
-def answer_question(question: str, answer: str) -> str:
+def yes_no_question(question: str, answer: str) -> str:
     """A yes/no question from a question and its correct answer: "yes" when the image gives that answer."""
     return f'Judging from the image, is the answer to "{question.strip()}" "{answer.strip()}"?'
 
@@ -210,9 +210,11 @@ def source_group(sample_id: str) -> str:
     return prefix if separator and prefix else DEFAULT_GROUP
 
 
-def layer2_question(question_id: str, text: str, category: str, parent_ids: Sequence[str] = ()) -> Question:
+def layer2_question(
+    question_id: str, text: str, category: str, parent_ids: Sequence[str] = ()
+) -> ChecklistQuestion:
     """A yes/no question judged by looking (layer 2), positive: "yes" means the image is right."""
-    return Question(
+    return ChecklistQuestion(
         id=question_id,
         text=text,
         layer=2,
@@ -239,7 +241,7 @@ def sample_record(sample: Sample) -> dict[str, Any]:
     return record
 
 
-def _question_record(question: Question) -> dict[str, Any]:
+def _question_record(question: ChecklistQuestion) -> dict[str, Any]:
     record: dict[str, Any] = {
         "id": question.id,
         "text": question.text,

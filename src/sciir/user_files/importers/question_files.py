@@ -24,21 +24,21 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from sciir.user_files.benchmark_file import DEFAULT_SETTING, Question, Sample
+from sciir.user_files.benchmark_file import DEFAULT_SETTING, ChecklistQuestion, Sample
 from sciir.user_files.importers.common import (
     Imported,
     ImportFileError,
     Record,
     Skipped,
     agreed_text,
-    answer_question,
     checked_sample_id,
     grouped,
     layer2_question,
-    optional_text,
+    optional_field_text,
     read_records,
-    required_text,
+    required_field_text,
     source_group,
+    yes_no_question,
 )
 from sciir.user_files.table_files import is_missing
 
@@ -57,10 +57,10 @@ def _add_item(
     rows: Sequence[Record],
     id_field: str,
     prompt_fields: Sequence[str],
-    questions: list[Question],
+    questions: list[ChecklistQuestion],
 ) -> None:
     """One item's sample: id and prompt as its rows repeat them, group its source; skipped without questions."""
-    sample_id = required_text(rows[0], (id_field,))
+    sample_id = required_field_text(rows[0], (id_field,))
     where = f"{rows[0].where} ({id_field} {sample_id!r})"
     if not questions:
         imported.skipped.append(Skipped(where, "no usable question: the item is left out"))
@@ -84,8 +84,8 @@ def import_tifa(path: str | Path) -> Imported:
     """The samples of a TIFA question file, one per caption id."""
     imported = Imported()
     records = read_records(Path(path), TIFA_WHAT)
-    for rows in grouped(records, lambda record: required_text(record, ("id",))).values():
-        questions: dict[str, Question] = {}
+    for rows in grouped(records, lambda record: required_field_text(record, ("id",))).values():
+        questions: dict[str, ChecklistQuestion] = {}
         for row in rows:
             question = _tifa_question(row)
             if isinstance(question, Skipped):
@@ -100,9 +100,9 @@ def import_tifa(path: str | Path) -> Imported:
     return imported
 
 
-def _tifa_question(row: Record) -> Question | Skipped:
-    question = required_text(row, ("question",))
-    answer = required_text(row, ("answer",))
+def _tifa_question(row: Record) -> ChecklistQuestion | Skipped:
+    question = required_field_text(row, ("question",))
+    answer = required_field_text(row, ("answer",))
     choices = row.fields.get("choices")
     if is_missing(choices):
         choices = []
@@ -116,8 +116,8 @@ def _tifa_question(row: Record) -> Question | Skipped:
     yes_no = answer.lower() == "yes" and (not choices or {c.lower() for c in choices} == YES_NO)
     return layer2_question(
         question,
-        question if yes_no else answer_question(question, answer),
-        optional_text(row, ("element_type",)) or UNCATEGORISED,
+        question if yes_no else yes_no_question(question, answer),
+        optional_field_text(row, ("element_type",)) or UNCATEGORISED,
     )
 
 
@@ -137,7 +137,7 @@ def import_dsg(path: str | Path) -> Imported:
     """The samples of a DSG file, one per item, each question's parents its proposition's dependencies."""
     imported = Imported()
     records = read_records(Path(path), DSG_WHAT, text_columns=("item_id", "proposition_id", "dependency"))
-    for rows in grouped(records, lambda record: required_text(record, ("item_id",))).values():
+    for rows in grouped(records, lambda record: required_field_text(record, ("item_id",))).values():
         propositions = _propositions(rows, imported.skipped)
         _add_item(
             imported, rows, "item_id", DSG_PROMPT_FIELDS, _dsg_questions(propositions, imported.skipped)
@@ -148,8 +148,8 @@ def import_dsg(path: str | Path) -> Imported:
 def _propositions(rows: Sequence[Record], skipped: list[Skipped]) -> list[_Proposition]:
     propositions: dict[str, _Proposition] = {}
     for row in rows:
-        proposition_id = required_text(row, ("proposition_id",))
-        question = optional_text(row, DSG_QUESTION_FIELDS)
+        proposition_id = required_field_text(row, ("proposition_id",))
+        question = optional_field_text(row, DSG_QUESTION_FIELDS)
         if question is None:
             skipped.append(
                 Skipped(row.where, f"proposition {proposition_id} has no question_natural_language")
@@ -161,7 +161,7 @@ def _propositions(rows: Sequence[Record], skipped: list[Skipped]) -> list[_Propo
                 row=row,
                 id=proposition_id,
                 question=question,
-                category=optional_text(row, DSG_CATEGORY_FIELDS) or UNCATEGORISED,
+                category=optional_field_text(row, DSG_CATEGORY_FIELDS) or UNCATEGORISED,
                 dependencies=tuple(_dependencies(row)),
             )
     return list(propositions.values())
@@ -181,7 +181,7 @@ def _dependencies(row: Record) -> list[str]:
     return [token.strip() for token in tokens if token.strip() and token.strip() != DSG_ROOT]
 
 
-def _dsg_questions(propositions: Sequence[_Proposition], skipped: list[Skipped]) -> list[Question]:
+def _dsg_questions(propositions: Sequence[_Proposition], skipped: list[Skipped]) -> list[ChecklistQuestion]:
     """The questions; a dependency on a proposition the item lacks (or on itself) is dropped and reported."""
     known = {proposition.id for proposition in propositions}
     questions = []

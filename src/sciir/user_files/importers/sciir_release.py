@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from sciir.user_files.benchmark_file import POLARITIES, Question, Sample
+from sciir.user_files.benchmark_file import POLARITIES, ChecklistQuestion, Sample
 from sciir.user_files.importers.common import Imported, ImportFileError, Skipped, checked_sample_id, id_text
 from sciir.user_files.table_files import TableFile, id_list, is_missing
 
@@ -30,8 +30,8 @@ CHECKLIST_PLACES = (
     "04_feature/checklists.parquet",
     "data/04_feature/checklists.parquet",
 )
-BENCHMARK_COLUMNS = ("sample_id", "group", "setting", "tracks", "prompt")
-CHECKLIST_COLUMNS = ("sample_id", "question_id", "layer", "track", "question", "parent_ids")
+RELEASE_BENCHMARK_COLUMNS = ("sample_id", "group", "setting", "tracks", "prompt")
+RELEASE_CHECKLIST_COLUMNS = ("sample_id", "question_id", "layer", "track", "question", "parent_ids")
 
 
 def release_table(folder: Path, places: Sequence[str]) -> Path:
@@ -49,8 +49,8 @@ def import_release(folder: str | Path) -> Imported:
     folder = Path(folder)
     benchmark_file = TableFile(release_table(folder, BENCHMARK_PLACES), "release benchmark")
     checklist_file = TableFile(release_table(folder, CHECKLIST_PLACES), "release checklists")
-    benchmark = benchmark_file.read(BENCHMARK_COLUMNS)
-    checklists = checklist_file.read(CHECKLIST_COLUMNS)
+    benchmark = benchmark_file.read(RELEASE_BENCHMARK_COLUMNS)
+    checklists = checklist_file.read(RELEASE_CHECKLIST_COLUMNS)
     _refuse_bad_cells(benchmark_file, benchmark, checklist_file, checklists)
     imported = Imported()
     questions_of = {str(sample_id): rows for sample_id, rows in checklists.groupby("sample_id", sort=False)}
@@ -94,7 +94,7 @@ def _refuse_bad_cells(
         )
 
 
-def _sample(where: str, row: pd.Series, questions: list[Question]) -> Sample:
+def _sample(where: str, row: pd.Series, questions: list[ChecklistQuestion]) -> Sample:
     return Sample(
         where=where,
         sample_id=checked_sample_id(where, "sample_id", id_text(row["sample_id"])),
@@ -105,10 +105,10 @@ def _sample(where: str, row: pd.Series, questions: list[Question]) -> Sample:
     )
 
 
-def _question(row: pd.Series) -> Question:
+def _question(row: pd.Series) -> ChecklistQuestion:
     expected = row.get("expected_text")
     polarity = row.get("polarity")
-    return Question(
+    return ChecklistQuestion(
         id=id_text(row["question_id"]),
         text=str(row["question"]),
         layer=int(row["layer"]),

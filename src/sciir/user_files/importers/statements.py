@@ -14,20 +14,20 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from sciir.user_files.benchmark_file import DEFAULT_GROUP, DEFAULT_SETTING, Question, Sample
+from sciir.user_files.benchmark_file import DEFAULT_GROUP, DEFAULT_SETTING, ChecklistQuestion, Sample
 from sciir.user_files.importers.common import (
     Imported,
     ImportFileError,
     Record,
     Skipped,
-    answer_question,
     checked_sample_id,
     first_field,
     layer2_question,
-    optional_text,
+    optional_field_text,
     read_records,
     refuse_duplicate_samples,
-    required_text,
+    required_field_text,
+    yes_no_question,
 )
 
 WHAT = "statements file"
@@ -52,7 +52,7 @@ def import_statements(
     unless they name their own, quizzes ``quiz_category``."""
     imported = Imported()
     for record in read_records(Path(path), WHAT):
-        sample_id = required_text(record, ID_FIELDS)
+        sample_id = required_field_text(record, ID_FIELDS)
         item = Record(f"{record.where} (id {sample_id!r})", record.fields)
         questions = [
             *_statement_questions(item, category, imported.skipped),
@@ -65,8 +65,8 @@ def import_statements(
             Sample(
                 where=item.where,
                 sample_id=checked_sample_id(item.where, _field_name(item, ID_FIELDS), sample_id),
-                group=optional_text(item, GROUP_FIELDS) or DEFAULT_GROUP,
-                prompts={DEFAULT_SETTING: required_text(item, PROMPT_FIELDS)},
+                group=optional_field_text(item, GROUP_FIELDS) or DEFAULT_GROUP,
+                prompts={DEFAULT_SETTING: required_field_text(item, PROMPT_FIELDS)},
                 tracks=None,
                 questions=tuple(questions),
             )
@@ -106,14 +106,14 @@ def statement_question(statement: str) -> str:
     return f"Does the image satisfy: {statement.rstrip('.;')}?"
 
 
-def _statement_questions(item: Record, category: str, skipped: list[Skipped]) -> list[Question]:
+def _statement_questions(item: Record, category: str, skipped: list[Skipped]) -> list[ChecklistQuestion]:
     questions = []
     for number, entry in enumerate(_entries(item, STATEMENT_LIST_FIELDS, "statements"), start=1):
         where = f"{item.where}, statement {number}"
         if isinstance(entry, dict):
             entry_record = Record(where, entry)
-            text = optional_text(entry_record, STATEMENT_TEXT_FIELDS)
-            own_category = optional_text(entry_record, ("category",))
+            text = optional_field_text(entry_record, STATEMENT_TEXT_FIELDS)
+            own_category = optional_field_text(entry_record, ("category",))
         elif isinstance(entry, str):
             text, own_category = entry.strip() or None, None
         else:
@@ -128,14 +128,14 @@ def _statement_questions(item: Record, category: str, skipped: list[Skipped]) ->
 # ---- quizzes
 
 
-def _quiz_questions(item: Record, category: str, skipped: list[Skipped]) -> list[Question]:
+def _quiz_questions(item: Record, category: str, skipped: list[Skipped]) -> list[ChecklistQuestion]:
     questions = []
     for number, entry in enumerate(_entries(item, QUIZ_LIST_FIELDS, "quizzes"), start=1):
         where = f"{item.where}, quiz {number}"
         if not isinstance(entry, dict):
             raise ImportFileError(f"{where}: expected an object, found {type(entry).__name__}")
         quiz = Record(where, entry)
-        question = required_text(quiz, ("question",))
+        question = required_field_text(quiz, ("question",))
         options = _options(quiz)
         found = first_field(quiz, ANSWER_FIELDS)
         if found is None:
@@ -146,7 +146,7 @@ def _quiz_questions(item: Record, category: str, skipped: list[Skipped]) -> list
                 Skipped(quiz.where, f"answer {found[1]!r} is not one of its options {list(options.values())}")
             )
             continue
-        questions.append(layer2_question(f"quiz{number}", answer_question(question, correct), category))
+        questions.append(layer2_question(f"quiz{number}", yes_no_question(question, correct), category))
     return questions
 
 

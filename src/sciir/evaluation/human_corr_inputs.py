@@ -1,0 +1,132 @@
+"""``params:human_corr`` (conf/base/parameters_human_corr.yml) and the two inputs it names.
+
+Ratings come from a ratings file (columns image_id, rater_id, score) or, on the embedded sample,
+from the ground-truth oracle (``sciir.sample.oracle``), whose rows carry the rater id
+``oracle_ground_truth``. Metric scores (columns image_id, metric, score) come from evaluate's
+``sample_scores`` or from a file, so other systems' scores can be correlated too. File formats:
+``sciir.user_files.rating_files`` and docs/human_corr.md.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Literal
+
+import pandas as pd
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from sciir.evaluation.image_metrics import evaluate_metric_scores
+from sciir.evaluation.rating_pairs import refuse_unknown_samples
+from sciir.sample.oracle import OracleConfig, oracle_ratings
+from sciir.stats.agreement import Level
+from sciir.stats.bootstrap import BootstrapConfig
+from sciir.stats.correlation import Coefficient, KendallVariant
+from sciir.stats.correlation_table import CorrelationSettings, FisherZ
+from sciir.user_files.rating_files import read_metric_scores_file, read_ratings_file
+from sciir.user_files.table_files import TableFile
+
+
+class RatingsParams(OracleConfig):
+    """Where the ratings come from: ``oracle`` (the embedded sample's ground truth) or ``file``.
+
+    One flat section holds the keys of both sources, so switching source with
+    ``--params human_corr.ratings.source=file,human_corr.ratings.path=...`` works on top of the base
+    file: the oracle's keys (``fault_penalty``, ``text_fault_kinds``) are read only by the oracle, and
+    ``path`` is required by ``file`` and refused with ``oracle`` (it would otherwise be silently unused).
+    """
+
+    source: Literal["oracle", "file"]
+    path: str | None = None
+
+    @model_validator(mode="after")
+    def _path_matches_source(self) -> RatingsParams:
+        if self.source == "file" and not self.path:
+            raise ValueError("ratings.source is 'file' but ratings.path is not set")
+        if self.source == "oracle" and self.path:
+            raise ValueError(
+                f"ratings.path is {self.path!r} but ratings.source is 'oracle': set ratings.source=file"
+            )
+        return self
+
+    def describe(self) -> str:
+        """The ratings input in words, for messages."""
+        return f"ratings file {self.path}" if self.source == "file" else "the oracle ratings"
+
+
+class EvaluateScoresParams(BaseModel):
+    """Metric scores from evaluate's ``sample_scores`` (the checklist metrics per image)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    source: Literal["evaluate"]
+
+
+class FileScoresParams(BaseModel):
+    """Metric scores read from a CSV / TSV / parquet file with columns image_id, metric, score."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    source: Literal["file"]
+    path: str
+
+
+class HumanCorrParams(BaseModel):
+    """``params:human_corr`` (conf/base/parameters_human_corr.yml)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    ratings: RatingsParams
+    metric_scores: Annotated[EvaluateScoresParams | FileScoresParams, Field(discriminator="source")] = Field(
+        default_factory=lambda: EvaluateScoresParams(source="evaluate")
+    )
+    # None: every metric found in the scores.
+    metrics: list[str] | None = None
+    group_by: str | None = None
+    kendall_variant: KendallVariant = "b"
+    fisher_z: FisherZ = "arctanh"
+    bootstrap: BootstrapConfig = Field(default_factory=BootstrapConfig)
+    agreement_level: Level = "interval"
+    compare_coefficient: Coefficient = "pearson"
+
+    def settings(self) -> CorrelationSettings:
+        """The statistics settings these parameters ask for."""
+        return CorrelationSettings(self.kendall_variant, self.fisher_z, self.bootstrap)
+
+    def describe_inputs(self) -> str:
+        """The metric scores and the ratings in words, for messages."""
+        scores = self.metric_scores
+        scored = (
+            f"metric scores file {scores.path}"
+            if isinstance(scores, FileScoresParams)
+            else "evaluate's sample_scores"
+        )
+        return f"{scored} and {self.ratings.describe()}"
+
+
+def configured_ratings(
+    config: HumanCorrParams,
+    generation_manifest: pd.DataFrame,
+    benchmark: pd.DataFrame,
+    curated: pd.DataFrame,
+    figures: pd.DataFrame,
+) -> pd.DataFrame:
+    """The ``ratings`` table from the configured source (oracle or file).
+
+    A ratings file correlated with evaluate's scores must rate images ``<model>/<sample_id>`` of
+    benchmark samples: a row that does not is refused naming the file, its line and the value.
+    """
+    source = config.ratings
+    if source.source == "oracle":
+        return oracle_ratings(generation_manifest, benchmark, curated, figures, source)
+    ratings = read_ratings_file(source.path)
+    if isinstance(config.metric_scores, EvaluateScoresParams):
+        refuse_unknown_samples(ratings, TableFile(Path(source.path), "ratings file"), benchmark)
+    return ratings
+
+
+def configured_metric_scores(config: HumanCorrParams, sample_scores: pd.DataFrame) -> pd.DataFrame:
+    """Metric scores from the configured source (evaluate's sample_scores or a file)."""
+    source = config.metric_scores
+    if isinstance(source, FileScoresParams):
+        return read_metric_scores_file(source.path)
+    return evaluate_metric_scores(sample_scores)

@@ -1,0 +1,53 @@
+"""``params:evaluate`` (conf/base/parameters_evaluate.yml), validated."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from sciir.backends.base import window_setting
+from sciir.evaluation.aggregation import AggregationRule, UnjudgedPolicy
+from sciir.stats.bootstrap import BootstrapConfig
+
+
+class EvaluateParams(BaseModel):
+    """``params:evaluate`` (conf/base/parameters_evaluate.yml)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    unjudged_policy: UnjudgedPolicy = "exclude"
+    # One rule, or several computed side by side (the first is the primary: ranking, plots, report).
+    aggregation: AggregationRule | list[AggregationRule] = "sciir_veto"
+    bootstrap: BootstrapConfig = Field(default_factory=BootstrapConfig)
+    # A benchmark file (``sciir.user_files.benchmark_file``) evaluated instead of the catalog's SciIR-Bench.
+    benchmark: str | None = None
+    images_dir: str | None = None
+    verdicts_file: str | None = None
+    # Requests taken ahead of the judge's replies (read, encoded, in flight); null: the judge's own window
+    # (an HTTP backend's concurrency). ``batch_size`` is its former name, still read.
+    window: int | None = Field(default=None, ge=1)
+    batch_size: int | None = Field(default=None, ge=1)
+    questions_per_request: int | None = Field(default=None, ge=1)
+    thumbnail_px: int = Field(default=256, ge=16)
+
+    @field_validator("aggregation")
+    @classmethod
+    def _rules_listed_once(cls, value: AggregationRule | list[AggregationRule]) -> Any:
+        if isinstance(value, list) and (not value or len(set(value)) < len(value)):
+            raise ValueError(f"aggregation lists each rule once and at least one, got {value}")
+        return value
+
+    @model_validator(mode="after")
+    def _batch_size_is_the_window(self) -> EvaluateParams:
+        self.window = window_setting("evaluate", self.window, self.batch_size)
+        return self
+
+    @property
+    def rules(self) -> list[AggregationRule]:
+        """The aggregation rules in order; the first is the primary one."""
+        return [self.aggregation] if isinstance(self.aggregation, str) else list(self.aggregation)
+
+    @property
+    def primary_rule(self) -> AggregationRule:
+        return self.rules[0]

@@ -1,0 +1,116 @@
+"""What an evaluate run shows: the track and group plots, and the HTML report put together from the run's
+tables (leaderboards per rule, coverage, breakdowns with intervals, the group heatmap, every image beside
+its checklist, the missing images, and the run facts at the top). The pieces are drawn by
+``sciir.evaluation.plots`` and rendered by ``sciir.evaluation.report``."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import pandas as pd
+
+from sciir.backends.base import CONTESTANT
+from sciir.evaluation.generated_images import ImageFiles
+from sciir.evaluation.params import EvaluateParams
+from sciir.evaluation.plots import plot_group_heatmap, plot_track_pass_rates
+from sciir.evaluation.report import (
+    ReportFolder,
+    breakdown_intervals,
+    coverage_table,
+    heatmap,
+    image_views,
+    leaderboard_table,
+    missing_images,
+    render_report,
+    report_title,
+)
+from sciir.evaluation.scoring import breakdown_table
+from sciir.evaluation.tracks import SCORE_CATEGORIES
+from sciir.runs.results_folder import SAMPLE_BENCHMARK
+from sciir.tasks.judge import JUDGE_TASK
+from sciir.tasks.prompts import prompt_template
+
+# How plots and the report name each aggregation rule.
+RULE_LABELS = {
+    "sciir_veto": "pass rate (strict veto)",
+    "tifa": "TIFA score",
+    "question_mean": "question-level mean",
+    "dsg": "DSG score",
+}
+
+
+def track_plot(leaderboard: pd.DataFrame, rule: str) -> Any:
+    """Grouped bars of each model's score per track under ``rule``, with bootstrap interval whiskers;
+    references are named so in the legend."""
+    board = leaderboard[leaderboard["aggregation"] == rule]
+    names = board["model"].where(board["role"] == CONTESTANT, board["model"] + " (reference)")
+    return plot_track_pass_rates(board.assign(model=names), SCORE_CATEGORIES, RULE_LABELS[rule])
+
+
+def group_plot(evaluate_scores: pd.DataFrame, rule: str) -> Any:
+    """Heatmap of each model's final score per benchmark group, titled by ``rule``."""
+    label = RULE_LABELS[rule]
+    return plot_group_heatmap(breakdown_table(evaluate_scores, "group"), f"Final {label} per group")
+
+
+def report_facts(
+    config: EvaluateParams, judge_summary: Mapping[str, Any], source: Mapping[str, str] | None
+) -> dict[str, str]:
+    """The run facts printed at the top of the report."""
+    boot = config.bootstrap
+    source = source or {}
+    return {
+        "benchmark": f"{source.get('name', SAMPLE_BENCHMARK)} (sha256 {source.get('sha256', '?')[:12]})",
+        "judge": judge_summary["judge"],
+        "judge template": prompt_template(JUDGE_TASK).version,
+        "aggregation": ", ".join(config.rules),
+        "unjudged questions": config.unjudged_policy,
+        "intervals": f"{boot.confidence:.0%} percentile bootstrap, {boot.n_boot} resamples, seed {boot.seed}",
+        "images": config.verdicts_file or config.images_dir or "data/07_model_output/generations",
+    }
+
+
+def evaluate_report(
+    leaderboard: pd.DataFrame,
+    evaluate_scores: pd.DataFrame,
+    sample_scores: pd.DataFrame,
+    verdicts: pd.DataFrame,
+    checklists: pd.DataFrame,
+    benchmark: pd.DataFrame,
+    images: ImageFiles,
+    judge_summary: Mapping[str, Any],
+    config: EvaluateParams,
+    source: Mapping[str, str] | None = None,
+) -> ReportFolder:
+    """The HTML report as a folder: a summary page with scores and intervals, coverage, the group heatmap
+    and the missing images, then one page per model with every image's thumbnail beside its checklist."""
+    label = RULE_LABELS[config.primary_rule]
+    boards = [
+        leaderboard_table(f"Leaderboard ({RULE_LABELS[rule]}, 95% interval, n = samples counted)", rows)
+        for rule, rows in leaderboard.groupby("aggregation", sort=False)
+    ]
+    primary = leaderboard[leaderboard["aggregation"] == config.primary_rule]
+    tables = [
+        *boards,
+        coverage_table("Coverage (judged / all questions)", primary),
+        breakdown_intervals(f"Final {label} per setting", evaluate_scores, "setting"),
+        breakdown_intervals(f"Final {label} per group", evaluate_scores, "group"),
+    ]
+    views = image_views(
+        verdicts,
+        checklists,
+        sample_scores,
+        benchmark,
+        images,
+        judge_summary["unavailable"],
+        config.thumbnail_px,
+    )
+    return render_report(
+        tables,
+        views,
+        report_facts(config, judge_summary, source),
+        title=report_title((source or {}).get("name", SAMPLE_BENCHMARK)),
+        heatmaps=[heatmap(f"Final {label} per group (heatmap)", evaluate_scores, "group")],
+        missing=missing_images(judge_summary["unavailable"]),
+    )

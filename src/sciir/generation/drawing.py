@@ -1,0 +1,216 @@
+"""Every selected generator draws the samples it is sent, in batches, showing progress: the images' PNG
+bytes and the plans a planner wrote, by ``<model>/<sample_id>``, one manifest row per sample and the
+seconds each image took (``sciir.generation.manifest``).
+
+A batch the generator crashed on fails each of its samples, and a sample never sent (a plan or a prompt
+that could not be made) fails with its reason: the run goes on.
+"""
+
+from __future__ import annotations
+
+import io
+import logging
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+from PIL import Image
+
+from sciir.backends.base import GenerationRequest, GenerationResult, ImageGenerator
+from sciir.generation.manifest import MANIFEST_COLUMNS, TIMING_COLUMNS, manifest_row, timing_row
+from sciir.generation.params import GenerateParams
+from sciir.runs.progress import Progress
+
+logger = logging.getLogger(__name__)
+
+# What the manifest keeps of the finetune summary for a generator that loads its adapter.
+ADAPTER_FIELDS = ("adapter_path", "base_model_path", "steps", "final_loss", "lora_rank", "seed")
+
+RequestsOf = Callable[[ImageGenerator], tuple[Sequence[GenerationRequest], dict[str, str]]]
+Rows = list[dict[str, Any]]
+
+
+def generate_batch(
+    model: str, generator: ImageGenerator, batch: Sequence[GenerationRequest]
+) -> list[GenerationResult]:
+    """The generator's results for one batch; a batch the generator crashed on fails each of its samples.
+
+    Raises:
+        RuntimeError: the generator broke its contract (results missing or out of order).
+    """
+    try:
+        results = generator.generate(batch)
+    except Exception as error:  # a model library can raise anything (out of memory, bad weights ...)
+        logger.warning("generate %s: batch of %d failed: %r", model, len(batch), error)
+        return [
+            GenerationResult(
+                sample_id=request.sample_id,
+                failure=f"generator {model} raised on the batch with sample {request.sample_id}: {error!r}",
+            )
+            for request in batch
+        ]
+    returned = [result.sample_id for result in results]
+    expected = [request.sample_id for request in batch]
+    if returned != expected:
+        raise RuntimeError(f"generator {model} returned results for {returned}, expected {expected} in order")
+    return results
+
+
+def run_generator(
+    model: str, generator: ImageGenerator, requests: Sequence[GenerationRequest], batch_size: int
+) -> list[tuple[GenerationResult, float]]:
+    """Each request's result with its seconds (its batch's wall time shared evenly), showing progress."""
+    timed: list[tuple[GenerationResult, float]] = []
+    with Progress(f"generate {model}", len(requests), unit="image") as progress:
+        for start in range(0, len(requests), batch_size):
+            batch = list(requests[start : start + batch_size])
+            began = time.perf_counter()
+            results = generate_batch(model, generator, batch)
+            per_request = (time.perf_counter() - began) / len(batch)
+            timed.extend((result, per_request) for result in results)
+            for result in results:
+                progress.add(result)
+    return timed
+
+
+def checked_png(result: GenerationResult) -> bytes:
+    """The result's image bytes, checked now to be a readable image file (never decoded and encoded
+    again: they are written as they are).
+
+    Raises:
+        ValueError: the bytes are not an image; the message names the sample.
+    """
+    png = result.image or b""
+    try:
+        Image.open(io.BytesIO(png)).verify()
+    except Exception as error:  # PIL raises many types for corrupt data
+        raise ValueError(
+            f"image bytes for sample {result.sample_id} are not a readable image: {error}"
+        ) from None
+    return png
+
+
+def image_or_reason(model: str, result: GenerationResult) -> tuple[bytes | None, str | None]:
+    """The result's image bytes, or the reason there are none (the generator's failure or unusable bytes)."""
+    if result.failure is not None:
+        return None, result.failure
+    if result.image is None:
+        return (
+            None,
+            f"generator {model} returned neither an image nor a failure for sample {result.sample_id}",
+        )
+    try:
+        return checked_png(result), None
+    except ValueError as error:
+        return None, str(error)
+
+
+def plan_text(result: GenerationResult) -> str | None:
+    """The Sci-RCoT a planned generator drew for this result (``sciir.generation.planning``), else None."""
+    planner = result.meta.get("planner")
+    return planner.get("plan") if isinstance(planner, dict) else None
+
+
+def adapter_record(generator: ImageGenerator, finetune_summary: dict[str, Any]) -> dict[str, Any] | None:
+    """For a generator that loads a LoRA: its path, plus the finetune run's facts when it is that run's adapter."""
+    lora_path = generator.identity().get("config", {}).get("lora_path")
+    if lora_path is None:
+        return None
+    record: dict[str, Any] = {"lora_path": str(lora_path)}
+    trained_path = finetune_summary.get("adapter_path")
+    if trained_path is not None and Path(trained_path).resolve() == Path(lora_path).resolve():
+        record.update({key: finetune_summary[key] for key in ADAPTER_FIELDS if key in finetune_summary})
+    return record
+
+
+@dataclass(frozen=True)
+class Drawn:
+    """What the generators drew: images (PNG bytes) and plans by ``<model>/<sample_id>``, the manifest and
+    the seconds each image took (``MANIFEST_COLUMNS``, ``TIMING_COLUMNS``)."""
+
+    images: dict[str, bytes]
+    plans: dict[str, str]
+    manifest: pd.DataFrame
+    timings: pd.DataFrame
+
+
+def collect_model(
+    model: str,
+    generator: ImageGenerator,
+    requests: Sequence[GenerationRequest],
+    params: GenerateParams,
+    meta: dict[str, Any],
+) -> tuple[dict[str, bytes], dict[str, str], Rows, Rows]:
+    """Run one generator over the requests: its images and the plans a planner wrote for them, both by
+    ``<model>/<sample_id>``, its manifest rows (each result's meta with ``meta`` added) and timing rows."""
+    images: dict[str, bytes] = {}
+    plans: dict[str, str] = {}
+    rows: Rows = []
+    timings: Rows = []
+    for result, seconds in run_generator(model, generator, requests, params.batch_size):
+        if meta:
+            result = result.model_copy(update={"meta": {**result.meta, **meta}})
+        png, reason = image_or_reason(model, result)
+        if png is not None:
+            images[f"{model}/{result.sample_id}"] = png
+            if (plan := plan_text(result)) is not None:
+                plans[f"{model}/{result.sample_id}"] = plan
+        rows.append(manifest_row(model, generator, params.seed, result, reason))
+        timings.append(timing_row(model, result.sample_id, seconds))
+    return images, plans, rows, timings
+
+
+def unsent_rows(
+    model: str, generator: ImageGenerator, unsent: dict[str, str], seed: int
+) -> tuple[Rows, Rows]:
+    """Failed manifest rows for the samples never sent to the generator (a plan or a prompt that could
+    not be made), each with its reason, and their timing rows (0 seconds)."""
+    rows = [
+        manifest_row(model, generator, seed, GenerationResult(sample_id=sample_id), reason)
+        for sample_id, reason in unsent.items()
+    ]
+    return rows, [timing_row(model, sample_id, 0.0) for sample_id in unsent]
+
+
+def draw_every_sample(
+    generators: dict[str, ImageGenerator],
+    requests_of: RequestsOf,
+    sample_order: Sequence[str],
+    config: GenerateParams,
+    finetune_summary: dict[str, Any],
+    meta: dict[str, Any] | None = None,
+) -> Drawn:
+    """Each generator on the requests ``requests_of`` gives it (with the samples never sent and why),
+    manifest and timing rows in ``sample_order`` per model; ``meta`` is added to every row's meta, and so
+    is the adapter record of a generator that loads the finetuned LoRA."""
+    position = {sample_id: index for index, sample_id in enumerate(sample_order)}
+
+    def in_sample_order(model_rows: Rows) -> Rows:
+        return sorted(model_rows, key=lambda row: position[row["sample_id"]])
+
+    images: dict[str, bytes] = {}
+    plans: dict[str, str] = {}
+    rows: Rows = []
+    timings: Rows = []
+    for model, generator in generators.items():
+        requests, unsent = requests_of(generator)
+        logger.info("generate %s (%s): %d samples", model, generator.role, len(requests))
+        adapter = adapter_record(generator, finetune_summary)
+        row_meta = {**(meta or {}), **({"adapter": adapter} if adapter is not None else {})}
+        model_images, model_plans, model_rows, model_timings = collect_model(
+            model, generator, requests, config, row_meta
+        )
+        images.update(model_images)
+        plans.update(model_plans)
+        unsent_manifest, unsent_timings = unsent_rows(model, generator, unsent, config.seed)
+        rows.extend(in_sample_order(model_rows + unsent_manifest))
+        timings.extend(in_sample_order(model_timings + unsent_timings))
+    return Drawn(
+        images,
+        plans,
+        pd.DataFrame(rows, columns=MANIFEST_COLUMNS),
+        pd.DataFrame(timings, columns=TIMING_COLUMNS),
+    )

@@ -1,0 +1,71 @@
+"""The generation manifest (one row per generator and sample: role, status, reason, meta), the seconds
+each image took, and generate's metrics.
+
+The seconds differ on every run, so they are a table of their own (``generation_timings``, logged to
+MLflow only) and never a column of the DVC-tracked manifest: a rerun writes the manifest byte for byte.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from typing import Any
+
+import pandas as pd
+
+from sciir.backends.base import GenerationResult, ImageGenerator
+
+logger = logging.getLogger(__name__)
+
+MANIFEST_COLUMNS = ["model", "sample_id", "backend", "role", "seed", "status", "reason", "meta"]
+TIMING_COLUMNS = ["model", "sample_id", "seconds"]
+
+
+def manifest_row(
+    model: str, generator: ImageGenerator, seed: int, result: GenerationResult, reason: str | None
+) -> dict[str, Any]:
+    """One manifest row, with the generator's role; ``reason`` set means the generation failed."""
+    return {
+        "model": model,
+        "sample_id": result.sample_id,
+        "backend": result.meta.get("backend") or generator.identity()["backend"],
+        "role": generator.role,
+        "seed": seed,
+        "status": "failed" if reason else "ok",
+        "reason": reason,
+        "meta": json.dumps({**result.meta, "cached": result.cached}, sort_keys=True, default=str),
+    }
+
+
+def timing_row(model: str, sample_id: str, seconds: float) -> dict[str, Any]:
+    """One row of the timings table: the seconds an image took (0 for a sample never sent)."""
+    return {"model": model, "sample_id": sample_id, "seconds": seconds}
+
+
+def generation_metrics(
+    manifest: pd.DataFrame, timings: pd.DataFrame, generators: dict[str, ImageGenerator]
+) -> dict[str, float]:
+    """Per model: ok and failed counts, seconds spent, and response-cache hits/misses when it is cached."""
+    metrics: dict[str, float] = {}
+    for model, generator in generators.items():
+        rows = manifest[manifest["model"] == model]
+        metrics[f"{model}.ok"] = float((rows["status"] == "ok").sum())
+        metrics[f"{model}.failed"] = float((rows["status"] == "failed").sum())
+        metrics[f"{model}.seconds"] = float(timings.loc[timings["model"] == model, "seconds"].sum())
+        if generator.stats:  # empty when it is not cached
+            metrics[f"{model}.cache_hits"] = float(generator.stats.get("hits", 0))
+            metrics[f"{model}.cache_misses"] = float(generator.stats.get("misses", 0))
+    return metrics
+
+
+def log_aibench_failures(manifest: pd.DataFrame) -> None:
+    """One line per generator that could not draw some AIBench papers, with its first reason."""
+    failed = manifest[manifest["status"] == "failed"]
+    for model, rows in failed.groupby("model", sort=True):
+        logger.warning(
+            "AIBench generation: %s failed on %d of %d papers (first reason: %s)",
+            model,
+            len(rows),
+            int((manifest["model"] == model).sum()),
+            rows["reason"].iloc[0],
+        )
