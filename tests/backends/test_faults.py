@@ -8,8 +8,8 @@ import pytest
 from pydantic import ValidationError
 
 from sciir.backends.plan_faults import (
+    DrawingPlan,
     FaultConfig,
-    Plan,
     drop_nodes,
     misspell_labels,
     misspellings,
@@ -17,7 +17,7 @@ from sciir.backends.plan_faults import (
     reverse_edges,
 )
 
-PLAN = Plan(
+PLAN = DrawingPlan(
     labels=("Sample", "Centrifuge", "Supernatant", "Pellet"),
     edges=(("Sample", "Centrifuge"), ("Centrifuge", "Supernatant"), ("Centrifuge", "Pellet")),
 )
@@ -53,18 +53,18 @@ def test_drop_nodes_removes_the_node_and_its_edges_but_keeps_one_label() -> None
 
 
 def test_reverse_edges_only_where_the_change_is_visible() -> None:
-    plan = Plan(labels=("A", "B", "C"), edges=(("A", "A"), ("A", "B"), ("B", "A"), ("B", "C")))
+    plan = DrawingPlan(labels=("A", "B", "C"), edges=(("A", "A"), ("A", "B"), ("B", "A"), ("B", "C")))
     reversed_plan, faults = reverse_edges(plan, 5, random.Random(0))
     assert faults == [{"kind": "reverse_edge", "edge": ["B", "C"]}]
     assert reversed_plan.edges == (("A", "A"), ("A", "B"), ("B", "A"), ("C", "B"))
 
 
 def test_misspell_renames_the_label_in_edges_and_never_merges_nodes() -> None:
-    plan = Plan(labels=("Cat", "Ct", "Dog"), edges=(("Cat", "Dog"),))
+    plan = DrawingPlan(labels=("Cat", "Ct", "Dog"), edges=(("Cat", "Dog"),))
     for seed in range(5):  # "Cat" could only become "Ct", another node, so "Dog" is the one
         misspelled, faults = misspell_labels(plan, 1, random.Random(seed))
         assert faults == [{"kind": "misspell", "label": "Dog", "drawn": "Dg"}]
-        assert misspelled == Plan(labels=("Cat", "Ct", "Dg"), edges=(("Cat", "Dg"),))
+        assert misspelled == DrawingPlan(labels=("Cat", "Ct", "Dg"), edges=(("Cat", "Dg"),))
 
     misspelled, faults = misspell_labels(PLAN, 2, random.Random(1))
     assert len(faults) == 2
@@ -95,7 +95,7 @@ def test_fault_config_rejects_unknown_keys_and_negative_counts() -> None:
 
 
 def test_faults_keep_groups_in_step_with_the_labels() -> None:
-    grouped = Plan(
+    grouped = DrawingPlan(
         labels=("Cat", "Dog", "Owl"),
         edges=(("Cat", "Dog"),),
         groups=(("Stage 1", ("Cat",)), ("Stage 2", ("Dog", "Owl"))),
@@ -105,7 +105,7 @@ def test_faults_keep_groups_in_step_with_the_labels() -> None:
     assert misspelled.groups == tuple(
         (title, tuple(drawn.get(m, m) for m in members)) for title, members in grouped.groups
     )
-    dropped, _ = drop_nodes(Plan(grouped.labels, grouped.edges, grouped.groups), 1, random.Random(1))
+    dropped, _ = drop_nodes(DrawingPlan(grouped.labels, grouped.edges, grouped.groups), 1, random.Random(1))
     (gone,) = set(grouped.labels) - set(dropped.labels)
     kept = [member for _, members in dropped.groups for member in members]
     assert gone not in kept and sorted(kept) == sorted(dropped.labels)

@@ -11,7 +11,7 @@ from pydantic import ValidationError
 
 from sciir.backends.base import GenerationRequest, GenerationResult, PlanRequest
 from sciir.backends.plan_drawing import plan_to_dot
-from sciir.backends.plan_faults import Plan
+from sciir.backends.plan_faults import DrawingPlan
 from sciir.backends.programmatic import ProgrammaticGenerator, prompt_plan
 from sciir.backends.registry import build_backend
 from sciir.testing.drawings import ocr_words, visible_edges
@@ -78,18 +78,18 @@ def test_an_abstract_prompt_that_states_no_connection_gives_labels_without_arrow
 @pytest.mark.parametrize(
     ("prompt", "expected"),
     [
-        ('"A" -> "B" -> "C"', Plan(("A", "B", "C"), (("A", "B"), ("B", "C")))),  # a chain
-        ('"Heat" flows into "Sink"; "Sink" => "Air"', Plan(("Heat", "Sink", "Air"), (("Heat", "Sink"), ("Sink", "Air")))),
-        ("\u201cCa\u201d \u2192 \u201cCO2\u201d", Plan(("Ca", "CO2"), (("Ca", "CO2"),))),  # curly quotes
-        ('"A -> B" and "C"', Plan(("A -> B", "C"))),  # an arrow inside a quoted label is text
-        ('"Ion" and "Precipitation": Ion -> Precipitation', Plan(("Ion", "Precipitation"), (("Ion", "Precipitation"),))),
-        ('"ion" and "Ion": Precipitation -> ion', Plan(("ion", "Ion"))),  # only whole words match a label
-        ('"Sample prep" and "Sample": Sample prep -> Sample', Plan(("Sample prep", "Sample"), (("Sample prep", "Sample"),))),
-        ('"Heat" flows to the sink', Plan(("Heat",))),  # an unquoted end is not a label
-        ('"  " and "Cell"', Plan(("Cell",))),
+        ('"A" -> "B" -> "C"', DrawingPlan(("A", "B", "C"), (("A", "B"), ("B", "C")))),  # a chain
+        ('"Heat" flows into "Sink"; "Sink" => "Air"', DrawingPlan(("Heat", "Sink", "Air"), (("Heat", "Sink"), ("Sink", "Air")))),
+        ("\u201cCa\u201d \u2192 \u201cCO2\u201d", DrawingPlan(("Ca", "CO2"), (("Ca", "CO2"),))),  # curly quotes
+        ('"A -> B" and "C"', DrawingPlan(("A -> B", "C"))),  # an arrow inside a quoted label is text
+        ('"Ion" and "Precipitation": Ion -> Precipitation', DrawingPlan(("Ion", "Precipitation"), (("Ion", "Precipitation"),))),
+        ('"ion" and "Ion": Precipitation -> ion', DrawingPlan(("ion", "Ion"))),  # only whole words match a label
+        ('"Sample prep" and "Sample": Sample prep -> Sample', DrawingPlan(("Sample prep", "Sample"), (("Sample prep", "Sample"),))),
+        ('"Heat" flows to the sink', DrawingPlan(("Heat",))),  # an unquoted end is not a label
+        ('"  " and "Cell"', DrawingPlan(("Cell",))),
     ],
 )  # fmt: skip
-def test_prompt_plan_reads_quoted_labels_and_stated_arrows(prompt: str, expected: Plan) -> None:
+def test_prompt_plan_reads_quoted_labels_and_stated_arrows(prompt: str, expected: DrawingPlan) -> None:
     assert prompt_plan(prompt) == expected
 
 

@@ -21,7 +21,7 @@ from sciir.backends.base import GenerationRequest, GenerationResult, ImageGenera
 from sciir.backends.cache import CachedGenerator, ResponseCache
 from sciir.backends.plan_reference import PlanReferenceRenderer
 from sciir.backends.programmatic import ProgrammaticGenerator
-from sciir.catalog.optional_dataset import MissingInput, is_missing
+from sciir.catalog.optional_dataset import MissingInput, is_missing_input
 from sciir.generation.manifest import MANIFEST_COLUMNS, TIMING_COLUMNS
 from sciir.pipelines.generate import create_pipeline
 from sciir.pipelines.generate.aibench_nodes import generate_aibench_images
@@ -423,4 +423,4 @@ def test_a_disabled_aibench_generation_still_writes_its_dvc_outs(
     assert (tmp_path / folder_path).is_dir() and not any((tmp_path / folder_path).iterdir())
     written = pd.read_parquet(tmp_path / manifest_path)
     assert written.empty and list(written.columns) == MANIFEST_COLUMNS
-    assert is_missing(folder.load())  # an empty folder reads as no images: evaluate examines nothing
+    assert is_missing_input(folder.load())  # an empty folder reads as no images: evaluate examines nothing

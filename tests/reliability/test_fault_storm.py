@@ -18,7 +18,7 @@ from sciir.evaluation.scoring import score_samples
 from sciir.tasks.judge import build_judge_request, parse_judge_reply, verdicts_frame
 from sciir.testing.chat_answers import checklist_responder
 from sciir.testing.fake_openai_server import FakeOpenAIServer
-from sciir.testing.fault_plan import Fault, FaultPlan
+from sciir.testing.fault_plan import FaultPlan, ServerFault
 
 REQUESTS = 2000
 FAULT_SHARE = 0.2
@@ -59,7 +59,7 @@ def test_every_request_ends_answered_or_failed_and_the_counts_add_up() -> None:
         build_judge_request(f"figure {n}", items, buffer.getvalue()) for n, items in enumerate(checklists)
     ]
     plan = FaultPlan(
-        probabilities={fault: FAULT_SHARE / len(Fault) for fault in Fault},
+        probabilities={fault: FAULT_SHARE / len(ServerFault) for fault in ServerFault},
         retry_after_s=0.01,
         hang_s=4,
         seed=7,
@@ -82,7 +82,7 @@ def test_every_request_ends_answered_or_failed_and_the_counts_add_up() -> None:
     failed = [r for r in results if not r.ok]
     assert len(results) == REQUESTS == len(answered) + len(failed)
     assert all(r.output is None and r.failure for r in failed)
-    assert set(stats.faults) == {fault.value for fault in Fault}  # every kind was injected
+    assert set(stats.faults) == {fault.value for fault in ServerFault}  # every kind was injected
     # Each attempt the server received is accounted for by exactly one result, and every attempt it
     # answered properly is exactly one answered request.
     assert sum(r.usage["http_requests"] for r in results) == stats.chat_requests

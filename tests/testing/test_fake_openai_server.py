@@ -38,7 +38,7 @@ from sciir.testing.chat_answers import (
     checklist_responder,
 )
 from sciir.testing.fake_openai_server import FakeOpenAIServer
-from sciir.testing.fault_plan import Fault, FaultPlan
+from sciir.testing.fault_plan import FaultPlan, ServerFault
 
 CHECKLIST = [
     {"id": "q1", "question": "Is there an arrow from A to B?"},
@@ -164,7 +164,7 @@ def test_faults_follow_the_script_then_the_probabilities() -> None:
         recorded = srv.requests
     assert statuses == [500, 200, 503, 503]
     assert stats.faults == {"500": 1, "503": 2}
-    assert [r.fault for r in recorded] == [Fault.SERVER_ERROR, None, Fault.UNAVAILABLE, Fault.UNAVAILABLE]
+    assert [r.fault for r in recorded] == [ServerFault.SERVER_ERROR, None, ServerFault.UNAVAILABLE, ServerFault.UNAVAILABLE]
 
 
 def test_history_keeps_the_latest_bodies_and_headers() -> None:

@@ -1,4 +1,4 @@
-"""Drawing a :class:`sciir.backends.plan_faults.Plan` (labelled boxes and arrows) with graphviz, shared by the
+"""Drawing a :class:`sciir.backends.plan_faults.DrawingPlan` (labelled boxes and arrows) with graphviz, shared by the
 code-based generators.
 
 :class:`PlanDrawingGenerator` is the common generator: a subclass only says where its plan comes from
@@ -21,7 +21,7 @@ import graphviz
 from PIL import Image
 
 from sciir.backends.base import GenerationRequest, GenerationResult, ImageGenerator
-from sciir.backends.plan_faults import FaultConfig, Plan, plant_faults
+from sciir.backends.plan_faults import DrawingPlan, FaultConfig, plant_faults
 
 FONT_NAME = "DejaVu Sans"
 POINTS_PER_INCH = 72
@@ -63,7 +63,7 @@ def _reading_order_rows(dot: graphviz.Digraph, node_ids: list[str]) -> None:
         dot.edge(upper[0], lower[0], style="invis")
 
 
-def _draw_groups(dot: graphviz.Digraph, plan: Plan, node_ids: dict[str, str], font_size: int) -> set[str]:
+def _draw_groups(dot: graphviz.Digraph, plan: DrawingPlan, node_ids: dict[str, str], font_size: int) -> set[str]:
     """Each group as a titled, dashed frame around its boxes (a graphviz cluster, which must declare its
     nodes itself); returns the labels drawn in a group."""
     grouped: set[str] = set()
@@ -84,7 +84,7 @@ def _draw_groups(dot: graphviz.Digraph, plan: Plan, node_ids: dict[str, str], fo
     return grouped
 
 
-def plan_to_dot(plan: Plan, font_size: int) -> graphviz.Digraph:
+def plan_to_dot(plan: DrawingPlan, font_size: int) -> graphviz.Digraph:
     """A top-to-bottom DOT graph: one pale box per label, one black arrow per edge, a titled dashed frame
     per group, on white."""
     dot = graphviz.Digraph(
@@ -160,7 +160,7 @@ class PlanDrawingGenerator(ImageGenerator):
         self.font_size = font_size
 
     @abstractmethod
-    def read_plan(self, request: GenerationRequest) -> Plan:
+    def read_plan(self, request: GenerationRequest) -> DrawingPlan:
         """The plan to draw for ``request``.
 
         Raises:

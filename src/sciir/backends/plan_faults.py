@@ -28,7 +28,7 @@ _WORD = re.compile(r"[A-Za-z]{3,}")
 
 
 @dataclass(frozen=True)
-class Plan:
+class DrawingPlan:
     """What a figure shows: labelled nodes in reading order, directed edges between labels, and labelled
     groups of labels (drawn as framed areas)."""
 
@@ -36,13 +36,13 @@ class Plan:
     edges: tuple[Edge, ...] = ()
     groups: tuple[Group, ...] = ()
 
-    def renamed(self, names: dict[str, str]) -> Plan:
+    def renamed(self, names: dict[str, str]) -> DrawingPlan:
         """The plan with labels renamed (in the edges and groups too); unnamed labels stay."""
         edges = tuple((names.get(src, src), names.get(dst, dst)) for src, dst in self.edges)
         groups = tuple((title, tuple(names.get(m, m) for m in members)) for title, members in self.groups)
-        return Plan(tuple(names.get(label, label) for label in self.labels), edges, groups)
+        return DrawingPlan(tuple(names.get(label, label) for label in self.labels), edges, groups)
 
-    def without(self, dropped: set[str]) -> Plan:
+    def without(self, dropped: set[str]) -> DrawingPlan:
         """The plan without the ``dropped`` labels, their edges, and any group left empty."""
         groups = tuple(
             (title, kept)
@@ -50,7 +50,7 @@ class Plan:
             if (kept := tuple(member for member in members if member not in dropped))
         )
         edges = tuple(edge for edge in self.edges if not dropped.intersection(edge))
-        return Plan(tuple(label for label in self.labels if label not in dropped), edges, groups)
+        return DrawingPlan(tuple(label for label in self.labels if label not in dropped), edges, groups)
 
 
 class FaultConfig(BaseModel):
@@ -90,7 +90,7 @@ def misspellings(label: str) -> list[str]:
     return list(dict.fromkeys(swaps + drops))
 
 
-def drop_nodes(plan: Plan, count: int, rng: random.Random) -> tuple[Plan, list[Fault]]:
+def drop_nodes(plan: DrawingPlan, count: int, rng: random.Random) -> tuple[DrawingPlan, list[Fault]]:
     """Remove ``count`` labels and every edge touching them (a group left empty goes too); at least one
     label always stays."""
     count = min(count, len(plan.labels) - 1)
@@ -101,7 +101,7 @@ def drop_nodes(plan: Plan, count: int, rng: random.Random) -> tuple[Plan, list[F
     return plan.without(dropped), faults
 
 
-def reverse_edges(plan: Plan, count: int, rng: random.Random) -> tuple[Plan, list[Fault]]:
+def reverse_edges(plan: DrawingPlan, count: int, rng: random.Random) -> tuple[DrawingPlan, list[Fault]]:
     """Reverse ``count`` edges, chosen among those whose reversal is a new, visible change.
 
     A self-loop, or an edge whose reverse is already drawn, would look the same reversed.
@@ -118,7 +118,7 @@ def reverse_edges(plan: Plan, count: int, rng: random.Random) -> tuple[Plan, lis
     return replace(plan, edges=tuple(edges)), faults
 
 
-def misspell_labels(plan: Plan, count: int, rng: random.Random) -> tuple[Plan, list[Fault]]:
+def misspell_labels(plan: DrawingPlan, count: int, rng: random.Random) -> tuple[DrawingPlan, list[Fault]]:
     """Misspell ``count`` labels (renaming them in the edges and groups too).
 
     A misspelling that would equal another label is never used, so no two nodes merge;
@@ -140,7 +140,7 @@ def misspell_labels(plan: Plan, count: int, rng: random.Random) -> tuple[Plan, l
     return plan.renamed(renamed), faults
 
 
-def plant_faults(plan: Plan, config: FaultConfig, sample_id: str) -> tuple[Plan, list[Fault]]:
+def plant_faults(plan: DrawingPlan, config: FaultConfig, sample_id: str) -> tuple[DrawingPlan, list[Fault]]:
     """Apply the configured faults to one sample's plan; returns the plan to draw and what was planted.
 
     Nodes are dropped first so that the other faults land on what is actually drawn.

@@ -15,7 +15,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 
 from sciir.backends.base import GenerationRequest, GeneratorRole
 from sciir.backends.plan_drawing import PlanDrawingGenerator, PlanError
-from sciir.backends.plan_faults import Group, Plan
+from sciir.backends.plan_faults import DrawingPlan, Group
 
 BACKEND_NAME = "plan_reference"
 
@@ -28,7 +28,7 @@ class _PlanSpec(BaseModel):
     groups: list[tuple[str, list[str]]] = []  # [title, [member labels]]: framed areas (AIBench phases)
 
 
-def parse_plan(request: GenerationRequest) -> Plan:
+def parse_plan(request: GenerationRequest) -> DrawingPlan:
     """The plan to draw for ``request``: stripped, de-duplicated labels plus any edge endpoint not listed,
     the edges, and the groups (each titled, of labels the plan draws).
 
@@ -54,7 +54,7 @@ def parse_plan(request: GenerationRequest) -> Plan:
     if not spec.labels:
         raise PlanError(f"plan for sample {sample} has no labels to draw")
     labels = tuple(dict.fromkeys(named))
-    return Plan(labels=labels, edges=edges, groups=_groups(sample, spec.groups, labels))
+    return DrawingPlan(labels=labels, edges=edges, groups=_groups(sample, spec.groups, labels))
 
 
 def _groups(sample: str, groups: list[tuple[str, list[str]]], labels: tuple[str, ...]) -> tuple[Group, ...]:
@@ -80,6 +80,6 @@ class PlanReferenceRenderer(PlanDrawingGenerator):
     role: GeneratorRole = "reference"
     reads_annotation: ClassVar[bool] = True
 
-    def read_plan(self, request: GenerationRequest) -> Plan:
+    def read_plan(self, request: GenerationRequest) -> DrawingPlan:
         """The request's annotation plan (see :func:`parse_plan`)."""
         return parse_plan(request)

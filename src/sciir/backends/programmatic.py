@@ -22,7 +22,7 @@ import re
 
 from sciir.backends.base import GenerationRequest
 from sciir.backends.plan_drawing import PlanDrawingGenerator, PlanError
-from sciir.backends.plan_faults import Edge, Plan
+from sciir.backends.plan_faults import DrawingPlan, Edge
 
 BACKEND_NAME = "programmatic"
 
@@ -89,7 +89,7 @@ def arrow_edges(prompt: str, labels: list[str], quoted: list[tuple[int, int]]) -
     return tuple(dict.fromkeys(edges))
 
 
-def prompt_plan(prompt: str) -> Plan:
+def prompt_plan(prompt: str) -> DrawingPlan:
     """The plan the prompt text states: its quoted labels and its arrow statements between them.
 
     Raises:
@@ -99,7 +99,7 @@ def prompt_plan(prompt: str) -> Plan:
     labels = list(dict.fromkeys(text for text, _ in spans))
     if not labels:
         raise PlanError("quotes no label to draw")
-    return Plan(labels=tuple(labels), edges=arrow_edges(prompt, labels, [span for _, span in spans]))
+    return DrawingPlan(labels=tuple(labels), edges=arrow_edges(prompt, labels, [span for _, span in spans]))
 
 
 class ProgrammaticGenerator(PlanDrawingGenerator):
@@ -113,7 +113,7 @@ class ProgrammaticGenerator(PlanDrawingGenerator):
 
     backend_name = BACKEND_NAME
 
-    def read_plan(self, request: GenerationRequest) -> Plan:
+    def read_plan(self, request: GenerationRequest) -> DrawingPlan:
         """The plan of ``request.prompt`` alone; nothing else of the request is read."""
         try:
             return prompt_plan(request.prompt)

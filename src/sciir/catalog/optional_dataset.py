@@ -25,7 +25,7 @@ class MissingInputError(FileNotFoundError):
 
 @dataclass(frozen=True)
 class MissingInput:
-    """Stands for a dataset that does not exist; any use other than ``is_missing`` says so."""
+    """Stands for a dataset that does not exist; any use other than ``is_missing_input`` says so."""
 
     location: str
     written_by: str
@@ -51,7 +51,7 @@ class MissingInput:
         raise MissingInputError(self.message())
 
 
-def is_missing(value: object) -> bool:
+def is_missing_input(value: object) -> bool:
     return isinstance(value, MissingInput)
 
 

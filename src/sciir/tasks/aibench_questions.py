@@ -11,17 +11,16 @@ import json
 from collections.abc import Sequence
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, Field, StringConstraints, ValidationInfo, model_validator
+from pydantic import BaseModel, Field, ValidationInfo, model_validator
 
 from sciir.aibench.graph import LogicGraph
 from sciir.aibench.questions import LEVEL_NAMES, Question, QuestionSettings, aibench_questions
 from sciir.backends.base import VLMRequest, VLMResult
 from sciir.backends.rule_based import Sight
-from sciir.tasks.aibench_graph import GraphTaskError, graph_from_json, graph_json
+from sciir.tasks.aibench_graph import GraphTaskError, Name, graph_from_json, graph_json
 from sciir.tasks.task import ModelTask
 
 QUESTIONS_TASK = "aibench_questions"
-Name = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1)]
 
 
 class GeneratedQuestion(BaseModel):

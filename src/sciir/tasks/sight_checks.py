@@ -42,15 +42,15 @@ from sciir.backends.rule_based import Sight
 from sciir.tasks.laws import contradicting, states
 
 Answer = dict[str, Any]
-Item = TypeVar("Item", bound=BaseModel)
+QuestionItem = TypeVar("QuestionItem", bound=BaseModel)
 
 
 def answer_each_question(
     request: VLMRequest,
     sight: Sight,
-    question: type[Item],
+    question: type[QuestionItem],
     key: str,
-    answer: Callable[[list[Item], OcrReading, bytes], Sequence[Answer]],
+    answer: Callable[[list[QuestionItem], OcrReading, bytes], Sequence[Answer]],
     malformed: str = "malformed questions",
     missing: str = "questions",
 ) -> VLMResult:

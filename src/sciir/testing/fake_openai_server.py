@@ -34,7 +34,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from sciir.testing.chat_answers import Responder, answer_checklist_yes, chat_completion, strict_schema_refusal
-from sciir.testing.fault_plan import Fault, FaultPlan, as_fault
+from sciir.testing.fault_plan import FaultPlan, ServerFault, as_fault
 from sciir.testing.http_wire import (
     RawRequest,
     ServerReply,
@@ -55,7 +55,7 @@ class RecordedRequest:
     received_at: float  # time.monotonic() on arrival
     headers: dict[str, str]
     body: dict[str, Any] | None  # None when the body was not JSON
-    fault: Fault | None
+    fault: ServerFault | None
 
 
 @dataclass(frozen=True)
@@ -118,19 +118,19 @@ class FakeOpenAIServer:
             ("GET", "/v1/models"): self._models,
             ("GET", "/stats"): self._stats,
         }
-        self._fault_replies: dict[Fault, Callable[[RawRequest, dict[str, Any], int], ServerReply]] = {
-            Fault.RATE_LIMITED: functools.partial(self._status_fault, 429),
-            Fault.SERVER_ERROR: functools.partial(self._status_fault, 500),
-            Fault.UNAVAILABLE: functools.partial(self._status_fault, 503),
-            Fault.BAD_REQUEST: functools.partial(self._status_fault, 400),
-            Fault.UNAUTHORIZED: functools.partial(self._status_fault, 401),
-            Fault.TIMEOUT: lambda *_: ServerReply(silent=True, delay_s=self.faults.hang_s),
-            Fault.DROP: lambda *_: ServerReply(silent=True),
-            Fault.MALFORMED_JSON: lambda *_: ServerReply(
+        self._fault_replies: dict[ServerFault, Callable[[RawRequest, dict[str, Any], int], ServerReply]] = {
+            ServerFault.RATE_LIMITED: functools.partial(self._status_fault, 429),
+            ServerFault.SERVER_ERROR: functools.partial(self._status_fault, 500),
+            ServerFault.UNAVAILABLE: functools.partial(self._status_fault, 503),
+            ServerFault.BAD_REQUEST: functools.partial(self._status_fault, 400),
+            ServerFault.UNAUTHORIZED: functools.partial(self._status_fault, 401),
+            ServerFault.TIMEOUT: lambda *_: ServerReply(silent=True, delay_s=self.faults.hang_s),
+            ServerFault.DROP: lambda *_: ServerReply(silent=True),
+            ServerFault.MALFORMED_JSON: lambda *_: ServerReply(
                 200, _MALFORMED_BODY, (("Content-Type", "application/json"),)
             ),
-            Fault.SCHEMA_INVALID: self._schema_invalid,
-            Fault.TRUNCATED: self._truncated,
+            ServerFault.SCHEMA_INVALID: self._schema_invalid,
+            ServerFault.TRUNCATED: self._truncated,
         }
         self._thread: threading.Thread | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -298,7 +298,7 @@ class FakeOpenAIServer:
         return ServerReply(complete.status, complete.body, complete.headers, send_fraction=0.5)
 
 
-def _parse_fault_probability(text: str) -> tuple[Fault, float]:
+def _parse_fault_probability(text: str) -> tuple[ServerFault, float]:
     """``KIND=P`` from the command line."""
     kind, _, probability = text.partition("=")
     return as_fault(kind), float(probability)
@@ -319,7 +319,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         default=[],
         type=_parse_fault_probability,
         metavar="KIND=P",
-        help=f"inject a fault with probability P; kinds: {', '.join(f.value for f in Fault)}",
+        help=f"inject a fault with probability P; kinds: {', '.join(f.value for f in ServerFault)}",
     )
     args = parser.parse_args(argv)
     plan = FaultPlan(

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from enum import Enum
 
 
-class Fault(str, Enum):
+class ServerFault(str, Enum):
     """A way for the server to misbehave on one chat-completions request."""
 
     RATE_LIMITED = "429"  # with a Retry-After header
@@ -24,12 +24,12 @@ class Fault(str, Enum):
     TRUNCATED = "truncated"  # HTTP 200 whose body stops half way, then the connection closes
 
 
-def as_fault(value: Fault | str) -> Fault:
-    """``value`` as a :class:`Fault`, with the known kinds listed when it is not one."""
+def as_fault(value: ServerFault | str) -> ServerFault:
+    """``value`` as a :class:`ServerFault`, with the known kinds listed when it is not one."""
     try:
-        return Fault(value)
+        return ServerFault(value)
     except ValueError:
-        known = ", ".join(fault.value for fault in Fault)
+        known = ", ".join(fault.value for fault in ServerFault)
         raise ValueError(f"unknown fault {value!r}; known faults: {known}") from None
 
 
@@ -42,8 +42,8 @@ class FaultPlan:
     order). ``latency_s`` is a fixed delay or a ``(low, high)`` range drawn per request.
     """
 
-    script: Sequence[Fault | str | None] = ()
-    probabilities: Mapping[Fault | str, float] = field(default_factory=dict)
+    script: Sequence[ServerFault | str | None] = ()
+    probabilities: Mapping[ServerFault | str, float] = field(default_factory=dict)
     latency_s: float | tuple[float, float] = 0.0
     retry_after_s: float = 1.0
     hang_s: float = 30.0
@@ -65,7 +65,7 @@ class FaultPlan:
             )
         object.__setattr__(self, "latency_s", (float(low), float(high)))
 
-    def fault_for(self, index: int, rng: random.Random) -> Fault | None:
+    def fault_for(self, index: int, rng: random.Random) -> ServerFault | None:
         """The fault to inject into the ``index``-th chat-completions request, if any."""
         if index < len(self.script):
             return self.script[index]

@@ -66,7 +66,7 @@ class BenchmarkFileError(ValueError):
 
 
 @dataclass(frozen=True)
-class ChecklistQuestion:
+class FileQuestion:
     id: str
     text: str
     layer: int
@@ -85,7 +85,7 @@ class Sample:
     group: str
     prompts: Mapping[str, str]
     tracks: tuple[str, ...] | None
-    questions: tuple[ChecklistQuestion, ...]
+    questions: tuple[FileQuestion, ...]
 
 
 @dataclass(frozen=True)
@@ -147,7 +147,7 @@ def _jsonl_samples(path: Path) -> Iterator[Sample]:
         )
 
 
-def _sample(where: str, record: Mapping[str, Any], questions: list[ChecklistQuestion]) -> Sample:
+def _sample(where: str, record: Mapping[str, Any], questions: list[FileQuestion]) -> Sample:
     """A sample from its fields (a JSON object, or one table row's sample columns)."""
     sample_id = _text(where, record, "sample_id")
     if not SAFE_ID.match(sample_id):
@@ -186,7 +186,7 @@ def _prompts(where: str, record: Mapping[str, Any]) -> dict[str, str]:
     return {str(setting): prompt for setting, prompt in prompts.items()}
 
 
-def _question(where: str, record: Any) -> ChecklistQuestion:
+def _question(where: str, record: Any) -> FileQuestion:
     if not isinstance(record, dict):
         raise BenchmarkFileError(f"{where}: expected a JSON object, found {type(record).__name__}")
     expected = record.get("expected_text")
@@ -208,7 +208,7 @@ def _question(where: str, record: Any) -> ChecklistQuestion:
         raise BenchmarkFileError(
             f"{where}, field 'polarity': expected positive or negative, found {polarity!r}"
         )
-    return ChecklistQuestion(
+    return FileQuestion(
         id=_text(where, record, "id"),
         text=_text(where, record, "text"),
         layer=layer,
@@ -226,7 +226,7 @@ def _text(where: str, record: Mapping[str, Any], field: str) -> str:
     return str(value).strip()
 
 
-def _checked_parents(where: str, questions: list[ChecklistQuestion]) -> tuple[ChecklistQuestion, ...]:
+def _checked_parents(where: str, questions: list[FileQuestion]) -> tuple[FileQuestion, ...]:
     ids = [question.id for question in questions]
     duplicated = sorted({qid for qid in ids if ids.count(qid) > 1})
     if duplicated:

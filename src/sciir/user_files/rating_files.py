@@ -39,8 +39,8 @@ logger = logging.getLogger(__name__)
 
 RATING_COLUMNS = ("image_id", "rater_id", "score")
 METRIC_SCORE_COLUMNS = ("image_id", "metric", "score")
-Component = Literal["SC", "PQ"]
-COMPONENT_INDEX: dict[Component, int] = {"SC": 0, "PQ": 1}
+RatingComponent = Literal["SC", "PQ"]
+COMPONENT_INDEX: dict[RatingComponent, int] = {"SC": 0, "PQ": 1}
 RATER_FILE = re.compile(r"_rater(\d+)\.tsv$")
 _SHOWN = 5
 
@@ -156,7 +156,7 @@ def tifa_metric_scores(path: str | Path, metrics: Sequence[str]) -> pd.DataFrame
     return pd.DataFrame(rows, columns=[*METRIC_SCORE_COLUMNS, "model"])
 
 
-def _component(cell: Any, component: Component, where: str) -> float:
+def _component(cell: Any, component: RatingComponent, where: str) -> float:
     """One component of an ImagenHub ``[SC, PQ]`` cell; ValueError naming the cell when malformed."""
     try:
         values = json.loads(cell)
@@ -165,7 +165,7 @@ def _component(cell: Any, component: Component, where: str) -> float:
         raise ValueError(f"{where}: cell {cell!r} is not a [SC, PQ] list") from exc
 
 
-def imagenhub_ratings(folder: str | Path, component: Component = "SC") -> pd.DataFrame:
+def imagenhub_ratings(folder: str | Path, component: RatingComponent = "SC") -> pd.DataFrame:
     """Ratings of one component from the ``*_rater{k}.tsv`` files of an ImagenHub task folder."""
     files = sorted(path for path in Path(folder).glob("*.tsv") if RATER_FILE.search(path.name))
     if not files:
@@ -198,7 +198,7 @@ def _judge_score(answer: Any, where: str) -> float:
 
 
 def viescore_metric_scores(
-    folder: str | Path, component: Component = "SC", metric: str = "viescore"
+    folder: str | Path, component: RatingComponent = "SC", metric: str = "viescore"
 ) -> pd.DataFrame:
     """Metric scores (image_id, metric, score, model) from ``<model>/<component>.json`` answer files.
 

@@ -23,7 +23,7 @@ from sciir.aibench.params import AIBenchParams, VQAScoreSettings
 from sciir.backends.base import VisionLanguageModel
 from sciir.backends.cache import ResponseCache
 from sciir.catalog.backend_dataset import make_backend
-from sciir.catalog.optional_dataset import MissingInput, is_missing
+from sciir.catalog.optional_dataset import MissingInput, is_missing_input
 from sciir.evaluation.aibench_examination import examine_illustrations, no_examination
 from sciir.evaluation.baseline_metrics import baseline_frame, baseline_scores
 from sciir.evaluation.generated_images import ImageLoaders, image_source
@@ -63,7 +63,7 @@ def examine_images(
     )
     if skip:
         return no_examination(skip)
-    images: ImageLoaders = {} if is_missing(aibench_generations) else aibench_generations
+    images: ImageLoaders = {} if is_missing_input(aibench_generations) else aibench_generations
     settings = AIBenchParams.model_validate(params)
     return examine_illustrations(
         images, aibench_generation_manifest, aibench_set, aibench_qa, judge, settings.window

@@ -17,7 +17,7 @@ from typing import Any
 
 import pandas as pd
 
-from sciir.catalog.optional_dataset import MissingInput, frame_or_empty, is_missing
+from sciir.catalog.optional_dataset import MissingInput, frame_or_empty, is_missing_input
 from sciir.evaluation.generated_images import manifest_roles
 from sciir.evaluation.params import EvaluateParams
 from sciir.runs.results_folder import SAMPLE_BENCHMARK
@@ -71,7 +71,7 @@ def evaluation_inputs(
         source = {"name": tables.name, "sha256": tables.sha256, "source": str(path)}
         outputs = (tables.benchmark, tables.checklists, no_questions, source)
     else:
-        known = [table for table in (benchmark, checklists) if not is_missing(table)]
+        known = [table for table in (benchmark, checklists) if not is_missing_input(table)]
         source = {"name": SAMPLE_BENCHMARK, "sha256": table_sha256(*known), "source": "catalog"}
         outputs = (benchmark, checklists, aibench_qa, source)
     _tag_run(source, params.get("images_dir"), params.get("verdicts_file"))
@@ -122,7 +122,7 @@ def image_branch_skip(verdicts_file: str | None, **inputs: Any) -> str | None:
     or one of its inputs does not exist yet. None when it runs."""
     if verdicts_file:
         return f"evaluate.verdicts_file is set ({verdicts_file}): no image is looked at"
-    missing = [f"{name} ({value.location})" for name, value in inputs.items() if is_missing(value)]
+    missing = [f"{name} ({value.location})" for name, value in inputs.items() if is_missing_input(value)]
     return f"{', '.join(missing)} not found" if missing else None
 
 

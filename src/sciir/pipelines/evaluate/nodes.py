@@ -23,7 +23,7 @@ from typing import Any
 import pandas as pd
 
 from sciir.backends.base import VisionLanguageModel
-from sciir.catalog.optional_dataset import is_missing, mapping_or_empty, required
+from sciir.catalog.optional_dataset import is_missing_input, mapping_or_empty, required
 from sciir.evaluation.generated_images import ImageFiles, image_source, manifest_entries, missing_image_table
 from sciir.evaluation.judge_validation import known_content_validation
 from sciir.evaluation.judging import judge_images, verdicts_from_file
@@ -57,7 +57,7 @@ def judge_generations(
     (``sciir.evaluation.judging.judge_images``), or the verdicts of ``verdicts_file`` when it is set."""
     config = EvaluateParams.model_validate(params)
     if config.verdicts_file:
-        known = None if is_missing(benchmark) else benchmark
+        known = None if is_missing_input(benchmark) else benchmark
         return verdicts_from_file(Path(config.verdicts_file), checklists_or_empty(checklists), known)
     why = "to judge images (set evaluate.verdicts_file to re-aggregate verdicts instead)"
     benchmark, checklists = required(benchmark, why), required(checklists, why)

@@ -18,7 +18,7 @@ import pandas as pd
 
 from sciir.backends.base import ImageGenerator
 from sciir.catalog.image_dataset import EncodedImage
-from sciir.catalog.optional_dataset import MissingInput, is_missing
+from sciir.catalog.optional_dataset import MissingInput, is_missing_input
 from sciir.generation.aibench_requests import aibench_generators, aibench_reference_requests, aibench_requests
 from sciir.generation.drawing import draw_every_sample
 from sciir.generation.manifest import (
@@ -62,7 +62,7 @@ def generate_aibench_images(
     config = GenerateParams.model_validate(params)
     if not config.aibench.enabled:
         return _nothing_drawn("generate.aibench.enabled is false")
-    if is_missing(aibench_set):
+    if is_missing_input(aibench_set):
         return _nothing_drawn(f"aibench_set ({aibench_set.location}) not found")
     selected = aibench_generators(generators, config)
     if not selected:

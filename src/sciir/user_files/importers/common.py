@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from sciir.user_files.benchmark_file import DEFAULT_GROUP, DEFAULT_SETTING, SAFE_ID, ChecklistQuestion, Sample
+from sciir.user_files.benchmark_file import DEFAULT_GROUP, DEFAULT_SETTING, SAFE_ID, FileQuestion, Sample
 from sciir.user_files.table_files import (
     PARQUET_SUFFIXES,
     TEXT_SUFFIXES,
@@ -212,9 +212,9 @@ def source_group(sample_id: str) -> str:
 
 def layer2_question(
     question_id: str, text: str, category: str, parent_ids: Sequence[str] = ()
-) -> ChecklistQuestion:
+) -> FileQuestion:
     """A yes/no question judged by looking (layer 2), positive: "yes" means the image is right."""
-    return ChecklistQuestion(
+    return FileQuestion(
         id=question_id,
         text=text,
         layer=2,
@@ -241,7 +241,7 @@ def sample_record(sample: Sample) -> dict[str, Any]:
     return record
 
 
-def _question_record(question: ChecklistQuestion) -> dict[str, Any]:
+def _question_record(question: FileQuestion) -> dict[str, Any]:
     record: dict[str, Any] = {
         "id": question.id,
         "text": question.text,

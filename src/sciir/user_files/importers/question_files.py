@@ -24,7 +24,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from sciir.user_files.benchmark_file import DEFAULT_SETTING, ChecklistQuestion, Sample
+from sciir.user_files.benchmark_file import DEFAULT_SETTING, FileQuestion, Sample
 from sciir.user_files.importers.common import (
     Imported,
     ImportFileError,
@@ -57,7 +57,7 @@ def _add_item(
     rows: Sequence[Record],
     id_field: str,
     prompt_fields: Sequence[str],
-    questions: list[ChecklistQuestion],
+    questions: list[FileQuestion],
 ) -> None:
     """One item's sample: id and prompt as its rows repeat them, group its source; skipped without questions."""
     sample_id = required_field_text(rows[0], (id_field,))
@@ -85,7 +85,7 @@ def import_tifa(path: str | Path) -> Imported:
     imported = Imported()
     records = read_records(Path(path), TIFA_WHAT)
     for rows in grouped(records, lambda record: required_field_text(record, ("id",))).values():
-        questions: dict[str, ChecklistQuestion] = {}
+        questions: dict[str, FileQuestion] = {}
         for row in rows:
             question = _tifa_question(row)
             if isinstance(question, Skipped):
@@ -100,7 +100,7 @@ def import_tifa(path: str | Path) -> Imported:
     return imported
 
 
-def _tifa_question(row: Record) -> ChecklistQuestion | Skipped:
+def _tifa_question(row: Record) -> FileQuestion | Skipped:
     question = required_field_text(row, ("question",))
     answer = required_field_text(row, ("answer",))
     choices = row.fields.get("choices")
@@ -181,7 +181,7 @@ def _dependencies(row: Record) -> list[str]:
     return [token.strip() for token in tokens if token.strip() and token.strip() != DSG_ROOT]
 
 
-def _dsg_questions(propositions: Sequence[_Proposition], skipped: list[Skipped]) -> list[ChecklistQuestion]:
+def _dsg_questions(propositions: Sequence[_Proposition], skipped: list[Skipped]) -> list[FileQuestion]:
     """The questions; a dependency on a proposition the item lacks (or on itself) is dropped and reported."""
     known = {proposition.id for proposition in propositions}
     questions = []

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from sciir.user_files.benchmark_file import POLARITIES, ChecklistQuestion, Sample
+from sciir.user_files.benchmark_file import POLARITIES, FileQuestion, Sample
 from sciir.user_files.importers.common import Imported, ImportFileError, Skipped, checked_sample_id, id_text
 from sciir.user_files.table_files import TableFile, id_list, is_missing
 
@@ -94,7 +94,7 @@ def _refuse_bad_cells(
         )
 
 
-def _sample(where: str, row: pd.Series, questions: list[ChecklistQuestion]) -> Sample:
+def _sample(where: str, row: pd.Series, questions: list[FileQuestion]) -> Sample:
     return Sample(
         where=where,
         sample_id=checked_sample_id(where, "sample_id", id_text(row["sample_id"])),
@@ -105,10 +105,10 @@ def _sample(where: str, row: pd.Series, questions: list[ChecklistQuestion]) -> S
     )
 
 
-def _question(row: pd.Series) -> ChecklistQuestion:
+def _question(row: pd.Series) -> FileQuestion:
     expected = row.get("expected_text")
     polarity = row.get("polarity")
-    return ChecklistQuestion(
+    return FileQuestion(
         id=id_text(row["question_id"]),
         text=str(row["question"]),
         layer=int(row["layer"]),

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from sciir.user_files.benchmark_file import DEFAULT_GROUP, DEFAULT_SETTING, ChecklistQuestion, Sample
+from sciir.user_files.benchmark_file import DEFAULT_GROUP, DEFAULT_SETTING, FileQuestion, Sample
 from sciir.user_files.importers.common import (
     Imported,
     ImportFileError,
@@ -106,7 +106,7 @@ def statement_question(statement: str) -> str:
     return f"Does the image satisfy: {statement.rstrip('.;')}?"
 
 
-def _statement_questions(item: Record, category: str, skipped: list[Skipped]) -> list[ChecklistQuestion]:
+def _statement_questions(item: Record, category: str, skipped: list[Skipped]) -> list[FileQuestion]:
     questions = []
     for number, entry in enumerate(_entries(item, STATEMENT_LIST_FIELDS, "statements"), start=1):
         where = f"{item.where}, statement {number}"
@@ -128,7 +128,7 @@ def _statement_questions(item: Record, category: str, skipped: list[Skipped]) ->
 # ---- quizzes
 
 
-def _quiz_questions(item: Record, category: str, skipped: list[Skipped]) -> list[ChecklistQuestion]:
+def _quiz_questions(item: Record, category: str, skipped: list[Skipped]) -> list[FileQuestion]:
     questions = []
     for number, entry in enumerate(_entries(item, QUIZ_LIST_FIELDS, "quizzes"), start=1):
         where = f"{item.where}, quiz {number}"
