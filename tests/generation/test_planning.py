@@ -43,7 +43,9 @@ class Drawer(ImageGenerator):
 
         self.prompts += [request.prompt for request in requests]
         png = encode(Image.new("RGB", (8, 8), "white"), "png")
-        return [GenerationResult(sample_id=r.sample_id, image=png, meta={"backend": "drawer"}) for r in requests]
+        return [
+            GenerationResult(sample_id=r.sample_id, image=png, meta={"backend": "drawer"}) for r in requests
+        ]
 
 
 class ScriptedPlanner(VisionLanguageModel):
@@ -55,7 +57,8 @@ class ScriptedPlanner(VisionLanguageModel):
 
     def generate(self, requests: Sequence[VLMRequest]) -> list[VLMResult]:
         return [
-            VLMResult(output={"plan": PLAN}) if "Glycolysis" in r.context["prompt"] else self.s2 for r in requests
+            VLMResult(output={"plan": PLAN}) if "Glycolysis" in r.context["prompt"] else self.s2
+            for r in requests
         ]
 
 
@@ -84,7 +87,13 @@ def _prompt_sent(body: dict[str, Any]) -> str:
 
 def _plan_responder(body: dict[str, Any]) -> str:
     assert body["response_format"]["json_schema"]["name"] == "planner"
-    return json.dumps({"plan": PLAN if "Glycolysis" in _prompt_sent(body) else 'Style: structural drawing. Required text: "Benzene".'})
+    return json.dumps(
+        {
+            "plan": PLAN
+            if "Glycolysis" in _prompt_sent(body)
+            else 'Style: structural drawing. Required text: "Benzene".'
+        }
+    )
 
 
 def test_a_configured_planner_is_asked_over_http_and_its_plans_are_saved_beside_the_images() -> None:
@@ -100,7 +109,9 @@ def test_a_configured_planner_is_asked_over_http_and_its_plans_are_saved_beside_
                 "plain": {"backend": "programmatic"},
             },
         ).load()  # fmt: skip
-        images, plans, manifest, _, _ = generate_images(BENCHMARK, {}, generators, {"width": 256, "height": 256})
+        images, plans, manifest, _, _ = generate_images(
+            BENCHMARK, {}, generators, {"width": 256, "height": 256}
+        )
         sent = [request.body for request in server.requests]
     assert len(sent) == 2 and all(body["response_format"]["json_schema"]["strict"] for body in sent)
     assert PROMPTS["s1"] in _prompt_sent(sent[0]) and "At most 60 words" in _prompt_sent(sent[0])
@@ -115,5 +126,41 @@ def test_a_configured_planner_is_asked_over_http_and_its_plans_are_saved_beside_
 
 def test_a_reference_takes_no_planner() -> None:
     members = {"ref": {"backend": "plan_reference", "role": "reference", "planner": {"backend": "offline"}}}
-    with pytest.raises(DatasetError, match="'ref': a reference draws the annotation's plan; it takes no planner"):
+    with pytest.raises(
+        DatasetError, match="'ref': a reference draws the annotation's plan; it takes no planner"
+    ):
         BackendSetDataset(kind="generator", members=members).load()
+
+
+class NumberedPlanner(VisionLanguageModel):
+    """Plans each prompt as "plan of <prompt>", reporting each window's plans last to first; counts the
+    plan requests it is handed per call."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.calls: list[int] = []
+
+    def generate(self, requests: Sequence[VLMRequest]) -> list[VLMResult]:
+        self.calls.append(len(requests))
+        return [VLMResult(output={"plan": f"plan of {r.context['prompt']}"}) for r in requests]
+
+    def _answer_window(self, requests: Sequence[VLMRequest], on_result: Any) -> list[VLMResult]:
+        results = self.generate(requests)
+        for index in reversed(range(len(results))):
+            on_result(index, results[index])
+        return results
+
+
+def test_plans_stream_over_the_whole_stage_and_results_keep_their_positions() -> None:
+    """The planner takes its own windows over every prompt (not one call per window of the generator);
+    plans arriving out of order are drawn, and reported, at their request's position."""
+    drawer, planner = Drawer(), NumberedPlanner()
+    requests = [GenerationRequest(sample_id=f"s{n}", prompt=f"prompt {n}") for n in range(7)]
+    seen: dict[int, GenerationResult] = {}
+    PlannedGenerator(drawer, planner).stream(iter(requests), seen.__setitem__, window=3)
+    assert planner.calls == [3, 3, 1]
+    assert drawer.prompts == [f"plan of prompt {n}" for n in range(7)]
+    assert {p: r.sample_id for p, r in seen.items()} == {n: f"s{n}" for n in range(7)}
+    assert all(
+        seen[n].meta["planner"] == {"prompt": f"prompt {n}", "plan": f"plan of prompt {n}"} for n in range(7)
+    )

@@ -29,7 +29,7 @@ from sciir.tasks.annotation import CHECKLIST_COLUMNS
 from sciir.tasks.laws import compact
 from sciir.tasks.registry import rule_book
 
-PARAMS = {"tau": 7, "batch_size": 2, "max_methods_chars": 4000}
+PARAMS = {"tau": 7, "window": 2, "max_methods_chars": 4000}
 PROCESS = next(topic for topic in PROCESS_TOPICS if topic.title == "Glucose metabolism")
 LAW = LAW_TOPICS[0]
 

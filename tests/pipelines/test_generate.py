@@ -209,7 +209,7 @@ def test_unreadable_plans_corrupt_images_and_crashes_become_failed_rows(benchmar
     assert crashed["status"] == "failed" and crashed["backend"] == "Crashing"
     assert (
         crashed["reason"]
-        == "generator crashing raised on the batch with sample s-a-p0: MemoryError('out of device memory')"
+        == "generator crashing raised on the window with sample s-a-p0: MemoryError('out of device memory')"
     )
 
 

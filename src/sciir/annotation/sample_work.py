@@ -1,10 +1,11 @@
 """Annotate's work on each kept curated figure: the annotator asked for track scores, Sci-RCoT, the abstract
 prompt and the checklist (``sciir.tasks.registry.ANNOTATION_TASKS``), and what each sample answered so far.
 
-Samples go through in batches; within a batch the requests of each stage stream through the annotator
-(a bounded window, the next request sent as soon as one finishes), stage after stage in dependency
-order: track scores and reasoning (from the image, caption and methods text), then
-the abstract prompt (from the reasoning), then the checklist (from the reasoning and the labels).
+All samples' requests go through one stream over the whole stage (``sciir.runs.follow_ups``: a bounded
+window, the next request sent as soon as one finishes), each sample's stages in dependency order, the
+next stage sent as soon as the stage before is answered: track scores and reasoning (from the image,
+caption and methods text), then the abstract prompt (from the reasoning), then the checklist (from the
+reasoning and the labels). No sample waits for another's answers.
 A sample whose image cannot be read or whose answer is unusable fails with a reason naming the sample
 and the task; the other samples go on. Samples with every track score below tau are kept without labels
 (low reasoning content, appendix B.4) and get no further tasks. The tables written from the samples are
@@ -13,17 +14,17 @@ and the task; the other samples go on. Samples with every track score below tau 
 
 from __future__ import annotations
 
-import logging
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import pandas as pd
 from PIL import Image
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from sciir.backends.base import VisionLanguageModel, VLMResult
+from sciir.backends.base import VisionLanguageModel, VLMRequest, VLMResult, window_setting
 from sciir.images.payload import ImageFile, ImageLimits, image_file, payload
+from sciir.runs.follow_ups import stream_with_follow_ups
 from sciir.runs.progress import Progress
 from sciir.tasks.abstract_prompt import AbstractPrompt
 from sciir.tasks.annotation import AnnotationError
@@ -31,8 +32,6 @@ from sciir.tasks.checklist import Checklist
 from sciir.tasks.reasoning import Reasoning
 from sciir.tasks.registry import ANNOTATION_TASKS
 from sciir.tasks.track_scores import TrackScores, labels_from_scores
-
-logger = logging.getLogger(__name__)
 
 # sample_id -> its curated image: Kedro's partitioned dataset gives loaders of handles; a pipeline run in
 # memory passes the images themselves.
@@ -52,8 +51,14 @@ class AnnotateParams(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     tau: int = Field(default=7, ge=1, le=10)
-    batch_size: int = Field(default=32, ge=1)
+    window: int | None = Field(default=None, ge=1)
+    batch_size: int | None = Field(default=None, ge=1)  # the former name of the window, still read
     max_methods_chars: int = Field(default=4000, ge=0)
+
+    @model_validator(mode="after")
+    def _batch_size_is_the_window(self) -> AnnotateParams:
+        self.window = window_setting("annotate", self.window, self.batch_size)
+        return self
 
 
 @dataclass
@@ -148,58 +153,76 @@ def kept_samples(curated: pd.DataFrame, max_methods_chars: int) -> list[SampleWo
     ]
 
 
-def run_stage(
-    annotator: VisionLanguageModel,
-    tasks: Sequence[str],
-    batch: Sequence[SampleWork],
-    tau: int,
-    progress: Progress,
-) -> None:
-    """Stream every active sample's requests of this stage to the annotator; record the answers in the
-    order of the samples and tasks, whatever order they arrived in."""
-    jobs = [(work, task) for work in batch if work.active for task in tasks]
-    progress.not_needed(len(batch) * len(tasks) - len(jobs))
-    if not jobs:
-        return
-    results: dict[int, VLMResult] = {}
-
-    def arrived(position: int, result: VLMResult) -> None:
-        progress.add(result)
-        results[position] = result
-
-    requests = (ANNOTATION_TASKS[task].build(CONTEXTS[task](work, tau), work.image) for work, task in jobs)
-    annotator.stream(requests, arrived)
-    if len(results) != len(jobs):
-        raise RuntimeError(f"annotator returned {len(results)} results for {len(jobs)} requests")
-    for position, (work, task) in enumerate(jobs):
+def _parse_stage(work: SampleWork, tasks: Sequence[str], results: Mapping[str, VLMResult], tau: int) -> None:
+    """Record a stage's answers in task order, whatever order they arrived in; a sample scored below tau
+    on every track leaves the run as low reasoning content (appendix B.4)."""
+    for task in tasks:
         try:
-            setattr(work, task, ANNOTATION_TASKS[task].parse_output(results[position]))
+            setattr(work, task, ANNOTATION_TASKS[task].parse_output(results[task]))
         except AnnotationError as error:
             work.failures.append(f"sample {work.sample_id}: {error}")
+    if work.active and work.track_scores is not None and not work.tracks(tau):
+        work.low_reasoning = True
 
 
-def mark_low_reasoning(batch: Sequence[SampleWork], tau: int) -> None:
-    """Samples scored below tau on every track leave the run as low reasoning content (appendix B.4)."""
-    for work in batch:
-        if work.active and work.track_scores is not None and not work.tracks(tau):
-            work.low_reasoning = True
+@dataclass
+class _SampleRun:
+    """A sample's place in the stream: the stage it is at and that stage's answers so far."""
+
+    work: SampleWork
+    stage: int = 0
+    answers: dict[str, VLMResult] = field(default_factory=dict)
+
+    def stage_jobs(self) -> list[tuple[_SampleRun, str]]:
+        return [(self, task) for task in TASK_STAGES[self.stage]]
+
+    def tasks_left(self) -> int:
+        return sum(len(tasks) for tasks in TASK_STAGES[self.stage :])
 
 
-def annotate_batch(
-    annotator: VisionLanguageModel,
-    batch: Sequence[SampleWork],
-    images: CuratedImages,
-    tau: int,
-    progress: Progress,
-) -> None:
-    """Load the batch's images, then run every stage in dependency order."""
-    for work in batch:
-        read_sample_image(work, images, annotator.image_limits)
-    for tasks in TASK_STAGES:
-        run_stage(annotator, tasks, batch, tau, progress)
-        mark_low_reasoning(batch, tau)
-    for work in batch:
-        work.image = None  # the bytes are not needed any more; memory stays bounded by one batch
+class _AnnotationStream:
+    """Annotate's jobs ``(sample, task)`` for :func:`stream_with_follow_ups`: a sample starts (its image
+    read) when the stream has room for it, and its next stage is sent as soon as the last answer of the
+    stage before arrives."""
+
+    def __init__(
+        self, samples: Sequence[SampleWork], images: CuratedImages, limits: ImageLimits, tau: int
+    ) -> None:
+        self.samples, self.images, self.limits, self.tau = samples, images, limits, tau
+        self.progress = Progress("annotate", len(samples) * sum(len(tasks) for tasks in TASK_STAGES))
+
+    def first_jobs(self) -> Iterator[tuple[_SampleRun, str]]:
+        for work in self.samples:
+            read_sample_image(work, self.images, self.limits)
+            run = _SampleRun(work)
+            if work.active:
+                yield from run.stage_jobs()
+            else:
+                self._finish(run)
+
+    def request(self, job: tuple[_SampleRun, str]) -> VLMRequest:
+        run, task = job
+        return ANNOTATION_TASKS[task].build(CONTEXTS[task](run.work, self.tau), run.work.image)
+
+    def answered(self, job: tuple[_SampleRun, str], result: VLMResult) -> list[tuple[_SampleRun, str]]:
+        run, task = job
+        self.progress.add(result)
+        run.answers[task] = result
+        tasks = TASK_STAGES[run.stage]
+        if len(run.answers) < len(tasks):
+            return []
+        _parse_stage(run.work, tasks, run.answers, self.tau)
+        run.stage, run.answers = run.stage + 1, {}
+        if run.work.active and run.stage < len(TASK_STAGES):
+            return run.stage_jobs()
+        self._finish(run)
+        return []
+
+    def _finish(self, run: _SampleRun) -> None:
+        """The sample needs no more requests: its image bytes go, its unneeded tasks leave the total."""
+        if run.stage < len(TASK_STAGES):
+            self.progress.not_needed(run.tasks_left())
+        run.work.image = None
 
 
 def annotate_samples(
@@ -208,10 +231,12 @@ def annotate_samples(
     images: CuratedImages,
     settings: AnnotateParams,
 ) -> None:
-    """Every task of every sample, batch after batch, until a failure or low reasoning content makes the
-    rest of a sample's tasks unneeded; progress is shown and logged as ``annotate``."""
-    with Progress("annotate", len(samples) * sum(len(tasks) for tasks in TASK_STAGES)) as progress:
-        for start in range(0, len(samples), settings.batch_size):
-            batch = samples[start : start + settings.batch_size]
-            annotate_batch(annotator, batch, images, settings.tau, progress)
-            logger.debug("annotate: %d of %d samples done", start + len(batch), len(samples))
+    """Every task of every sample through one stream over the whole stage (the window: ``settings.window``,
+    else the annotator's own), until a failure or low reasoning content makes the rest of a sample's tasks
+    unneeded; progress is shown and logged as ``annotate``. Memory is bounded by the window: a sample's
+    image bytes are read when it starts and dropped when it ends."""
+    stream = _AnnotationStream(samples, images, annotator.image_limits, settings.tau)
+    with stream.progress:
+        stream_with_follow_ups(
+            annotator, stream.first_jobs(), stream.request, stream.answered, settings.window
+        )

@@ -6,7 +6,8 @@ output or an explicit failure with its reason; a failure is never turned into a 
 default answer by anything downstream.
 
 ``stream(requests, on_result, window=None)`` is the one streaming method. It takes a lazy iterable of
-requests of any length, calls ``on_result(position, result)`` as each result exists (so a caller, such as
+requests of any length (a source with no request ready yet, because its next request needs an answer
+still in flight, yields :data:`PENDING` and the stream waits for the next result before asking again), calls ``on_result(position, result)`` as each result exists (so a caller, such as
 the response cache, keeps it before the stream ends) and returns nothing. At most ``window`` requests are
 taken from the iterable ahead of their results, so memory is bounded by the window, whatever the number
 of requests. By default a synchronous backend is handed one window of requests at a time (a backend that
@@ -25,11 +26,10 @@ import hashlib
 import json
 import logging
 from abc import abstractmethod
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from itertools import islice
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from types import MappingProxyType
-from typing import Any, ClassVar, Generic, Literal, TypeVar
+from typing import Any, ClassVar, Final, Generic, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
@@ -104,6 +104,24 @@ class VLMRequest(BaseModel):
         if self.top_logprobs is not None:
             key["top_logprobs"] = self.top_logprobs
         return key
+
+
+class Pending:
+    """The type of :data:`PENDING`: a request source's "nothing ready yet, an answer in flight will make
+    more" (a task that needs an earlier task's answer). A stream waits for its next result, then asks the
+    source again; a source that yields it with nothing in flight would wait forever, so the stream raises.
+    """
+
+    def __repr__(self) -> str:
+        return "PENDING"
+
+
+PENDING: Final = Pending()
+
+
+def no_request_in_flight() -> RuntimeError:
+    """The error of a source that waits (:data:`PENDING`) for answers when none is awaited."""
+    return RuntimeError("the request source waits for an answer (PENDING) but no request is in flight")
 
 
 class Deferred(Generic[RequestT]):
@@ -250,19 +268,28 @@ class Model(Backend, Generic[Req, Res]):
         return None
 
     def stream(
-        self, requests: Iterable[Req], on_result: Callable[[int, Res], None], window: int | None = None
+        self,
+        requests: Iterable[Req | Pending],
+        on_result: Callable[[int, Res], None],
+        window: int | None = None,
     ) -> None:
         """``on_result(position, result)`` once for every request of a lazy stream, as each completes.
 
         At most ``window`` (default :attr:`stream_window`) requests are taken ahead of their results: each
         window is taken from the iterable only when the previous one has been answered
-        (:meth:`_answer_window`). An exception raised by ``on_result`` or by the iterable stops the stream.
+        (:meth:`_answer_window`); a :data:`PENDING` from the iterable ends the window early, so the answers
+        it waits for arrive. An exception raised by ``on_result`` or by the iterable stops the stream.
         """
         size = window or self.stream_window
         if size < 1:
             raise ValueError(f"a stream's window must be at least 1, got {size}")
         iterator, offset = iter(requests), 0
-        while chunk := list(islice(iterator, size)):
+        while True:
+            chunk, waiting = _take_window(iterator, size)
+            if not chunk:
+                if waiting:
+                    raise no_request_in_flight()
+                return
             reported = 0
 
             def shifted(index: int, result: Res, start: int = offset) -> None:
@@ -285,6 +312,18 @@ class Model(Backend, Generic[Req, Res]):
         for index, result in enumerate(results):
             on_result(index, result)
         return results
+
+
+def _take_window(iterator: Iterator[Req | Pending], size: int) -> tuple[list[Req], bool]:
+    """Up to ``size`` requests from ``iterator``, and whether it stopped early to wait (:data:`PENDING`)."""
+    chunk: list[Req] = []
+    for item in iterator:
+        if isinstance(item, Pending):
+            return chunk, True
+        chunk.append(item)
+        if len(chunk) == size:
+            break
+    return chunk, False
 
 
 class VisionLanguageModel(Model[VLMRequest, VLMResult]):

@@ -31,6 +31,7 @@ from sciir.backends.base import (
     GenerationResult,
     ImageGenerator,
     Model,
+    Pending,
     Req,
     Res,
     VisionLanguageModel,
@@ -189,7 +190,7 @@ class CachedModel(Model[Req, Res]):
 
     def stream(
         self,
-        requests: Iterable[Req | Deferred[Req]],
+        requests: Iterable[Req | Deferred[Req] | Pending],
         on_result: Callable[[int, Res], None],
         window: int | None = None,
     ) -> None:
@@ -204,9 +205,13 @@ class CachedModel(Model[Req, Res]):
         sent_keys: dict[int, str] = {}  # position in the inner stream -> key, until answered
         positions = count()
 
-        def misses() -> Iterator[Req]:
-            for index, request in enumerate(requests):
-                key = request_key(self.inner, request)
+        def misses() -> Iterator[Req | Pending]:
+            indexes = count()
+            for request in requests:
+                if isinstance(request, Pending):  # the source waits: so does the inner stream
+                    yield request
+                    continue
+                index, key = next(indexes), request_key(self.inner, request)
                 if key in in_flight:  # a duplicate rides on the first one's answer
                     in_flight[key].append(index)
                     self._count("hits")

@@ -1,8 +1,9 @@
-"""Every selected generator draws the samples it is sent, in batches, showing progress: the images' PNG
-bytes and the plans a planner wrote, by ``<model>/<sample_id>``, one manifest row per sample and the
-seconds each image took (``sciir.generation.manifest``).
+"""Every selected generator draws the samples it is sent, streamed through a bounded window (an images
+API answers each request as it finishes, a local generator a window at a time), showing progress: the
+images' PNG bytes and the plans a planner wrote, by ``<model>/<sample_id>``, one manifest row per sample
+and the seconds from each request's sending to its image (``sciir.generation.manifest``).
 
-A batch the generator crashed on fails each of its samples, and a sample never sent (a plan or a prompt
+A window the generator crashed on fails each of its samples, and a sample never sent (a plan or a prompt
 that could not be made) fails with its reason: the run goes on.
 """
 
@@ -11,7 +12,7 @@ from __future__ import annotations
 import io
 import logging
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -33,47 +34,63 @@ RequestsOf = Callable[[ImageGenerator], tuple[Sequence[GenerationRequest], dict[
 Rows = list[dict[str, Any]]
 
 
-def generate_batch(
-    model: str, generator: ImageGenerator, batch: Sequence[GenerationRequest]
-) -> list[GenerationResult]:
-    """The generator's results for one batch; a batch the generator crashed on fails each of its samples.
+class _Timed:
+    """Each request's result and the seconds from its sending to its image, by position."""
 
-    Raises:
-        RuntimeError: the generator broke its contract (results missing or out of order).
-    """
-    try:
-        results = generator.generate(batch)
-    except Exception as error:  # a model library can raise anything (out of memory, bad weights ...)
-        logger.warning("generate %s: batch of %d failed: %r", model, len(batch), error)
-        return [
-            GenerationResult(
-                sample_id=request.sample_id,
-                failure=f"generator {model} raised on the batch with sample {request.sample_id}: {error!r}",
+    def __init__(self, requests: Sequence[GenerationRequest], progress: Progress) -> None:
+        self.requests, self.progress = requests, progress
+        self.results: dict[int, tuple[GenerationResult, float]] = {}
+        self.sent_at: dict[int, float] = {}
+        self.taken = 0
+
+    def rest(self) -> Iterator[GenerationRequest]:
+        """The requests not taken yet, each stamped when the stream takes it."""
+        while self.taken < len(self.requests):
+            self.sent_at[self.taken] = time.perf_counter()
+            self.taken += 1
+            yield self.requests[self.taken - 1]
+
+    def stream_rest(self, generator: ImageGenerator, window: int | None) -> None:
+        """Stream the requests not taken yet (a stream's positions count from its first request)."""
+        first = self.taken
+        generator.stream(self.rest(), lambda position, result: self.arrived(first + position, result), window)
+
+    def arrived(self, index: int, result: GenerationResult) -> None:
+        request = self.requests[index]
+        if result.sample_id != request.sample_id:
+            raise RuntimeError(
+                f"generator returned sample {result.sample_id} for request {index}, sample {request.sample_id}"
             )
-            for request in batch
-        ]
-    returned = [result.sample_id for result in results]
-    expected = [request.sample_id for request in batch]
-    if returned != expected:
-        raise RuntimeError(f"generator {model} returned results for {returned}, expected {expected} in order")
-    return results
+        self.results[index] = (result, time.perf_counter() - self.sent_at.pop(index))
+        self.progress.add(result)
+
+    def fail_unanswered(self, model: str, error: Exception) -> None:
+        """The requests taken and not answered when the generator raised fail with its error."""
+        logger.warning("generate %s: %d requests failed: %r", model, len(self.sent_at), error)
+        for index in sorted(self.sent_at):
+            sample_id = self.requests[index].sample_id
+            reason = f"generator {model} raised on the window with sample {sample_id}: {error!r}"
+            self.arrived(index, GenerationResult(sample_id=sample_id, failure=reason))
 
 
 def run_generator(
-    model: str, generator: ImageGenerator, requests: Sequence[GenerationRequest], batch_size: int
+    model: str, generator: ImageGenerator, requests: Sequence[GenerationRequest], window: int | None
 ) -> list[tuple[GenerationResult, float]]:
-    """Each request's result with its seconds (its batch's wall time shared evenly), showing progress."""
-    timed: list[tuple[GenerationResult, float]] = []
+    """Each request's result with the seconds from its sending to its image, in request order, streamed
+    through the generator (``window`` requests ahead at most, else the generator's own window) with
+    progress. A window the generator raised on fails each of its samples; the stream goes on with the
+    rest."""
     with Progress(f"generate {model}", len(requests), unit="image") as progress:
-        for start in range(0, len(requests), batch_size):
-            batch = list(requests[start : start + batch_size])
-            began = time.perf_counter()
-            results = generate_batch(model, generator, batch)
-            per_request = (time.perf_counter() - began) / len(batch)
-            timed.extend((result, per_request) for result in results)
-            for result in results:
-                progress.add(result)
-    return timed
+        timed = _Timed(requests, progress)
+        while timed.taken < len(requests):
+            first = timed.taken
+            try:
+                timed.stream_rest(generator, window)
+            except Exception as error:  # a model library can raise anything (out of memory, bad weights ...)
+                if timed.taken == first:  # raised before taking a request: it would raise on every retry
+                    raise
+                timed.fail_unanswered(model, error)
+    return [timed.results[index] for index in range(len(requests))]
 
 
 def checked_png(result: GenerationResult) -> bytes:
@@ -150,7 +167,7 @@ def collect_model(
     plans: dict[str, str] = {}
     rows: Rows = []
     timings: Rows = []
-    for result, seconds in run_generator(model, generator, requests, params.batch_size):
+    for result, seconds in run_generator(model, generator, requests, params.window):
         if meta:
             result = result.model_copy(update={"meta": {**result.meta, **meta}})
         png, reason = image_or_reason(model, result)

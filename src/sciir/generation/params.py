@@ -1,9 +1,11 @@
-"""``params:generate`` (conf/base/parameters_generate.yml): seed, size, generators, batch size, and the
+"""``params:generate`` (conf/base/parameters_generate.yml): seed, size, generators, stream window, and the
 AIBench drawing."""
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from sciir.backends.base import window_setting
 
 
 class AIBenchGenerationParams(BaseModel):
@@ -25,5 +27,12 @@ class GenerateParams(BaseModel):
     width: int = Field(default=1024, gt=0)
     height: int = Field(default=1024, gt=0)
     models: list[str] | None = None
-    batch_size: int = Field(default=8, gt=0)
+    # Requests taken ahead of the images (None: the generator's own window); formerly batch_size.
+    window: int | None = Field(default=None, gt=0)
+    batch_size: int | None = Field(default=None, gt=0)
     aibench: AIBenchGenerationParams = Field(default_factory=AIBenchGenerationParams)
+
+    @model_validator(mode="after")
+    def _batch_size_is_the_window(self) -> GenerateParams:
+        self.window = window_setting("generate", self.window, self.batch_size)
+        return self

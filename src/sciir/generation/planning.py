@@ -10,10 +10,17 @@ prompt is never drawn in its place, so a planned model is always judged on its p
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from typing import Any
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any, cast
 
-from sciir.backends.base import GenerationRequest, GenerationResult, ImageGenerator, VisionLanguageModel
+from sciir.backends.base import (
+    GenerationRequest,
+    GenerationResult,
+    ImageGenerator,
+    Pending,
+    VisionLanguageModel,
+    VLMResult,
+)
 from sciir.tasks.planner import PlannerSettings, build_plan_request, plan_of
 from sciir.tasks.task import TaskReplyError
 
@@ -38,25 +45,44 @@ class PlannedGenerator(ImageGenerator):
         return self.inner.stats
 
     def generate(self, requests: Sequence[GenerationRequest]) -> list[GenerationResult]:
-        replies = self.planner.generate([build_plan_request(r.prompt, self.settings) for r in requests])
-        plans: dict[str, str] = {}
-        failed: dict[str, GenerationResult] = {}
-        for request, reply in zip(requests, replies, strict=True):
+        results: list[GenerationResult | None] = [None] * len(requests)
+        self.stream(requests, results.__setitem__)
+        return cast(list[GenerationResult], results)
+
+    def stream(
+        self,
+        requests: Iterable[GenerationRequest | Pending],
+        on_result: Callable[[int, GenerationResult], None],
+        window: int | None = None,
+    ) -> None:
+        """Every prompt's plan streamed through the planner over the whole stage, then every plan streamed
+        through the generator (``window`` ahead at most in each): one wait between the two, for the last
+        plan, instead of one per window. A sample without a plan fails at once with the reason."""
+        asked: list[GenerationRequest] = []
+        for request in requests:
+            if isinstance(request, Pending):  # it would wait for answers only the whole stage gives
+                raise RuntimeError("a planned generator plans its whole stage first: its requests cannot wait")
+            asked.append(request)
+        planned: list[tuple[int, GenerationRequest, str]] = []
+
+        def plan_arrived(position: int, reply: VLMResult) -> None:
+            request = asked[position]
             try:
-                plans[request.sample_id] = plan_of(reply)
+                planned.append((position, request, plan_of(reply)))
             except TaskReplyError as error:
-                failed[request.sample_id] = GenerationResult(
-                    sample_id=request.sample_id, failure=f"no plan for sample {request.sample_id}: {error}"
-                )
-        planned = [
-            r.model_copy(update={"prompt": plans[r.sample_id]}) for r in requests if r.sample_id in plans
-        ]
-        drawn = {result.sample_id: result for result in (self.inner.generate(planned) if planned else [])}
-        return [
-            failed.get(request.sample_id)
-            or with_plan(drawn[request.sample_id], request.prompt, plans[request.sample_id])
-            for request in requests
-        ]
+                reason = f"no plan for sample {request.sample_id}: {error}"
+                on_result(position, GenerationResult(sample_id=request.sample_id, failure=reason))
+
+        plan_requests = (build_plan_request(request.prompt, self.settings) for request in asked)
+        self.planner.stream(plan_requests, plan_arrived, window)
+        planned.sort(key=lambda item: item[0])  # drawn in the order asked, whatever order plans came in
+
+        def drawn(index: int, result: GenerationResult) -> None:
+            position, request, plan = planned[index]
+            on_result(position, with_plan(result, request.prompt, plan))
+
+        to_draw = (request.model_copy(update={"prompt": plan}) for _, request, plan in planned)
+        self.inner.stream(to_draw, drawn, window)
 
 
 def with_plan(result: GenerationResult, prompt: str, plan: str) -> GenerationResult:

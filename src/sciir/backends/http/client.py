@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import itertools
 import json
 from collections.abc import (
     AsyncIterator,
@@ -40,7 +41,7 @@ from typing import Any, ClassVar, TypeVar
 import aiohttp
 from pydantic import SecretStr
 
-from sciir.backends.base import Model
+from sciir.backends.base import Model, Pending, no_request_in_flight
 from sciir.backends.http.rate_limits import RateLimits
 from sciir.backends.http.retries import RetryPolicy
 from sciir.backends.http.session import HTTPSession
@@ -163,7 +164,7 @@ class HTTPTransport:
 
     def run_stream(
         self,
-        items: Iterable[T],
+        items: Iterable[T | Pending],
         call: Callable[[HTTPSession, T], Awaitable[R]],
         on_error: Callable[[T, Exception], R],
         on_result: Callable[[int, R], None],
@@ -173,7 +174,8 @@ class HTTPTransport:
 
         At most ``window`` items (default: the concurrency) are taken from ``items`` ahead of their
         results; the next one is taken the moment one finishes, so a slow reply holds back nobody else
-        and memory is bounded by the window. Items are taken on the event loop's thread, between
+        and memory is bounded by the window. A :data:`~sciir.backends.base.PENDING` from ``items`` (its
+        next item needs an answer in flight) waits for the next call to finish before asking again. Items are taken on the event loop's thread, between
         awaits, as are the calls to ``on_result(position, result)``: the iterable and the callback never
         run at the same time. An exception from one call becomes ``on_error(item, exception)``; one
         raised by the iterable or by ``on_result`` cancels the calls in flight and stops the stream.
@@ -185,7 +187,7 @@ class HTTPTransport:
 
     async def _stream(
         self,
-        items: Iterator[T],
+        items: Iterator[T | Pending],
         call: Callable[[HTTPSession, T], Awaitable[R]],
         on_error: Callable[[T, Exception], R],
         on_result: Callable[[int, R], None],
@@ -203,9 +205,15 @@ class HTTPTransport:
                 on_result(index, result)
 
             running: set[asyncio.Task[None]] = set()
+            positions = itertools.count()
             try:
-                for index, item in enumerate(items):
-                    running.add(asyncio.create_task(one(index, item)))
+                for item in items:
+                    if isinstance(item, Pending):  # the source waits for an answer in flight
+                        if not running:
+                            raise no_request_in_flight()
+                        running = await _first_finished(running)
+                        continue
+                    running.add(asyncio.create_task(one(next(positions), item)))
                     # Let the new call start (its payload is built off the loop) before taking the next.
                     await asyncio.sleep(0)
                     if len(running) >= window:
@@ -276,7 +284,7 @@ class HTTPBackend(Model[T, R]):
         return self._transport.concurrency
 
     def stream(
-        self, requests: Iterable[T], on_result: Callable[[int, R], None], window: int | None = None
+        self, requests: Iterable[T | Pending], on_result: Callable[[int, R], None], window: int | None = None
     ) -> None:
         """Every request of a lazy stream on one session, ``window`` (default: the concurrency) ahead of
         the results at most; ``on_result(position, result)`` as each completes (see

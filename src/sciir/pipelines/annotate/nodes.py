@@ -1,7 +1,7 @@
 """Annotate nodes: ask the annotator for track scores, Sci-RCoT, abstract prompts and checklists.
 
-The work on each kept curated sample (stages in dependency order, streamed through the annotator in
-batches) is ``sciir.annotation.sample_work``; the tables written from it,
+The work on each kept curated sample (stages in dependency order, all samples streamed through the
+annotator in one window) is ``sciir.annotation.sample_work``; the tables written from it,
 ``sciir.annotation.tables``. A sample whose image cannot be read or whose answer is unusable
 becomes a ``failed`` row naming the sample and the task; the other samples go on. Samples with every
 track score below tau are kept as ``ok`` rows without labels (low reasoning content, appendix B.4) and
