@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -104,7 +104,7 @@ class OpenAICompatibleVLM(HTTPBackend[VLMRequest, VLMResult], VisionLanguageMode
     def __init__(
         self,
         *,
-        base_url: str,
+        base_url: str | Sequence[str],
         model: str,
         temperature: float = 0.0,
         max_tokens: int = 2048,

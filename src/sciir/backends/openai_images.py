@@ -17,7 +17,7 @@ import binascii
 import io
 import logging
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
 
 from PIL import Image, UnidentifiedImageError
@@ -109,7 +109,8 @@ class OpenAIImagesGenerator(HTTPBackend[GenerationRequest, GenerationResult], Im
 
     Args (the transport's among them, from ``api_key`` to ``requests_per_minute``, are taken out of
     ``settings`` by :meth:`~sciir.backends.http.client.HTTPBackend.split_settings`):
-        base_url: the API root, e.g. ``https://api.openai.com/v1``.
+        base_url: the API root, e.g. ``https://api.openai.com/v1``, or a list of the roots of replicas of
+            one model (each request to the least busy, a retry to another).
         model: the model name the server knows.
         api_key: sent as a bearer token; never logged and never part of the identity.
         concurrency: requests in flight at once.
@@ -142,7 +143,7 @@ class OpenAIImagesGenerator(HTTPBackend[GenerationRequest, GenerationResult], Im
     def __init__(
         self,
         *,
-        base_url: str,
+        base_url: str | Sequence[str],
         model: str,
         server_size: str | None = None,
         send_seed: bool = True,

@@ -43,6 +43,7 @@ from pydantic import SecretStr
 
 from sciir.backends.base import Model, Pending, no_request_in_flight
 from sciir.backends.http.rate_limits import RateLimits
+from sciir.backends.http.replicas import Replicas, replica_urls
 from sciir.backends.http.retries import RetryPolicy
 from sciir.backends.http.session import HTTPSession
 
@@ -91,7 +92,7 @@ class HTTPTransport:
     def __init__(
         self,
         *,
-        base_url: str,
+        base_url: str | Sequence[str],
         api_key: str | None = None,
         concurrency: int = 8,
         timeout_s: float = 60.0,
@@ -105,9 +106,8 @@ class HTTPTransport:
             raise ValueError(f"concurrency must be at least 1, got {concurrency}")
         if timeout_s <= 0:
             raise ValueError(f"timeout_s must be positive, got {timeout_s}")
-        if not base_url.startswith(("http://", "https://")):
-            raise ValueError(f"base_url must start with http:// or https://, got {base_url!r}")
-        self.base_url = base_url.rstrip("/")
+        self.replica_urls = replica_urls(base_url)
+        self.base_url = self.replica_urls[0] if len(self.replica_urls) == 1 else ", ".join(self.replica_urls)
         self.concurrency = concurrency
         self.timeout_s = timeout_s
         self.retry = retry or RetryPolicy()
@@ -144,7 +144,8 @@ class HTTPTransport:
         async with aiohttp.ClientSession(
             headers=headers, timeout=timeout, connector=connector, trust_env=self.use_env_proxy
         ) as client:
-            yield HTTPSession(client, self.base_url, self.retry, self.limits, self.timeout_s, secret)
+            replicas = Replicas(self.replica_urls)
+            yield HTTPSession(client, replicas, self.retry, self.limits, self.timeout_s, secret)
 
     def run_batch(
         self,
@@ -250,7 +251,7 @@ class HTTPBackend(Model[T, R]):
     def __init__(
         self,
         *,
-        base_url: str,
+        base_url: str | Sequence[str],
         model: str,
         transport: Mapping[str, Any],
         extra: dict[str, Any],
@@ -259,7 +260,10 @@ class HTTPBackend(Model[T, R]):
         """``answering`` and ``extra`` (payload fields sent with every request) change the answers, so they
         form the identity with ``base_url`` and ``model``; ``transport`` does not."""
         _check_extra_fields(extra, self.reserved_fields)
-        super().__init__(base_url=base_url.rstrip("/"), model=model, **answering, **extra)
+        urls = replica_urls(base_url)
+        # Replicas answer alike, so their order does not change the identity (nor the cached answers).
+        identity_url: str | list[str] = urls[0] if len(urls) == 1 else sorted(urls)
+        super().__init__(base_url=identity_url, model=model, **answering, **extra)
         self.model = model
         self._extra = extra
         self._transport = HTTPTransport.with_retries(base_url=base_url, **transport)

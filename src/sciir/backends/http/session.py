@@ -14,6 +14,7 @@ import aiohttp
 
 from sciir.backends.http.json_body import json_body
 from sciir.backends.http.rate_limits import RateLimits
+from sciir.backends.http.replicas import Replicas
 from sciir.backends.http.retries import RetryPolicy, parse_retry_after
 
 log = logging.getLogger(__name__)
@@ -80,14 +81,14 @@ class HTTPSession:
     def __init__(
         self,
         client: aiohttp.ClientSession,
-        base_url: str,
+        replicas: Replicas,
         retry: RetryPolicy,
         limits: RateLimits,
         timeout_s: float,
         secret: str | None,
     ) -> None:
         self._client = client
-        self._base_url = base_url
+        self.replicas = replicas
         self._retry = retry
         self._limits = limits
         self._timeout_s = timeout_s
@@ -98,18 +99,28 @@ class HTTPSession:
         return (await self.post(path, payload)).body
 
     async def post(self, path: str, payload: dict[str, Any], estimated_tokens: float = 0.0) -> Reply:
-        """POST ``payload`` to ``path`` and return the reply, retrying what is transient.
+        """POST ``payload`` to ``path`` and return the reply, retrying what is transient; each attempt
+        goes to the least busy replica, a retry to another one than the attempt before when there is one.
 
         ``estimated_tokens`` is charged to the tokens-per-minute limit before each attempt.
         Raises :class:`CallFailed` for a status that is not worth retrying, or once retries run out.
         """
         body = json_body(payload)
+        tried: list[str] = []
 
         async def attempt(number: int) -> dict[str, Any]:
-            status, headers, raw = await self._exchange(
-                "POST", self._base_url + path, number, data=body, headers=_JSON_CONTENT
-            )
-            return self._decode("POST", path, status, headers, raw, number)
+            with self.replicas.attempt(avoid=tried[-1] if tried else None) as base_url:
+                tried.append(base_url)
+                try:
+                    status, headers, raw = await self._exchange(
+                        "POST", base_url + path, number, data=body, headers=_JSON_CONTENT
+                    )
+                    decoded = self._decode("POST", path, status, headers, raw, number)
+                except _RetryableError:
+                    self.replicas.failed(base_url)
+                    raise
+            self.replicas.answered(base_url)
+            return decoded
 
         decoded, attempts = await self._with_retries("POST", path, attempt, estimated_tokens)
         self._limits.settle(estimated_tokens, reported_total_tokens(decoded))
@@ -141,7 +152,8 @@ class HTTPSession:
         return (await self._with_retries("GET", target, attempt))[0]
 
     def _url(self, target: str) -> str:
-        return target if target.startswith(("http://", "https://")) else self._base_url + target
+        """A whole URL as it is; a path under the first replica (paged downloads name one server)."""
+        return target if target.startswith(("http://", "https://")) else self.replicas.urls[0] + target
 
     async def _with_retries(
         self,
