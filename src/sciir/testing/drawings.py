@@ -37,9 +37,11 @@ def draw_boxes(
     enough that OCR takes its letters for text, not drawing."""
     import graphviz
 
-    style = {"style": "filled", "fillcolor": "white", "color": "black", "penwidth": "2"} if outlined else {
-        "style": "rounded,filled", "fillcolor": FILL, "color": FILL
-    }
+    style = (
+        {"style": "filled", "fillcolor": "white", "color": "black", "penwidth": "2"}
+        if outlined
+        else {"style": "rounded,filled", "fillcolor": FILL, "color": FILL}
+    )
     graph = graphviz.Digraph(
         graph_attr={"rankdir": "TB", "dpi": "110", "bgcolor": "white", "pad": str(pad), "nodesep": "0.6"},
         node_attr={"shape": "box", "fontname": "DejaVu Sans", "fontsize": "24", "margin": "0.3,0.12", **style},

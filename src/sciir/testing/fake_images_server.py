@@ -11,10 +11,13 @@ by a responder that returns image bytes for the request's JSON body, or by the f
 
 from __future__ import annotations
 
+import argparse
 import base64
+import contextlib
 import hashlib
 import io
 import json
+import random
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -25,6 +28,7 @@ from typing import Any
 
 from PIL import Image
 
+from sciir.testing.fault_plan import FaultPlan
 from sciir.testing.http_wire import ServerReply, json_reply
 from sciir.testing.loopback import QuietHandler, ThreadedLoopbackServer
 
@@ -180,3 +184,37 @@ def _handler_for(server: FakeImagesServer) -> type[BaseHTTPRequestHandler]:
             self.send_whole(reply.status, reply.headers, reply.body)
 
     return Handler
+
+
+def slow_responder(plan: FaultPlan, responder: ImageResponder = solid_png) -> ImageResponder:
+    """``responder`` after a wait drawn from ``plan``'s latency (each request in its own thread)."""
+    rng, lock = random.Random(plan.seed), threading.Lock()
+
+    def answer(body: dict[str, Any]) -> bytes:
+        with lock:
+            delay = plan.latency_for(rng)
+        time.sleep(delay)
+        return responder(body)
+
+    return answer
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    """Serve until interrupted: ``python -m sciir.testing.fake_images_server --port N``."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--port", type=int, default=0, help="0 picks a free port")
+    parser.add_argument("--latency-s", type=float, default=0.0)
+    parser.add_argument("--latency-lognormal", type=float, nargs=2, metavar=("MEDIAN", "P95"))
+    parser.add_argument("--seed", type=int, default=0)
+    args = parser.parse_args(argv)
+    lognormal = tuple(args.latency_lognormal) if args.latency_lognormal else None
+    plan = FaultPlan(latency_s=args.latency_s, latency_lognormal=lognormal, seed=args.seed)
+    with FakeImagesServer(slow_responder(plan), port=args.port) as server:
+        print(f"fake images server listening at {server.base_url}", flush=True)
+        with contextlib.suppress(KeyboardInterrupt):
+            while True:
+                time.sleep(3600)
+
+
+if __name__ == "__main__":
+    main()

@@ -43,6 +43,7 @@ from sciir.testing.http_wire import (
     json_reply,
     read_request,
 )
+from sciir.testing.schema_replies import answer_from_schema
 
 _MALFORMED_BODY = b'{"choices": [{"message": {"content": oops'
 
@@ -311,6 +312,19 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--port", type=int, default=0, help="0 picks a free port")
     parser.add_argument("--model", default="fake-vlm")
     parser.add_argument("--latency-s", type=float, default=0.0)
+    parser.add_argument(
+        "--latency-lognormal",
+        type=float,
+        nargs=2,
+        metavar=("MEDIAN", "P95"),
+        help="log-normal latency, seconds",
+    )
+    parser.add_argument(
+        "--replies",
+        choices=["checklist-yes", "schema"],
+        default="checklist-yes",
+        help="schema: a reply of realistic size for any task, from the request's JSON schema",
+    )
     parser.add_argument("--retry-after-s", type=float, default=1.0)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument(
@@ -325,10 +339,12 @@ def main(argv: Sequence[str] | None = None) -> None:
     plan = FaultPlan(
         probabilities=dict(args.fault),
         latency_s=args.latency_s,
+        latency_lognormal=tuple(args.latency_lognormal) if args.latency_lognormal else None,
         retry_after_s=args.retry_after_s,
         seed=args.seed,
     )
-    with FakeOpenAIServer(faults=plan, host=args.host, port=args.port, model=args.model) as server:
+    responder = answer_from_schema if args.replies == "schema" else answer_checklist_yes
+    with FakeOpenAIServer(responder, plan, host=args.host, port=args.port, model=args.model) as server:
         print(f"fake OpenAI server listening at {server.base_url}", flush=True)
         try:
             while True:

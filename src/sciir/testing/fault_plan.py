@@ -3,6 +3,7 @@ first requests, seeded probabilities after it, and the latency of every reply.""
 
 from __future__ import annotations
 
+import math
 import random
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -33,18 +34,35 @@ def as_fault(value: ServerFault | str) -> ServerFault:
         raise ValueError(f"unknown fault {value!r}; known faults: {known}") from None
 
 
+# The standard normal's 95th percentile: a log-normal's p95 is median * exp(sigma * P95_Z).
+P95_Z = 1.6448536269514722
+
+
+def lognormal_sigma(median: float, p95: float) -> float:
+    """The sigma of the log-normal spread with this median and 95th percentile."""
+    return math.log(p95 / median) / P95_Z
+
+
+def lognormal_mean(median: float, p95: float) -> float:
+    """The mean latency of that spread: what a window's bound divides by."""
+    return median * math.exp(lognormal_sigma(median, p95) ** 2 / 2)
+
+
 @dataclass(frozen=True)
 class FaultPlan:
     """Which faults to inject, and how slowly to answer.
 
     ``script[i]`` is the fault for the i-th chat-completions request (None: answer normally); requests
     past the script draw a fault from ``probabilities`` (seeded, so a run is repeatable in arrival
-    order). ``latency_s`` is a fixed delay or a ``(low, high)`` range drawn per request.
+    order). ``latency_s`` is a fixed delay or a ``(low, high)`` range drawn per request;
+    ``latency_lognormal`` = ``(median, p95)`` draws it from a log-normal spread instead, as a served
+    model's latencies are (most replies near the median, a long tail of slow ones).
     """
 
     script: Sequence[ServerFault | str | None] = ()
     probabilities: Mapping[ServerFault | str, float] = field(default_factory=dict)
     latency_s: float | tuple[float, float] = 0.0
+    latency_lognormal: tuple[float, float] | None = None
     retry_after_s: float = 1.0
     hang_s: float = 30.0
     seed: int = 0
@@ -64,6 +82,13 @@ class FaultPlan:
                 f"latency_s must be a non-negative delay or a (low, high) range, got {self.latency_s}"
             )
         object.__setattr__(self, "latency_s", (float(low), float(high)))
+        if (
+            self.latency_lognormal is not None
+            and not 0.0 < self.latency_lognormal[0] < self.latency_lognormal[1]
+        ):
+            raise ValueError(
+                f"latency_lognormal is (median, p95) with 0 < median < p95, got {self.latency_lognormal}"
+            )
 
     def fault_for(self, index: int, rng: random.Random) -> ServerFault | None:
         """The fault to inject into the ``index``-th chat-completions request, if any."""
@@ -78,5 +103,8 @@ class FaultPlan:
 
     def latency_for(self, rng: random.Random) -> float:
         """Seconds to wait before answering one request."""
+        if self.latency_lognormal is not None:
+            median, p95 = self.latency_lognormal
+            return rng.lognormvariate(math.log(median), lognormal_sigma(median, p95))
         low, high = self.latency_s
         return low if low == high else rng.uniform(low, high)

@@ -1,0 +1,332 @@
+"""Every model-calling stage against a served model whose latency varies as a real server's does (issue 23).
+
+One run, in a fresh temporary copy of the project (conf/, src/, pyproject.toml). The model is the loopback
+OpenAI-compatible server in its own process, answering each task with a valid reply of realistic size made
+from the request's JSON schema (``sciir.testing.schema_replies``), after a latency drawn from a log-normal
+spread (median 2 s, 95th percentile 8 s by default: mean 2.85 s). Images come from the loopback images
+server with the same latency. For each stage and window (64 and 256), the stage's node function runs
+with its inputs and its model loaded from the project's catalog (``conf/local/backends.yml`` pointing the
+stage's model at the server, with a fresh response cache):
+
+- ``annotate`` (``annotate_samples``): four dependent tasks per curated sample (track scores and reasoning,
+  then the abstract prompt, then the checklist), each with the sample's image;
+- ``screen`` (curate's ``screen_panels``): one request per panel, with its image;
+- ``judge`` (evaluate's ``judge_generations``): one request per generated image and its checklist;
+- ``generate`` (``generate_images``, an ``openai_images`` generator): one image per benchmark prompt.
+
+It prints, per stage and window, the requests the server received, the wall time of the node, the rate
+against the bound (window / mean latency), and the client CPU per request. Images are distinct PNGs of
+``--side`` pixels (1024: about 1 MB each), a pool of 64 linked under every sample's name, so disk use
+stays small while every request differs.
+
+Usage, from the repository root:
+    .venv/bin/python benchmarks/bench_model_stages.py            # both windows, every stage (about 20 min)
+    .venv/bin/python benchmarks/bench_model_stages.py --quick    # seconds: tiny sizes, 50 ms median
+Options: --windows 64 256, --stages annotate screen judge generate, --median-s 2, --p95-s 8, --side 1024,
+--ideal-s 90 (the size of each run: requests = ideal seconds x bound).
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+REPO = Path(__file__).resolve().parents[1]
+_spec = importlib.util.spec_from_file_location(
+    "bench_judge_node", REPO / "benchmarks" / "bench_judge_node.py"
+)
+judge_bench = importlib.util.module_from_spec(_spec)  # its benchmark, checklists and images
+sys.modules["bench_judge_node"] = judge_bench
+_spec.loader.exec_module(judge_bench)
+
+from kedro.framework.hooks import hook_impl  # noqa: E402
+from kedro.framework.startup import bootstrap_project  # noqa: E402
+
+from sciir.testing.fault_plan import lognormal_mean  # noqa: E402
+
+POOL = 64  # distinct images, linked under every sample's name
+STAGES = ("annotate", "screen", "judge", "generate")
+TARGETS = {64: 0.9, 256: 0.8}
+METHODS = (
+    "We measured the flux through each stage of the pathway under three conditions. Samples were "
+    "prepared in triplicate, labelled and imaged; the figure summarises the protocol and its result. "
+) * 8
+
+
+@dataclass(frozen=True)
+class StageRun:
+    stage: str
+    window: int
+    requests: int
+    seconds: float
+    cpu_s: float
+
+    def rate(self) -> float:
+        return self.requests / self.seconds if self.seconds else 0.0
+
+
+# ---- inputs
+
+
+def link_images(pool_dir: Path, target_dir: Path, names: Sequence[str]) -> None:
+    """Every name as a hard link to one of the pool's images (same bytes, no disk)."""
+    target_dir.mkdir(parents=True, exist_ok=True)
+    pool = sorted(pool_dir.glob("*.png"))
+    for index, name in enumerate(names):
+        os.link(pool[index % len(pool)], target_dir / f"{name}.png")
+
+
+def write_pool(root: Path, side: int) -> Path:
+    pool = root / "pool"
+    for seed in range(POOL):
+        (pool / f"{seed:03d}.png").parent.mkdir(parents=True, exist_ok=True)
+        (pool / f"{seed:03d}.png").write_bytes(judge_bench.image_png(seed, side))
+    return pool
+
+
+def panels_table(count: int, prefix: str) -> pd.DataFrame:
+    """Kept panels with the columns annotate and the screen read, each caption distinct."""
+    rows = [
+        {
+            "sample_id": f"{prefix}-{n:05d}-p0",
+            "figure_uid": f"{prefix}-{n:05d}",
+            "panel_index": 0,
+            "n_panels": 1,
+            "caption": f"Figure {n}: a flow diagram of stage {n} of the pathway, from substrate to product.",
+            "methods_text": f"Experiment {n}. {METHODS}",
+            "status": "kept",
+            "reason": None,
+            "doi": f"10.5555/bench.{n}",
+            "figure_id": f"fig{n}",
+        }
+        for n in range(count)
+    ]
+    return pd.DataFrame(rows)
+
+
+# ---- the project copy, its catalog and the servers
+
+
+def copy_project(root: Path) -> None:
+    for item in ("conf", "src"):
+        shutil.copytree(REPO / item, root / item, ignore=shutil.ignore_patterns("__pycache__", "local"))
+    shutil.copy(REPO / "pyproject.toml", root / "pyproject.toml")
+    (root / "conf" / "local").mkdir()
+
+
+def write_backends(root: Path, vlm_url: str, images_url: str, window: int, cache: str) -> None:
+    """conf/local/backends.yml: every stage's model on the loopback servers, concurrency = window."""
+    entry = (
+        "  type: sciir.catalog.backend_dataset.BackendDataset\n  kind: vlm\n  backend: openai\n"
+        f"  config: {{base_url: '{vlm_url}', model: fake-vlm, concurrency: {window}, timeout_s: 120}}\n"
+        f"  cache_path: data/cache/{cache}\n"
+    )
+    generators = (
+        "generators:\n  type: sciir.catalog.backend_dataset.BackendSetDataset\n  kind: generator\n"
+        f"  cache_path: data/cache/{cache}\n  members:\n    served:\n      backend: openai_images\n"
+        f"      base_url: '{images_url}'\n      model: fake-images\n      concurrency: {window}\n"
+        "      timeout_s: 120\n"
+    )
+    text = "".join(f"{name}:\n{entry}" for name in ("annotator", "screener", "judge")) + generators
+    (root / "conf" / "local" / "backends.yml").write_text(text)
+
+
+@contextmanager
+def server(module: str, median_s: float, p95_s: float, *extra: str) -> Iterator[str]:
+    command = [sys.executable, "-m", module, "--port", "0", "--latency-lognormal", str(median_s), str(p95_s)]
+    env = {**os.environ, "PYTHONPATH": str(REPO / "src")}
+    with subprocess.Popen([*command, *extra], stdout=subprocess.PIPE, text=True, env=env) as proc:
+        try:
+            assert proc.stdout is not None
+            yield proc.stdout.readline().split()[-1]
+        finally:
+            proc.terminate()
+
+
+# ---- the stages: inputs written into the copy, then the node run by Kedro (the screen's input is curate's
+# in-memory table, so its node function is called with the catalog's images and screener)
+
+Stage = tuple[str, list[str], dict[str, Any]]  # pipeline, nodes, runtime parameters
+
+
+def _write_table(root: Path, relative: str, table: pd.DataFrame) -> None:
+    (root / relative).parent.mkdir(parents=True, exist_ok=True)
+    table.to_parquet(root / relative, index=False)
+
+
+def prepare_annotate(root: Path, count: int, window: int) -> Stage:
+    table = panels_table(count, f"a{window}")
+    _write_table(root, "data/03_primary/curated.parquet", table)
+    link_images(root / "pool", root / "data/03_primary/images", table["sample_id"])
+    return "annotate", ["annotate_samples"], {"annotate.window": window}
+
+
+def prepare_judge(root: Path, count: int, window: int) -> Stage:
+    models = range(max(1, count // 400))
+    samples = -(-count // len(models))
+    _write_table(root, "data/05_model_input/benchmark.parquet", judge_bench.benchmark_table(samples))
+    _write_table(root, "data/04_feature/checklists.parquet", judge_bench.checklists_table(samples))
+    generations = root / "data/07_model_output/generations"
+    shutil.rmtree(generations, ignore_errors=True)
+    names = [judge_bench.sample_id(s) for s in range(samples)]
+    for model in models:
+        link_images(root / "pool", generations / judge_bench.model_name(model), names)
+    return "evaluate", ["evaluation_inputs", "judge_generations"], {"evaluate.window": window}
+
+
+def prepare_generate(root: Path, count: int, window: int) -> Stage:
+    _write_table(root, "data/05_model_input/benchmark.parquet", judge_bench.benchmark_table(count))
+    (root / "data/06_models").mkdir(parents=True, exist_ok=True)
+    (root / "data/06_models/finetune_summary.json").write_text("{}")
+    params = {"generate.window": window, "generate.models": ["served"], "generate.aibench.enabled": False}
+    return "generate", ["generate_images"], params
+
+
+PREPARE: dict[str, Callable[[Path, int, int], Stage]] = {
+    "annotate": prepare_annotate,
+    "judge": prepare_judge,
+    "generate": prepare_generate,
+}
+
+
+class NodeClock:
+    """Kedro hooks timing the stage's nodes alone (wall and this process's CPU), not the session around them."""
+
+    def __init__(self, nodes: Sequence[str]) -> None:
+        self.nodes, self.seconds, self.cpu_s = set(nodes), 0.0, 0.0
+        self._started = (0.0, 0.0)
+
+    @hook_impl
+    def before_node_run(self, node: Any) -> None:
+        if node.name in self.nodes:
+            self._started = (time.perf_counter(), time.process_time())
+
+    @hook_impl
+    def after_node_run(self, node: Any) -> None:
+        if node.name in self.nodes:
+            self.seconds += time.perf_counter() - self._started[0]
+            self.cpu_s += time.process_time() - self._started[1]
+
+
+def run_kedro(root: Path, stage: Stage) -> tuple[float, float]:
+    """The stage's nodes run by Kedro; their wall seconds and CPU seconds."""
+    from kedro.framework.session import KedroSession
+
+    pipeline, nodes, params = stage
+    clock = NodeClock(nodes)
+    with KedroSession.create(project_path=root, runtime_params=params) as session:
+        session._hook_manager.register(clock)  # no public way to add a hook to one session
+        session.run(pipeline_name=pipeline, node_names=nodes)
+    return clock.seconds, clock.cpu_s
+
+
+def run_screen(root: Path, count: int, window: int) -> tuple[float, float]:
+    """The screen node's function on the catalog's images and screener; its wall and CPU seconds."""
+    from kedro.framework.session import KedroSession
+
+    from sciir.pipelines.curate.screen_nodes import screen_panels
+
+    table = panels_table(count, f"s{window}")
+    link_images(root / "pool", root / "data/03_primary/images", table["sample_id"])
+    with KedroSession.create(project_path=root) as session:
+        catalog = session.load_context().catalog
+        params = catalog.load("params:curate")
+        params["near_duplicates"] = {**params.get("near_duplicates", {}), "enabled": False}
+        images, screener = catalog.load("curated_images"), catalog.load("screener")
+        start, cpu = time.perf_counter(), time.process_time()
+        screen_panels(table, images, screener, params)
+        return time.perf_counter() - start, time.process_time() - cpu
+
+
+# Requests per item: annotate asks up to four tasks per sample (fewer after low reasoning content).
+REQUESTS_PER_ITEM = {"annotate": 3.5, "screen": 1.0, "judge": 1.0, "generate": 1.0}
+
+
+def measure(root: Path, stage: str, window: int, count: int, requests: Callable[[], int]) -> StageRun:
+    """One stage at one window, in a clean data folder with a fresh cache."""
+    shutil.rmtree(root / "data", ignore_errors=True)
+    prepared = PREPARE[stage](root, count, window) if stage in PREPARE else None
+    before = requests()
+    seconds, cpu = run_screen(root, count, window) if prepared is None else run_kedro(root, prepared)
+    return StageRun(stage, window, requests() - before, seconds, cpu)
+
+
+def served_requests(vlm_url: str, images_root: Path, stage: str) -> Callable[[], int]:
+    """How many requests the stage's server has received: the chat server's count, or the images written."""
+    if stage != "generate":
+        return lambda: int(judge_bench.server_stats(vlm_url)["chat_requests"])
+    manifest = images_root / "data/07_model_output/generation_manifest.parquet"
+    return lambda: len(pd.read_parquet(manifest)) if manifest.exists() else 0
+
+
+def report(runs: Sequence[StageRun], mean_s: float, args: argparse.Namespace) -> None:
+    print(
+        f"\nlatency: log-normal, median {args.median_s:g} s, p95 {args.p95_s:g} s (mean {mean_s:.3f} s); "
+        f"images {args.side} px; {os.cpu_count()} cores"
+    )
+    print(f"{'stage':<10}{'window':>7}{'requests':>10}{'seconds':>9}{'req/s':>8}{'bound':>8}{'share':>7}"
+          f"{'target':>7}{'CPU ms/req':>11}")  # fmt: skip
+    for run in runs:
+        bound = run.window / mean_s
+        share = run.rate() / bound
+        cpu_ms = 1000 * run.cpu_s / run.requests if run.requests else float("nan")
+        target = TARGETS.get(run.window)
+        print(
+            f"{run.stage:<10}{run.window:>7}{run.requests:>10}{run.seconds:>9.1f}{run.rate():>8.1f}"
+            f"{bound:>8.1f}{share:>7.2f}{'' if target is None else f'>={target}':>7}{cpu_ms:>11.2f}"
+        )
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="tiny sizes, 50 ms median: checks it runs")
+    parser.add_argument("--windows", type=int, nargs="+", default=[64, 256])
+    parser.add_argument("--stages", nargs="+", choices=STAGES, default=list(STAGES))
+    parser.add_argument("--median-s", type=float, default=2.0)
+    parser.add_argument("--p95-s", type=float, default=8.0)
+    parser.add_argument("--side", type=int, default=1024)
+    parser.add_argument("--ideal-s", type=float, default=90.0)
+    args = parser.parse_args(argv)
+    if args.quick:
+        args.windows, args.median_s, args.p95_s, args.side, args.ideal_s = [8], 0.05, 0.2, 64, 1.0
+    os.environ.setdefault("KEDRO_DISABLE_TELEMETRY", "1")
+    mean_s = lognormal_mean(args.median_s, args.p95_s)
+    runs = []
+    with tempfile.TemporaryDirectory(prefix="sciir-stages-") as tmp:
+        root = Path(tmp) / "project"
+        copy_project(root)
+        bootstrap_project(root)
+        write_pool(root, args.side)
+        schema = ("--replies", "schema")
+        with (
+            server("sciir.testing.fake_openai_server", args.median_s, args.p95_s, *schema) as vlm_url,
+            server("sciir.testing.fake_images_server", args.median_s, args.p95_s) as images_url,
+        ):
+            for window in args.windows:
+                write_backends(root, vlm_url, images_url, window, f"w{window}.sqlite")
+                for stage in args.stages:
+                    items = max(window, round(args.ideal_s * window / mean_s / REQUESTS_PER_ITEM[stage]))
+                    run = measure(root, stage, window, items, served_requests(vlm_url, root, stage))
+                    print(
+                        f"{stage} at window {window}: {run.requests} requests in {run.seconds:.1f} s",
+                        flush=True,
+                    )
+                    runs.append(run)
+    report(runs, mean_s, args)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,70 @@
+"""The loopback server's replies from a request's own JSON schema: valid for every annotation task (so a
+load test exercises whole chains), answering every question of a judge request, and a log-normal latency
+with the median and 95th percentile it is given."""
+
+from __future__ import annotations
+
+import json
+import random
+import statistics
+
+import pandas as pd
+from PIL import Image
+
+from sciir.backends.base import VLMResult
+from sciir.backends.openai_compat import OpenAICompatibleVLM
+from sciir.images.payload import ImageFile, encode
+from sciir.pipelines.annotate.nodes import annotate
+from sciir.tasks.judge import build_judge_request, parse_judge_reply
+from sciir.testing.fake_openai_server import FakeOpenAIServer
+from sciir.testing.fault_plan import FaultPlan, lognormal_mean
+from sciir.testing.schema_replies import answer_from_schema
+
+
+def _curated(count: int) -> tuple[pd.DataFrame, dict[str, ImageFile]]:
+    table = pd.DataFrame(
+        {
+            "sample_id": [f"s{n}" for n in range(count)],
+            "caption": [f"Figure {n}: the citric acid cycle, from Glucose to NADH." for n in range(count)],
+            "methods_text": ["We measured the flux through each stage." for _ in range(count)],
+            "status": "kept",
+        }
+    )
+    png = encode(Image.new("RGB", (32, 32), "white"), "png")
+    return table, {f"s{n}": ImageFile.of_bytes(png, f"s{n}.png") for n in range(count)}
+
+
+def test_every_annotation_task_accepts_the_schema_replies_so_every_chain_runs_to_its_end():
+    table, images = _curated(12)
+    with FakeOpenAIServer(answer_from_schema) as server:
+        annotator = OpenAICompatibleVLM(base_url=server.base_url, model="fake-vlm", concurrency=4)
+        annotations, checklists, _ = annotate(table, images, annotator, {"tau": 7})
+        sent = server.stats.chat_requests
+    assert (annotations["status"] == "ok").all(), annotations["reason"].dropna().tolist()[:1]
+    labelled = annotations["abstract_prompt"].notna().sum()
+    assert labelled >= 1 and sent == 2 * 12 + 2 * labelled  # low-reasoning samples stop after two tasks
+    assert set(checklists["sample_id"]) <= set(annotations["sample_id"]) and len(checklists) >= labelled
+
+
+def test_a_judge_request_gets_a_verdict_for_each_of_its_questions():
+    checklist = [
+        {"id": f"q{n}", "question": f"Is label L{n} drawn?", "layer": 1, "track": "text", "kind": "text",
+         "about": [f"L{n}"], "expected_text": f"L{n}", "polarity": "positive", "parent_ids": []}
+        for n in range(5)
+    ]  # fmt: skip
+    request = build_judge_request("A diagram.", checklist, encode(Image.new("RGB", (8, 8)), "png"))
+    payload = OpenAICompatibleVLM(base_url="http://127.0.0.1:9/v1", model="m").build_payload(request)
+    reply = answer_from_schema(payload)
+    assert reply == answer_from_schema(payload)  # the same request, the same reply
+    parsed = parse_judge_reply(VLMResult(output=json.loads(reply)), checklist, "m", "s0")
+    assert not parsed.ignored and [row["question_id"] for row in parsed.rows] == [f"q{n}" for n in range(5)]
+    assert all(row["verdict"] == "yes" and row["status"] == "judged" for row in parsed.rows)
+
+
+def test_log_normal_latency_has_the_median_and_95th_percentile_it_is_given():
+    plan = FaultPlan(latency_lognormal=(2.0, 8.0))
+    rng = random.Random(0)
+    draws = sorted(plan.latency_for(rng) for _ in range(40_000))
+    assert abs(statistics.median(draws) - 2.0) < 0.06
+    assert abs(draws[int(0.95 * len(draws))] - 8.0) < 0.4
+    assert abs(statistics.fmean(draws) - lognormal_mean(2.0, 8.0)) < 0.08
