@@ -80,7 +80,9 @@ def test_when_no_candidate_is_scored_the_first_is_kept_and_the_manifest_says_why
     [result] = generator.generate([GenerationRequest(sample_id="s1", prompt=PROMPT, seed=5)])
     record = result.meta["best_of"]
     assert record["scores"] == [None, None] and record["chosen_seed"] == 5
-    assert record["unscored"].startswith("no candidate was scored, the first drawn is kept: candidate_score failed")
+    assert record["unscored"].startswith(
+        "no candidate was scored, the first drawn is kept: candidate_score failed"
+    )
 
 
 def test_a_sample_whose_candidates_all_failed_fails_with_their_reason() -> None:
@@ -90,9 +92,15 @@ def test_a_sample_whose_candidates_all_failed_fails_with_their_reason() -> None:
 
 
 def test_the_offline_selector_scores_text_rendering_and_abstains_without_quoted_text() -> None:
-    drawn = ProgrammaticGenerator().generate([GenerationRequest(sample_id="s", prompt=PROMPT, width=512, height=512)])
+    drawn = ProgrammaticGenerator().generate(
+        [GenerationRequest(sample_id="s", prompt=PROMPT, width=512, height=512)]
+    )
     misspelt = ProgrammaticGenerator().generate(
-        [GenerationRequest(sample_id="s", prompt='A flow diagram: "Glucoze" -> "Pyruvat".', width=512, height=512)]
+        [
+            GenerationRequest(
+                sample_id="s", prompt='A flow diagram: "Glucoze" -> "Pyruvat".', width=512, height=512
+            )
+        ]
     )
     offline = OfflineVLM(rule_book("offline"))
     good, bad, unquoted = offline.generate(
@@ -110,7 +118,9 @@ def test_the_offline_selector_scores_text_rendering_and_abstains_without_quoted_
 def test_a_configured_best_of_n_records_its_candidates_in_the_manifest() -> None:
     generators = BackendSetDataset(
         kind="generator",
-        members={"best3": {"backend": "programmatic", "best_of": {"n": 3, "selector": {"backend": "offline"}}}},
+        members={
+            "best3": {"backend": "programmatic", "best_of": {"n": 3, "selector": {"backend": "offline"}}}
+        },
     ).load()
     benchmark = pd.DataFrame({"sample_id": ["s1"], "prompt": [PROMPT]})
     images, _, manifest, _, _ = generate_images(benchmark, {}, generators, {"width": 512, "height": 512})
@@ -121,5 +131,29 @@ def test_a_configured_best_of_n_records_its_candidates_in_the_manifest() -> None
 
 def test_a_reference_takes_no_best_of() -> None:
     members = {"ref": {"backend": "plan_reference", "role": "reference", "best_of": {"n": 2}}}
-    with pytest.raises(Exception, match="'ref': a reference draws the annotation's plan; it takes no best_of"):
+    with pytest.raises(
+        Exception, match="'ref': a reference draws the annotation's plan; it takes no best_of"
+    ):
         BackendSetDataset(kind="generator", members=members).load()
+
+
+class CountingSelector(GreySelector):
+    """Counts the calls it is given."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.calls = 0
+
+    def generate(self, requests: Sequence[VLMRequest]) -> list[VLMResult]:
+        self.calls += 1
+        return super().generate(requests)
+
+
+def test_a_window_of_prompts_is_scored_in_one_call_not_one_per_prompt() -> None:
+    """Scoring each prompt's candidates in its own call would wait for the slowest score once per prompt."""
+    selector = CountingSelector()
+    generator = BestOfNGenerator(SeedPainter(), selector, BestOfSettings(n=2))
+    requests = [GenerationRequest(sample_id=f"s{n}", prompt=PROMPT, seed=2 * n + 3) for n in range(3)]
+    results = generator.generate(requests)  # candidates (3, 4), (5, 6), (7, 8): grey levels, scores 1-10
+    assert selector.calls == 1 and len(selector.prompts) == 6
+    assert [r.meta["best_of"]["chosen_seed"] for r in results] == [4, 6, 8]

@@ -49,35 +49,46 @@ class BestOfNGenerator(ImageGenerator):
         return self.inner.stats
 
     def generate(self, requests: Sequence[GenerationRequest]) -> list[GenerationResult]:
+        """Every candidate of the window drawn in one call, then every usable one scored in one call (no
+        wait per prompt), then the best kept per prompt."""
         n = self.settings.n
         candidates = [r.model_copy(update={"seed": r.seed + k}) for r in requests for k in range(n)]
         drawn = self.inner.generate(candidates)
-        return [self._select(request, drawn[i * n : (i + 1) * n]) for i, request in enumerate(requests)]
+        groups = [drawn[i * n : (i + 1) * n] for i in range(len(requests))]
+        usable = [(i, k) for i, group in enumerate(groups) for k, result in enumerate(group) if result.ok]
+        replies = self.selector.generate(
+            [build_score_request(requests[i].prompt, groups[i][k].image or b"") for i, k in usable]
+        )
+        judged: dict[tuple[int, int], tuple[int | None, str]] = dict(
+            zip(usable, (score_of(reply) for reply in replies), strict=True)
+        )
+        return [self._select(request, groups[i], judged, i) for i, request in enumerate(requests)]
 
-    def _select(self, request: GenerationRequest, drawn: Sequence[GenerationResult]) -> GenerationResult:
+    def _select(
+        self,
+        request: GenerationRequest,
+        drawn: Sequence[GenerationResult],
+        judged: Mapping[tuple[int, int], tuple[int | None, str]],
+        index: int,
+    ) -> GenerationResult:
         kept = [k for k, result in enumerate(drawn) if result.ok]
-        usable = [drawn[k] for k in kept]
-        if not usable:
+        if not kept:
             reasons = "; ".join(dict.fromkeys(str(result.failure) for result in drawn))
             return GenerationResult(
                 sample_id=request.sample_id, failure=f"all {len(drawn)} candidates failed: {reasons}"
             )
-        replies = self.selector.generate(
-            [build_score_request(request.prompt, r.image or b"") for r in usable]
-        )
-        judged = [score_of(reply) for reply in replies]
-        scores = [score for score, _ in judged]
+        scores = [judged[(index, k)][0] for k in kept]
         best = choose(scores)
         record: dict[str, Any] = {
             "n": len(drawn),
             "seeds": [request.seed + k for k in kept],
-            "failed_candidates": len(drawn) - len(usable),
+            "failed_candidates": len(drawn) - len(kept),
             "scores": scores,
             "chosen_seed": request.seed + kept[best or 0],
         }
         if best is None:
             record["unscored"] = "no candidate was scored, the first drawn is kept: " + "; ".join(
-                dict.fromkeys(reason for _, reason in judged)
+                dict.fromkeys(judged[(index, k)][1] for k in kept)
             )
-        chosen = usable[best or 0]
+        chosen = drawn[kept[best or 0]]
         return chosen.model_copy(update={"meta": {**chosen.meta, "best_of": record}})
