@@ -11,8 +11,14 @@ vision-language backend (offline, ocr, openai, transformers: see conf/base/backe
 ``--config`` its JSON config; ``--local-conf`` copies this checkout's conf/local (credentials, a served
 annotator already configured there) instead; ``--params`` goes to ``kedro run`` unchanged.
 
+``--quick`` (about 20 s, a check that the script runs, not a measurement): the copy holds the embedded sample's
+first kept article alone (written where ingest finds the sample, with its manifest, so ingest reads it as it
+is), and curate runs with one worker thread, its screen and privacy OCR off (``QUICK_PARAMS``, before
+``--params``); the three stages, the join to the truth and the tables are the same.
+
 Usage, from the repository root:
     .venv/bin/python benchmarks/bench_annotation_quality.py [--backend offline] [--out results.json] [--details]
+    .venv/bin/python benchmarks/bench_annotation_quality.py --quick --details
     .venv/bin/python benchmarks/bench_annotation_quality.py --backend openai \
         --config '{"base_url": "http://localhost:8000/v1", "model": "Qwen/Qwen3-VL-8B-Instruct"}'
 """
@@ -33,11 +39,17 @@ import pandas as pd
 import yaml
 
 from sciir.backends.registry import registered_backends
+from sciir.sample import write_embedded_sample
 from sciir.sample.annotation_quality import annotation_quality, relation_errors, sample_truth
 
 REPO = Path(__file__).resolve().parents[1]
 
 STAGES = "ingest,curate,annotate"
+SAMPLE = Path("data/01_raw/embedded_sample")  # ingest.source.path (conf/base/parameters_ingest.yml)
+QUICK_PARAMS = (  # one worker thread (no process to start), no screen and no privacy OCR: OCR per panel
+    "curate.workers.count=1,curate.cluster.processes=false,"
+    "curate.screen.enabled=false,curate.privacy.ocr_ids=false"
+)
 
 
 def _copy_project(root: Path, local_conf: bool) -> None:
@@ -70,6 +82,20 @@ def _set_annotator(root: Path, backend: str, config: dict[str, Any]) -> None:
     entries = yaml.safe_load(path.read_text()) if path.is_file() else {}
     entries["annotator"] = _annotator_entry(backend, config)
     path.write_text(yaml.safe_dump(entries, sort_keys=False))
+
+
+def _write_quick_sample(root: Path) -> None:
+    """The embedded sample's first kept article alone, with the sample's manifest (its seed and version: ingest
+    keeps the folder as it is) narrowed to that article."""
+    folder = root / SAMPLE
+    manifest = write_embedded_sample(folder)
+    kept = next(article["article_id"] for article in manifest["articles"] if article["expected"] == "kept")
+    for path in folder.iterdir():
+        if path.is_dir() and path.name != kept:
+            shutil.rmtree(path)
+    for key in ("articles", "figures"):
+        manifest[key] = [entry for entry in manifest[key] if entry["article_id"] == kept]
+    (folder / "MANIFEST.json").write_text(json.dumps(manifest, indent=2) + "\n", encoding="utf-8")
 
 
 def _run_stages(root: Path, params: str | None) -> None:
@@ -118,6 +144,11 @@ def _arguments() -> argparse.Namespace:
         action="store_true",
         help="also list each sample's wrong relations and the samples never annotated, with curate's reason",
     )
+    parser.add_argument(
+        "--quick",
+        action="store_true",
+        help="one article, curate's screen off, seconds: checks the script runs",
+    )
     return parser.parse_args()
 
 
@@ -128,8 +159,11 @@ def main() -> None:
         _copy_project(root, args.local_conf)
         if not args.local_conf:
             _set_annotator(root, args.backend, json.loads(args.config))
-        _run_stages(root, args.params)
-        truth = sample_truth(root / "data" / "01_raw" / "embedded_sample")
+        if args.quick:
+            _write_quick_sample(root)
+        params = ",".join(p for p in (QUICK_PARAMS if args.quick else None, args.params) if p)
+        _run_stages(root, params)
+        truth = sample_truth(root / SAMPLE)
         annotations = pd.read_parquet(root / "data" / "04_feature" / "annotations.parquet")
         curated = pd.read_parquet(root / "data" / "03_primary" / "curated.parquet")
     table, summary = annotation_quality(truth, annotations, curated)

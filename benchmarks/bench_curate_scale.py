@@ -18,8 +18,13 @@ ingest writes, four figures to an article.
   second over the whole call and over the shards alone (the call less the cluster's start-up, timed
   separately).
 
+With ``--quick`` (seconds, a check that the script runs, not a measurement): 20 distinct files of 0.05-0.15
+Mpx in a temporary folder, the throughput on 8 figures with 1 worker, and the memory of one curate run on
+4 figures, its screen off and 1 worker (threads of the kedro process) as well.
+
 Usage, from the repository root:
     .venv/bin/python benchmarks/bench_curate_scale.py [--memory 100 2000] [--throughput 80] [--distinct 60]
+    .venv/bin/python benchmarks/bench_curate_scale.py --quick
 """
 
 from __future__ import annotations
@@ -39,7 +44,7 @@ import psutil
 import yaml
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_standardise import write_images  # noqa: E402
+from bench_standardise import QUICK_MEGAPIXELS, write_images  # noqa: E402
 
 from sciir.figures.ids import figure_uid  # noqa: E402
 
@@ -47,6 +52,8 @@ REPO = Path(__file__).resolve().parents[1]
 FIGURES_PER_ARTICLE = 4
 # CPU per panel, not memory: off so that 2,000 figures fit in a benchmark run.
 LOCAL_OVERRIDES = {"curate": {"privacy": {"face_cascade": None, "ocr_ids": False}}}
+# --quick: the screen off too (OCR per panel) and one worker, threads of the kedro process (no process start).
+QUICK_OVERRIDES = {"screen": {"enabled": False}, "workers": {"count": 1}, "cluster": {"processes": False}}
 METHODS = "Samples were imaged and plotted as described. " * 40  # ~2 KB, as a methods section
 
 
@@ -100,14 +107,15 @@ def tables(images: list[Path], folder: Path, count: int) -> tuple[pd.DataFrame, 
     return pd.DataFrame(figures), pd.DataFrame(articles)
 
 
-def throwaway_project(work: Path) -> Path:
+def throwaway_project(work: Path, quick: bool = False) -> Path:
     project = work / "project"
     if not project.is_dir():
         subprocess.run(["git", "clone", "-q", str(REPO), str(project)], check=True)
         (project / ".venv").symlink_to(REPO / ".venv")
     local = project / "conf" / "local"
     local.mkdir(parents=True, exist_ok=True)
-    (local / "parameters_curate.yml").write_text(yaml.safe_dump(LOCAL_OVERRIDES), encoding="utf-8")
+    overrides = {"curate": {**LOCAL_OVERRIDES["curate"], **(QUICK_OVERRIDES if quick else {})}}
+    (local / "parameters_curate.yml").write_text(yaml.safe_dump(overrides), encoding="utf-8")
     return project
 
 
@@ -163,7 +171,7 @@ def peak_memory_of_curate(project: Path, figures: pd.DataFrame, articles: pd.Dat
 
 
 def shard_throughput(
-    figures: pd.DataFrame, articles: pd.DataFrame, workers: int, work: Path
+    figures: pd.DataFrame, articles: pd.DataFrame, workers: int, work: Path, quick: bool = False
 ) -> dict[str, Any]:
     from sciir.figures.params import CurateParams
     from sciir.figures.shard_cluster import dask_client
@@ -172,6 +180,8 @@ def shard_throughput(
     params = yaml.safe_load((REPO / "conf" / "base" / "parameters_curate.yml").read_text(encoding="utf-8"))
     params = params["curate"]
     params["privacy"].update(LOCAL_OVERRIDES["curate"]["privacy"])
+    if quick:
+        params["cluster"].update(QUICK_OVERRIDES["cluster"])
     params["workers"]["count"] = workers
     params["shards"]["folder"] = tempfile.mkdtemp(dir=work, prefix=f"shards-{workers}-")
     started = time.monotonic()
@@ -197,20 +207,32 @@ def main() -> None:
     parser.add_argument("--workers", type=int, nargs="*", default=[1, 2])
     parser.add_argument("--distinct", type=int, default=60)
     parser.add_argument("--work", type=Path, default=Path(tempfile.gettempdir()) / "sciir-curate-scale")
+    parser.add_argument(
+        "--quick",
+        action="store_true",
+        help="tiny sizes in a temporary folder, seconds: checks the script runs",
+    )
     args = parser.parse_args()
+    if not args.quick:
+        run(args, write_images(args.work / "images", args.distinct))
+        return
+    args.memory, args.throughput, args.workers = [4], 8, [1]
+    with tempfile.TemporaryDirectory(prefix="sciir-curate-scale-quick-") as work:
+        args.work = Path(work)
+        run(args, write_images(args.work / "images", 20, QUICK_MEGAPIXELS))
+
+
+def run(args: argparse.Namespace, images: list[Path]) -> None:
     args.work.mkdir(parents=True, exist_ok=True)
-    images = write_images(args.work / "images", args.distinct)
     print(f"{len(images)} distinct image files in {args.work / 'images'}", flush=True)
 
     if args.throughput:
         figures, articles = tables(images, args.work / "figures", args.throughput)
         for workers in args.workers:
-            print(
-                json.dumps({"throughput": shard_throughput(figures, articles, workers, args.work)}),
-                flush=True,
-            )
+            result = shard_throughput(figures, articles, workers, args.work, args.quick)
+            print(json.dumps({"throughput": result}), flush=True)
     if args.memory:
-        project = throwaway_project(args.work)
+        project = throwaway_project(args.work, args.quick)
         for count in args.memory:
             figures, articles = tables(images, args.work / "figures", count)
             print(json.dumps({"memory": peak_memory_of_curate(project, figures, articles)}), flush=True)

@@ -11,6 +11,7 @@ folder. Prints wall seconds per image for each and the ratio, and checks the new
 
 Usage, from the repository root:
     .venv/bin/python benchmarks/bench_generation_save.py [--images 200] [--side 1024]
+    .venv/bin/python benchmarks/bench_generation_save.py --quick   # 4 images of 256 px: checks the script runs
 """
 
 from __future__ import annotations
@@ -58,7 +59,10 @@ def main() -> None:
     )
     parser.add_argument("--images", type=int, default=200)
     parser.add_argument("--side", type=int, default=1024)
+    parser.add_argument("--quick", action="store_true", help="4 images of 256 px: checks the script runs")
     args = parser.parse_args()
+    if args.quick:
+        args.images, args.side = 4, 256
     with tempfile.TemporaryDirectory() as folder:
         root = Path(folder)
         (root / "drawn").mkdir()

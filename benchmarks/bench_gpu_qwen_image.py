@@ -20,6 +20,7 @@ peak being the device's dense bf16 rate (--peak-tflops; known for H100 and H200:
 
     python benchmarks/bench_gpu_qwen_image.py             # on a CUDA GPU, full size
     python benchmarks/bench_gpu_qwen_image.py --tiny      # the same code path on the CPU, tiny models
+    python benchmarks/bench_gpu_qwen_image.py --quick     # the same as --tiny (every benchmark has --quick)
 
 On a machine without the project installed, run it from the repository root with ``PYTHONPATH=src``.
 """
@@ -79,7 +80,11 @@ class Measured:
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument(
-        "--tiny", action="store_true", help="tiny random models on the CPU (a check of the code)"
+        "--tiny",
+        "--quick",
+        dest="tiny",
+        action="store_true",
+        help="tiny random models on the CPU (a check of the code); --quick is the same",
     )
     parser.add_argument("--resolution", type=int, default=None, help="image side (default 1024; tiny: 32)")
     parser.add_argument(

@@ -8,6 +8,7 @@ Prints CPU ms per image for each path and their ratio, and checks the new path s
 
 Usage, from the repository root:
     .venv/bin/python benchmarks/bench_image_payload.py [--images 48] [--side 1024] [--noise 0.65]
+    .venv/bin/python benchmarks/bench_image_payload.py --quick   # 4 images of 256 px: checks the script runs
 """
 
 from __future__ import annotations
@@ -66,11 +67,16 @@ def cpu_ms_per_image(make: Callable[[Path], bytes], paths: list[Path]) -> float:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--images", type=int, default=48)
     parser.add_argument("--side", type=int, default=1024)
     parser.add_argument("--noise", type=float, default=0.65, help="noise level, tunes the file size")
+    parser.add_argument("--quick", action="store_true", help="4 images of 256 px: checks the script runs")
     args = parser.parse_args()
+    if args.quick:
+        args.images, args.side = 4, 256
     with tempfile.TemporaryDirectory() as folder:
         paths = write_images(Path(folder), args.images, args.side, args.noise)
         mean_mb = sum(path.stat().st_size for path in paths) / len(paths) / 1e6

@@ -5,15 +5,18 @@ concurrency 1, 8, 64 and 256 and a plain sequential loop (a synchronous httpx cl
 payloads one after another), side by side, and prints requests/s, the share of the latency bound
 (concurrency / latency), client and server CPU seconds, and each level's ratio to the sequential loop.
 
+The baseline's bodies are serialised as the backend serialises its own (``sciir.backends.http.json_body``:
+image data URLs are ``JSONText`` fragments spliced in as bytes), so both send the same bytes.
+
 Usage, from the repository root:
-    .venv/bin/python benchmarks/bench_judge_client.py [--latency-s 0.2] [--waves 15]
+    .venv/bin/python benchmarks/bench_judge_client.py [--latency-s 0.2] [--waves 30]
+    .venv/bin/python benchmarks/bench_judge_client.py --quick   # 1 wave at 20 ms, seconds: checks the script runs
 """
 
 from __future__ import annotations
 
 import argparse
 import io
-import json
 import os
 import subprocess
 import sys
@@ -27,6 +30,7 @@ import httpx
 from PIL import Image
 
 from sciir.backends.base import VLMRequest
+from sciir.backends.http.json_body import json_body
 from sciir.backends.openai_compat import OpenAICompatibleVLM
 from sciir.tasks.judge import build_judge_request
 
@@ -118,11 +122,10 @@ def concurrent_level(base_url: str, concurrency: int, requests: Sequence[VLMRequ
 
 
 def sequential_loop(base_url: str, requests: Sequence[VLMRequest]) -> Measurement:
-    """The baseline: the same payloads posted one after another with a plain synchronous client."""
-    payloads = [
-        json.dumps(OpenAICompatibleVLM(base_url=base_url, model="fake-vlm").build_payload(r))
-        for r in requests
-    ]
+    """The baseline: the same payloads posted one after another with a plain synchronous client, each body
+    the bytes the backend itself would send (``json_body``)."""
+    vlm = OpenAICompatibleVLM(base_url=base_url, model="fake-vlm")
+    payloads = [json_body(vlm.build_payload(r)) for r in requests]
 
     def run() -> int:
         with httpx.Client(timeout=60) as client:
@@ -161,7 +164,12 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--latency-s", type=float, default=0.2, help="injected server latency")
     parser.add_argument("--waves", type=int, default=30, help="requests per level = concurrency x waves")
+    parser.add_argument(
+        "--quick", action="store_true", help="one wave at 20 ms latency, in seconds: checks the script runs"
+    )
     args = parser.parse_args(argv)
+    if args.quick:
+        args.latency_s, args.waves = 0.02, 1
     requests = judge_requests(max(CONCURRENCY_LEVELS) * args.waves)
     with fake_server(args.latency_s) as base_url:
         concurrent_level(base_url, 8, requests[:64])  # warm-up: imports, first connections

@@ -23,7 +23,7 @@ process tree sampled every 50 ms (which also gives the tree's peak RSS).
 Usage, from the repository root:
     .venv/bin/python benchmarks/bench_judge_node.py             # 768 images: rates, warm rerun, faults
     .venv/bin/python benchmarks/bench_judge_node.py --memory    # also the node's peak memory at 4x images
-    .venv/bin/python benchmarks/bench_judge_node.py --quick     # 96 images, for a quick look
+    .venv/bin/python benchmarks/bench_judge_node.py --quick     # 48 images of 64 px, 50 ms: checks it runs
     .venv/bin/python benchmarks/bench_judge_node.py --images 3072 --side 64   # small images: the bound
 Options: --images N (a multiple of 24), --memory-only (only the two cold runs for memory), --latency-s 0.2,
 --concurrency 64, --fault-rate 0.2, --keep DIR (work there and keep the copy, images and logs).
@@ -61,7 +61,10 @@ from sciir.tasks.judge import JUDGE_REPLY_SCHEMA, checklist_items, render_judge_
 
 REPO = Path(__file__).resolve().parents[1]
 SAMPLES = 24
-DEFAULT_IMAGES, QUICK_IMAGES, MEMORY_FACTOR = 768, 96, 4
+DEFAULT_IMAGES, MEMORY_FACTOR = 768, 4
+# --quick: seconds, every step of a run (cold, plain client, warm, faults) on two models' 64 px images (48
+# requests: enough for the fault server's seeded draws at 20% to inject some faults; 24 drew none).
+QUICK_IMAGES, QUICK_SIDE, QUICK_LATENCY_S = 2 * SAMPLES, 64, 0.05
 IMAGE_SIDE = 1024
 GENERATIONS = Path("data/07_model_output/generations")
 FAULT_KINDS = ("400", "500", "503", "malformed_json", "drop")  # 400 is never retried: some must fail
@@ -607,7 +610,11 @@ def print_memory(runs: Sequence[tuple[int, ClientRun]]) -> None:
 def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--images", type=int, default=DEFAULT_IMAGES, help="a multiple of 24")
-    parser.add_argument("--quick", action="store_true", help=f"{QUICK_IMAGES} images")
+    parser.add_argument(
+        "--quick",
+        action="store_true",
+        help=f"{QUICK_IMAGES} images of {QUICK_SIDE} px, {QUICK_LATENCY_S:g} s latency: checks the script runs",
+    )
     parser.add_argument("--memory", action="store_true", help=f"also the node on {MEMORY_FACTOR}x the images")
     parser.add_argument(
         "--memory-only", action="store_true", help="only the node's cold runs at N and 4N images (memory)"
@@ -618,7 +625,9 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--fault-rate", type=float, default=0.2)
     parser.add_argument("--keep", type=Path, help="work in this (new) folder and keep it")
     args = parser.parse_args(argv)
-    images = QUICK_IMAGES if args.quick else args.images
+    if args.quick:
+        args.images, args.side, args.latency_s = QUICK_IMAGES, QUICK_SIDE, QUICK_LATENCY_S
+    images = args.images
     if images % SAMPLES:
         parser.error(f"--images must be a multiple of {SAMPLES}")
     models = range(images // SAMPLES)

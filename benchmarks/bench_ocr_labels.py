@@ -36,16 +36,24 @@ the second recogniser, and prints evaluate's judge
 validation for text questions: planted faults detected, false alarms on correct drawings, abstentions,
 and the seconds (wall, CPU) each judge took to read and judge all the images.
 
+``--quick`` (seconds, a check that the script runs, not a measurement) makes two small drawings in a
+temporary folder (three labelled boxes each, and texts not drawn) and prints on them every reader's table of
+the measures above, then the reader timing of ``--default-run``. It needs neither ../shared/external nor a
+default run; ``--judge-validation`` is not part of it (it needs a default run's checklists and planted
+faults).
+
 Usage, from the repository root:
     .venv/bin/python benchmarks/bench_ocr_labels.py [--reader all|plain|baseline|tesseract|current] [--min-chars 3]
         [--external ../shared/external] [--verbose]
     .venv/bin/python benchmarks/bench_ocr_labels.py --default-run
     .venv/bin/python benchmarks/bench_ocr_labels.py --judge-validation
+    .venv/bin/python benchmarks/bench_ocr_labels.py --quick
 """
 
 from __future__ import annotations
 
 import argparse
+import functools
 import importlib.util
 import json
 import os
@@ -62,7 +70,7 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import pytesseract
-from PIL import Image
+from PIL import Image, ImageDraw, ImageFont
 
 from sciir.backends.readers import second_reader, tesseract
 from sciir.images.payload import encode
@@ -138,6 +146,7 @@ def _judge_with(
     return reader
 
 
+@functools.cache
 def baseline_module():
     """src/sciir/backends/ocr.py as committed at BASELINE_COMMIT, loaded from git under another name."""
     source = subprocess.run(
@@ -147,13 +156,13 @@ def baseline_module():
         capture_output=True,
         text=True,
     ).stdout
-    folder = Path(tempfile.mkdtemp(prefix="ocr_baseline_"))
-    path = folder / "ocr_baseline.py"
-    path.write_text(source, encoding="utf-8")
-    spec = importlib.util.spec_from_file_location("ocr_baseline", path)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["ocr_baseline"] = module
-    spec.loader.exec_module(module)
+    with tempfile.TemporaryDirectory(prefix="ocr_baseline_") as folder:
+        path = Path(folder) / "ocr_baseline.py"
+        path.write_text(source, encoding="utf-8")
+        spec = importlib.util.spec_from_file_location("ocr_baseline", path)
+        module = importlib.util.module_from_spec(spec)
+        sys.modules["ocr_baseline"] = module
+        spec.loader.exec_module(module)
     return module
 
 
@@ -235,8 +244,17 @@ def time_default_run() -> None:
     images = {folder.name: sorted(folder.glob("*.png")) for folder in folders if folder.is_dir()}
     if not any(images.values()):
         sys.exit("no images of a default run under data/: run `kedro run` first")
+    time_readers(images)
+
+
+def time_readers(images: dict[str, list[Path]]) -> None:
+    """The table of seconds per image of the baseline and current readers, a row for each folder of PNGs."""
     baseline = baseline_module().read_text
-    readers = {"baseline": as_committed(baseline), "baseline, 1 thread": baseline, "current": tesseract.read_text}
+    readers = {
+        "baseline": as_committed(baseline),
+        "baseline, 1 thread": baseline,
+        "current": tesseract.read_text,
+    }
     print(
         "| images | count | "
         + " | ".join(f"{name} wall s/image | {name} CPU s/image" for name in readers)
@@ -349,6 +367,66 @@ def judge_validation() -> None:
     print(f"{len({(r['model'], r['sample_id']) for r in rows['current']})} images")
 
 
+# --quick: (drawn labels, texts not drawn) of each drawing it makes.
+QUICK_FIGURES = [
+    (["Voltage", "Resistor", "Current"], ["Capacitor", "Voltgae"]),
+    (["Glucose", "Pyruvate", "Lactate"], ["Citrate", "Pyruvat"]),
+]
+
+
+def quick_figures(folder: Path) -> list[dict]:
+    """Two drawings of three labelled boxes in a row, as fixture entries (``file``, ``labels``, ``absent``)."""
+    font = ImageFont.load_default(size=26)
+    figures = []
+    for number, (labels, absent) in enumerate(QUICK_FIGURES):
+        image = Image.new("RGB", (520, 220), "white")
+        draw = ImageDraw.Draw(image)
+        for index, label in enumerate(labels):
+            left = 20 + 170 * index
+            draw.rectangle((left, 80, left + 150, 140), outline="black", width=2)
+            draw.text((left + 12, 95), label, fill="black", font=font)
+            if index:
+                draw.line((left - 20, 110, left, 110), fill="black", width=2)
+        name = f"quick-{number}.png"
+        image.save(folder / name)
+        figures.append(
+            {
+                "file": name,
+                "labels": [{"text": text} for text in labels],
+                "absent": [{"text": text} for text in absent],
+            }
+        )
+    return figures
+
+
+def label_table(figures: list[dict], root: Path, names: list[str], min_chars: int, verbose: bool) -> None:
+    """Run each reader on the figures and print the table of measures."""
+    results = {}
+    for name in names:
+        print(f"{name} ...", flush=True)
+        results[name] = evaluate(READERS[name](), figures, root, min_chars, verbose)
+    first = results[names[0]]
+    print(
+        f"\n{len(figures)} figures; {first['drawn']} drawn labels and {first['absent']} absent texts of "
+        f"{min_chars}+ characters; Tesseract {pytesseract.get_tesseract_version()}\n"
+    )
+    print("| measure | " + " | ".join(names) + " |")
+    print("|---|" + "---|" * len(names))
+    for title, key, fmt in ROWS:
+        print(f"| {title} | " + " | ".join(fmt.format(results[name][key]) for name in names) + " |")
+    for name in names:
+        print(f"{name}: {results[name]['counts']}")
+
+
+def quick(min_chars: int, verbose: bool) -> None:
+    """Every reader's label table, then the readers' timing, on two drawings in a temporary folder."""
+    with tempfile.TemporaryDirectory(prefix="sciir-bench-ocr-quick-") as folder:
+        figures = quick_figures(Path(folder))
+        label_table(figures, Path(folder), list(READERS), min_chars, verbose)
+        print()
+        time_readers({"quick drawings": [Path(folder) / figure["file"] for figure in figures]})
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--reader", choices=["all", *READERS], default="all")
@@ -361,7 +439,13 @@ def main() -> None:
     parser.add_argument(
         "--judge-validation", action="store_true", help="text checks on a default run's planted faults"
     )
+    parser.add_argument(
+        "--quick", action="store_true", help="two drawings of its own, seconds: checks the script runs"
+    )
     args = parser.parse_args()
+    if args.quick:
+        quick(args.min_chars, args.verbose)
+        return
     if args.default_run:
         time_default_run()
         return
@@ -374,21 +458,7 @@ def main() -> None:
         )
     figures = json.loads(FIXTURE.read_text(encoding="utf-8"))["figures"]
     names = list(READERS) if args.reader == "all" else [args.reader]
-    results = {}
-    for name in names:
-        print(f"{name} ...", flush=True)
-        results[name] = evaluate(READERS[name](), figures, args.external, args.min_chars, args.verbose)
-    first = results[names[0]]
-    print(
-        f"\n{len(figures)} figures; {first['drawn']} drawn labels and {first['absent']} absent texts of "
-        f"{args.min_chars}+ characters; Tesseract {pytesseract.get_tesseract_version()}\n"
-    )
-    print("| measure | " + " | ".join(names) + " |")
-    print("|---|" + "---|" * len(names))
-    for title, key, fmt in ROWS:
-        print(f"| {title} | " + " | ".join(fmt.format(results[name][key]) for name in names) + " |")
-    for name in names:
-        print(f"{name}: {results[name]['counts']}")
+    label_table(figures, args.external, names, args.min_chars, args.verbose)
 
 
 if __name__ == "__main__":

@@ -29,8 +29,10 @@
 Usage, from the repository root:
     .venv/bin/python benchmarks/bench_report.py                      # 10 x 800 images, 15 questions
     .venv/bin/python benchmarks/bench_report.py --models 2 --samples 50   # a quick look
+    .venv/bin/python benchmarks/bench_report.py --quick   # 2 x 50 images of 160 px, 1 load each: checks it runs
 Options: --questions 15, --side 512, --thumbnail-px 256, --repeats 3, --sources DIR (the images; default
-/tmp/sciir-bench-report/sources), --keep DIR (write the report there and keep it).
+/tmp/sciir-bench-report/sources), --keep DIR (write the report there and keep it). ``--quick`` writes its
+images and report in a temporary folder (never in ``--sources``, whose images a full run reuses).
 """
 
 from __future__ import annotations
@@ -374,9 +376,23 @@ def main() -> None:
         "--sources", type=Path, default=Path(tempfile.gettempdir()) / "sciir-bench-report" / "sources"
     )
     parser.add_argument("--keep", type=Path, default=None)
+    parser.add_argument(
+        "--quick",
+        action="store_true",
+        help="2 models x 50 samples of 160 px, one load each: checks the script runs",
+    )
     args = parser.parse_args()
     sys.stdout.reconfigure(line_buffering=True)  # each result as it comes, also into a file
+    if not args.quick:
+        run(args)
+        return
+    args.models, args.samples, args.side, args.thumbnail_px, args.repeats = 2, 50, 160, 64, 1
+    with tempfile.TemporaryDirectory(prefix="sciir-bench-report-quick-") as folder:
+        args.sources = Path(folder) / "sources"
+        run(args)
 
+
+def run(args: argparse.Namespace) -> None:
     drawn, missing = image_pairs(args.models, args.samples)
     made_s = write_sources(args.sources, drawn, args.side)
     source_files = [args.sources / model / f"{sample}.png" for model, sample in drawn]
@@ -384,12 +400,22 @@ def main() -> None:
         f"sources: {len(drawn):,} images of {args.side} px ({megabytes(folder_bytes(source_files))}, "
         f"{made_s:.0f} s to write), {len(missing)} missing; {args.questions} questions per sample"
     )
+    work = args.keep or Path(tempfile.mkdtemp(prefix="sciir-bench-report-"))
+    work.mkdir(parents=True, exist_ok=True)
+    try:
+        measure_report(args, work, drawn, missing)
+    finally:
+        if args.keep is None:
+            shutil.rmtree(work, ignore_errors=True)
+
+
+def measure_report(
+    args: argparse.Namespace, work: Path, drawn: list[tuple[str, str]], missing: list[tuple[str, str]]
+) -> None:
+    """Render and save the report of these images under ``work``, print its sizes and times, load its pages."""
     benchmark = benchmark_table(args.samples)
     checklists = checklist_table(args.samples, args.questions)
     verdicts, unavailable = verdict_table(checklists, drawn, missing)
-
-    work = args.keep or Path(tempfile.mkdtemp(prefix="sciir-bench-report-"))
-    work.mkdir(parents=True, exist_ok=True)
     root = work / "report"
     shutil.rmtree(root, ignore_errors=True)
     report, node_s = render(args.sources, benchmark, checklists, verdicts, unavailable, args.thumbnail_px)
@@ -439,8 +465,6 @@ def main() -> None:
             f"{measured['decoded']:.0f} of {measured['images']:.0f} images decoded by then; "
             f"--dump-dom {measured['dump_dom_s']:.2f} s over an empty page's (it loads every image, lazy or not)"
         )
-    if args.keep is None:
-        shutil.rmtree(work)
 
 
 if __name__ == "__main__":

@@ -6,6 +6,7 @@ both wall times, their ratio, and whether the two modes gave the same answers.
 
 Usage, from the repository root:
     .venv/bin/python benchmarks/bench_rule_threads.py            # the sample's first 48 figures
+    .venv/bin/python benchmarks/bench_rule_threads.py --quick    # its first 2: checks the script runs
 Options: --figures N.
 """
 
@@ -44,7 +45,10 @@ def _timed(requests: list, threads: int) -> tuple[float, list]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--figures", type=int, default=48)
+    parser.add_argument("--quick", action="store_true", help="the first 2 figures: checks the script runs")
     args = parser.parse_args()
+    if args.quick:
+        args.figures = 2
     cores = os.cpu_count() or 1
     with tempfile.TemporaryDirectory() as tmp:
         write_embedded_sample(Path(tmp))

@@ -23,12 +23,14 @@ worker.
 
 Usage, from the repository root:
     .venv/bin/python benchmarks/bench_standardise.py [--images 200] [--workers 2] [--cache /tmp/...]
+    .venv/bin/python benchmarks/bench_standardise.py --quick   # 20 small images, 1 worker: checks the script runs
 """
 
 from __future__ import annotations
 
 import argparse
 import io
+import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -53,8 +55,11 @@ _SRGB_BYTES = ImageCms.ImageCmsProfile(_SRGB).tobytes()
 # ---- the images
 
 
-def _dimensions(rng: np.random.Generator) -> tuple[int, int]:
-    pixels = rng.uniform(1.0e6, 3.0e6)
+FULL_MEGAPIXELS, QUICK_MEGAPIXELS = (1.0, 3.0), (0.05, 0.15)
+
+
+def _dimensions(rng: np.random.Generator, megapixels: tuple[float, float]) -> tuple[int, int]:
+    pixels = rng.uniform(megapixels[0] * 1e6, megapixels[1] * 1e6)
     aspect = rng.uniform(0.6, 1.6)
     return int((pixels * aspect) ** 0.5), int((pixels / aspect) ** 0.5)
 
@@ -111,42 +116,38 @@ def _twelve_bit(rng: np.random.Generator, size: tuple[int, int]) -> Image.Image:
     return Image.fromarray(values)
 
 
-# (name, share of the images, writer)
-_KINDS: list[tuple[str, float, Callable[[np.random.Generator, Path], None]]] = [
-    ("figure.jpg", 0.20, lambda rng, path: _drawn_figure(rng, _dimensions(rng)).save(path, quality=90)),
-    ("micrograph.jpg", 0.10, lambda rng, path: _micrograph(rng, _dimensions(rng)).save(path, quality=90)),
+# (name, share of the images, writer of an image of the given size)
+_Writer = Callable[[np.random.Generator, Path, tuple[int, int]], None]
+_KINDS: list[tuple[str, float, _Writer]] = [
+    ("figure.jpg", 0.20, lambda rng, path, size: _drawn_figure(rng, size).save(path, quality=90)),
+    ("micrograph.jpg", 0.10, lambda rng, path, size: _micrograph(rng, size).save(path, quality=90)),
     (
         "rotated.jpg",
         0.05,
-        lambda rng, path: _drawn_figure(rng, _dimensions(rng)).save(path, quality=90, exif=_exif(6)),
+        lambda rng, path, size: _drawn_figure(rng, size).save(path, quality=90, exif=_exif(6)),
     ),
-    ("figure.png", 0.15, lambda rng, path: _drawn_figure(rng, _dimensions(rng)).save(path)),
-    ("grey.png", 0.05, lambda rng, path: _drawn_figure(rng, _dimensions(rng)).convert("L").save(path)),
-    (
-        "transparent.png",
-        0.05,
-        lambda rng, path: _transparent(_drawn_figure(rng, _dimensions(rng))).save(path),
-    ),
+    ("figure.png", 0.15, lambda rng, path, size: _drawn_figure(rng, size).save(path)),
+    ("grey.png", 0.05, lambda rng, path, size: _drawn_figure(rng, size).convert("L").save(path)),
+    ("transparent.png", 0.05, lambda rng, path, size: _transparent(_drawn_figure(rng, size)).save(path)),
     (
         "srgb-lzw.tif",
         0.25,
-        lambda rng, path: _drawn_figure(rng, _dimensions(rng)).save(
+        lambda rng, path, size: _drawn_figure(rng, size).save(
             path, compression="tiff_lzw", icc_profile=_SRGB_BYTES
         ),
     ),
-    ("twelve-bit.tif", 0.10, lambda rng, path: _twelve_bit(rng, _dimensions(rng)).save(path)),
+    ("twelve-bit.tif", 0.10, lambda rng, path, size: _twelve_bit(rng, size).save(path)),
     (
         "cmyk.tif",
         0.05,
-        lambda rng, path: (
-            _drawn_figure(rng, _dimensions(rng)).convert("CMYK").save(path, compression="tiff_lzw")
-        ),
+        lambda rng, path, size: _drawn_figure(rng, size).convert("CMYK").save(path, compression="tiff_lzw"),
     ),
 ]
 
 
-def write_images(folder: Path, count: int) -> list[Path]:
-    """``count`` image files in ``folder`` (kept: made again only when missing)."""
+def write_images(folder: Path, count: int, megapixels: tuple[float, float] = FULL_MEGAPIXELS) -> list[Path]:
+    """``count`` image files of ``megapixels`` (least, most) in ``folder`` (kept: made again only when
+    missing, so a folder holds images of one size range only)."""
     rng = np.random.default_rng(0)
     folder.mkdir(parents=True, exist_ok=True)
     paths = []
@@ -154,7 +155,7 @@ def write_images(folder: Path, count: int) -> list[Path]:
         for number in range(round(count * share)):
             path = folder / f"{number:03d}-{kind}"
             if not path.is_file():
-                write(rng, path)
+                write(rng, path, _dimensions(rng, megapixels))  # the size drawn first, as it always was
             paths.append(path)
     return paths
 
@@ -250,14 +251,26 @@ def main() -> None:
     parser.add_argument("--images", type=int, default=200)
     parser.add_argument("--workers", type=int, default=0, help="also run SciIR's path in N worker processes")
     parser.add_argument("--cache", type=Path, default=Path("/tmp/sciir-bench-standardise"))
+    parser.add_argument(
+        "--quick",
+        action="store_true",
+        help="20 images of 0.05-0.15 Mpx in a temporary folder, and 1 worker: checks the script runs",
+    )
     args = parser.parse_args()
+    if not args.quick:
+        measure(write_images(args.cache, args.images), args.workers)
+        return
+    with tempfile.TemporaryDirectory(prefix="sciir-bench-standardise-quick-") as folder:
+        measure(write_images(Path(folder), 20, QUICK_MEGAPIXELS), workers=1)
 
-    paths = write_images(args.cache, args.images)
+
+def measure(paths: list[Path], workers: int) -> None:
+    """Time every path on ``paths`` and print the comparison (and the worker pool's rate with ``workers``)."""
     single_threaded_opencv()  # as in a curate worker (sciir.figures.figure_work)
     megapixels = np.mean([np.prod(Image.open(path).size) for path in paths]) / 1e6
     for path in paths:  # warm the page cache, so every path reads from memory
         path.read_bytes()
-    print(f"{len(paths)} images, mean {megapixels:.2f} Mpx, in {args.cache}")
+    print(f"{len(paths)} images, mean {megapixels:.2f} Mpx, in {paths[0].parent}")
 
     results = {}
     for name, function in (("plain Pillow", plain_pillow), ("SciIR", sciir_standardise), ("floor", None)):
@@ -303,14 +316,14 @@ def main() -> None:
         f"all {len(paths)} outputs: SciIR {ours_total / 1e6:.2f} MB ({rgb_total / 1e6:.2f} MB were every "
         f"output RGB), plain Pillow {plain_total / 1e6:.2f} MB (its 12-bit outputs black)"
     )
-    if args.workers:
+    if workers:
         started = time.monotonic()
-        pooled = run_isolated(sciir_standardise, paths, WorkerLimits(workers=args.workers, timeout_s=120))
+        pooled = run_isolated(sciir_standardise, paths, WorkerLimits(workers=workers, timeout_s=120))
         wall = time.monotonic() - started
         assert not any(isinstance(result, Failed) for result in pooled), pooled
         print(
-            f"SciIR in {args.workers} worker processes: {len(paths) / wall:.2f} images/s wall, "
-            f"{len(paths) / wall / args.workers:.2f} per worker (spawning included)"
+            f"SciIR in {workers} worker processes: {len(paths) / wall:.2f} images/s wall, "
+            f"{len(paths) / wall / workers:.2f} per worker (spawning included)"
         )
 
 

@@ -8,6 +8,7 @@ and whether the verdicts agree.
 
 Usage, from the repository root:
     .venv/bin/python benchmarks/bench_warm_cache.py [--images 800] [--latency-s 0.2] [--concurrency 64]
+    .venv/bin/python benchmarks/bench_warm_cache.py --quick   # 32 images, 8 at a time, 20 ms: checks the script runs
 """
 
 from __future__ import annotations
@@ -102,7 +103,12 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--images", type=int, default=800)
     parser.add_argument("--latency-s", type=float, default=0.2)
     parser.add_argument("--concurrency", type=int, default=64, help="judge concurrency and batch size")
+    parser.add_argument(
+        "--quick", action="store_true", help="32 images, concurrency 8, 20 ms latency: checks the script runs"
+    )
     args = parser.parse_args(argv)
+    if args.quick:
+        args.images, args.concurrency, args.latency_s = 32, 8, 0.02
     work = evaluation(args.images)
     with tempfile.TemporaryDirectory() as tmp, fake_server(args.latency_s) as base_url:
         cache_path = Path(tmp) / "responses.sqlite"

@@ -63,6 +63,10 @@ EXEMPT = {
         "a measurement (ingest, curate and annotate in its own copy, about 1.5 minutes); its metrics are tested "
         "in tests/sample/test_annotation_quality.py and the same stages run in tests/e2e/test_default_run.py"
     ),
+    ".venv/bin/python benchmarks/bench_model_stages.py": (
+        "a measurement of about 20 minutes (four stages at two windows against servers answering in 2 s on "
+        "median); its quick mode runs in tests/benchmarks/test_quick_modes.py"
+    ),
     ".venv/bin/python benchmarks/bench_judge_client.py": (
         "a throughput measurement that saturates the machine for about a minute (concurrency up to 256); "
         "its client and server are tested in tests/reliability and tests/backends"
@@ -131,6 +135,27 @@ EXEMPT = {
         "tests/sources/test_europepmc.py, through the ingest node and on to the articles and figures tables"
     ),
 }
+# The benchmarks' quick modes (tiny sizes, seconds; docs/benchmarks.md shows each beside its full command) are
+# run by tests/benchmarks/test_quick_modes.py, each in its own process from the checkout, which also checks that
+# every quick command the documents show is listed here and that every benchmark shown has one.
+QUICK_MODES_TEST = "tests/benchmarks/test_quick_modes.py"
+QUICK_BENCHMARKS = [
+    ".venv/bin/python benchmarks/bench_default_run.py --quick",
+    ".venv/bin/python benchmarks/bench_rule_threads.py --quick",
+    ".venv/bin/python benchmarks/bench_judge_client.py --quick",
+    ".venv/bin/python benchmarks/bench_warm_cache.py --quick",
+    ".venv/bin/python benchmarks/bench_image_payload.py --quick",
+    ".venv/bin/python benchmarks/bench_generation_save.py --quick",
+    ".venv/bin/python benchmarks/bench_gpu_qwen_image.py --quick",
+    ".venv/bin/python benchmarks/bench_judge_node.py --quick",
+    ".venv/bin/python benchmarks/bench_standardise.py --quick",
+    ".venv/bin/python benchmarks/bench_report.py --quick",
+    ".venv/bin/python benchmarks/bench_curate_scale.py --quick",
+    ".venv/bin/python benchmarks/bench_ocr_labels.py --quick",
+    ".venv/bin/python benchmarks/bench_annotation_quality.py --quick --details",
+    ".venv/bin/python benchmarks/bench_model_stages.py --quick",
+]
+EXEMPT |= dict.fromkeys(QUICK_BENCHMARKS, f"a benchmark's quick mode, run by {QUICK_MODES_TEST}")
 # Servers: started in the background, polled at their URL until they answer, then stopped.
 SERVERS = {
     ".venv/bin/mlflow ui --backend-store-uri sqlite:///mlruns/mlflow.db": "http://127.0.0.1:5000",
