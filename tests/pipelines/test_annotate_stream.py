@@ -1,0 +1,87 @@
+"""Annotate over a served annotator: one stream over the whole stage, every answer kept as it arrives, so a
+run killed part way resumes paying only for the requests whose answers were not kept."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+
+import pandas as pd
+import pytest
+from PIL import Image
+
+from sciir.backends.base import Pending, VLMRequest, VLMResult
+from sciir.backends.cache import CachedVLM, ResponseCache
+from sciir.backends.openai_compat import OpenAICompatibleVLM
+from sciir.images.payload import ImageFile, encode
+from sciir.pipelines.annotate.nodes import annotate
+from sciir.testing.fake_openai_server import FakeOpenAIServer
+from sciir.testing.fault_plan import FaultPlan
+from sciir.testing.schema_replies import answer_from_schema
+
+SAMPLES = 16
+
+
+def _curated() -> tuple[pd.DataFrame, dict[str, ImageFile]]:
+    table = pd.DataFrame(
+        {
+            "sample_id": [f"s{n:02d}" for n in range(SAMPLES)],
+            "caption": [f"Figure {n}: the citric acid cycle, from Glucose to NADH." for n in range(SAMPLES)],
+            "methods_text": ["We measured the flux through each stage." for _ in range(SAMPLES)],
+            "status": "kept",
+        }
+    )
+    png = encode(Image.new("RGB", (32, 32), "white"), "png")
+    return table, {sample: ImageFile.of_bytes(png, f"{sample}.png") for sample in table["sample_id"]}
+
+
+class Killed(Exception):
+    """The run stopped from outside (a killed process, a lost machine)."""
+
+
+class KilledAfter(CachedVLM):
+    """A cached annotator whose run is killed once ``answers`` answers have arrived."""
+
+    def __init__(self, inner: OpenAICompatibleVLM, cache: ResponseCache, answers: int) -> None:
+        super().__init__(inner, cache)
+        self.answers = answers
+
+    def stream(
+        self,
+        requests: Iterable[VLMRequest | Pending],
+        on_result: Callable[[int, VLMResult], None],
+        window: int | None = None,
+    ) -> None:
+        seen = 0
+
+        def arrived(position: int, result: VLMResult) -> None:
+            nonlocal seen
+            on_result(position, result)
+            seen += 1
+            if seen == self.answers:
+                raise Killed(f"killed after {seen} answers")
+
+        super().stream(requests, arrived, window)
+
+
+def test_a_killed_run_resumes_paying_only_for_the_answers_it_did_not_keep(tmp_path):
+    table, images = _curated()
+    faults = FaultPlan(latency_s=(0.0, 0.02), seed=4)
+    with FakeOpenAIServer(answer_from_schema, faults) as server:
+        fresh = CachedVLM(
+            OpenAICompatibleVLM(base_url=server.base_url, model="fake-vlm", concurrency=4),
+            ResponseCache(tmp_path / "whole.sqlite"),
+        )
+        expected, expected_checklists, _ = annotate(table, images, fresh, {"tau": 7})
+        whole = server.stats.chat_requests
+
+        cache = ResponseCache(tmp_path / "killed.sqlite")
+        inner = OpenAICompatibleVLM(base_url=server.base_url, model="fake-vlm", concurrency=4)
+        with pytest.raises(Killed):
+            annotate(table, images, KilledAfter(inner, cache, answers=whole // 2), {"tau": 7})
+        kept = len(cache)
+        sent_before = server.stats.chat_requests
+        resumed, checklists, metrics = annotate(table, images, CachedVLM(inner, cache), {"tau": 7})
+        sent_again = server.stats.chat_requests - sent_before
+    assert whole // 2 <= kept < whole and sent_again == whole - kept
+    pd.testing.assert_frame_equal(resumed, expected)
+    pd.testing.assert_frame_equal(checklists, expected_checklists)
