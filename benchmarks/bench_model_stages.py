@@ -56,14 +56,11 @@ from kedro.framework.hooks import hook_impl  # noqa: E402
 from kedro.framework.startup import bootstrap_project  # noqa: E402
 
 from sciir.testing.fault_plan import lognormal_mean  # noqa: E402
+from sciir.testing.figure_rows import kept_panels  # noqa: E402
 
 POOL = 64  # distinct images, linked under every sample's name
 STAGES = ("annotate", "screen", "judge", "generate")
 TARGETS = {64: 0.9, 256: 0.8}
-METHODS = (
-    "We measured the flux through each stage of the pathway under three conditions. Samples were "
-    "prepared in triplicate, labelled and imaged; the figure summarises the protocol and its result. "
-) * 8
 
 
 @dataclass(frozen=True)
@@ -95,26 +92,6 @@ def write_pool(root: Path, side: int) -> Path:
         (pool / f"{seed:03d}.png").parent.mkdir(parents=True, exist_ok=True)
         (pool / f"{seed:03d}.png").write_bytes(judge_bench.image_png(seed, side))
     return pool
-
-
-def panels_table(count: int, prefix: str) -> pd.DataFrame:
-    """Kept panels with the columns annotate and the screen read, each caption distinct."""
-    rows = [
-        {
-            "sample_id": f"{prefix}-{n:05d}-p0",
-            "figure_uid": f"{prefix}-{n:05d}",
-            "panel_index": 0,
-            "n_panels": 1,
-            "caption": f"Figure {n}: a flow diagram of stage {n} of the pathway, from substrate to product.",
-            "methods_text": f"Experiment {n}. {METHODS}",
-            "status": "kept",
-            "reason": None,
-            "doi": f"10.5555/bench.{n}",
-            "figure_id": f"fig{n}",
-        }
-        for n in range(count)
-    ]
-    return pd.DataFrame(rows)
 
 
 # ---- the project copy, its catalog and the servers
@@ -168,7 +145,7 @@ def _write_table(root: Path, relative: str, table: pd.DataFrame) -> None:
 
 
 def prepare_annotate(root: Path, count: int, window: int) -> Stage:
-    table = panels_table(count, f"a{window}")
+    table = kept_panels(count, f"a{window}-", methods_repeat=8)
     _write_table(root, "data/03_primary/curated.parquet", table)
     link_images(root / "pool", root / "data/03_primary/images", table["sample_id"])
     return "annotate", ["annotate_samples"], {"annotate.window": window}
@@ -239,7 +216,7 @@ def run_screen(root: Path, count: int, window: int) -> tuple[float, float]:
 
     from sciir.pipelines.curate.screen_nodes import screen_panels
 
-    table = panels_table(count, f"s{window}")
+    table = kept_panels(count, f"s{window}-", methods_repeat=8)
     link_images(root / "pool", root / "data/03_primary/images", table["sample_id"])
     with KedroSession.create(project_path=root) as session:
         catalog = session.load_context().catalog

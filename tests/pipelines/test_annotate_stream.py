@@ -7,31 +7,17 @@ from collections.abc import Callable, Iterable
 
 import pandas as pd
 import pytest
-from PIL import Image
 
 from sciir.backends.base import Pending, VLMRequest, VLMResult
 from sciir.backends.cache import CachedVLM, ResponseCache
 from sciir.backends.openai_compat import OpenAICompatibleVLM
-from sciir.images.payload import ImageFile, encode
 from sciir.pipelines.annotate.nodes import annotate
 from sciir.testing.fake_openai_server import FakeOpenAIServer
 from sciir.testing.fault_plan import FaultPlan
+from sciir.testing.figure_rows import kept_panels, white_images
 from sciir.testing.schema_replies import answer_from_schema
 
 SAMPLES = 16
-
-
-def _curated() -> tuple[pd.DataFrame, dict[str, ImageFile]]:
-    table = pd.DataFrame(
-        {
-            "sample_id": [f"s{n:02d}" for n in range(SAMPLES)],
-            "caption": [f"Figure {n}: the citric acid cycle, from Glucose to NADH." for n in range(SAMPLES)],
-            "methods_text": ["We measured the flux through each stage." for _ in range(SAMPLES)],
-            "status": "kept",
-        }
-    )
-    png = encode(Image.new("RGB", (32, 32), "white"), "png")
-    return table, {sample: ImageFile.of_bytes(png, f"{sample}.png") for sample in table["sample_id"]}
 
 
 class Killed(Exception):
@@ -64,7 +50,8 @@ class KilledAfter(CachedVLM):
 
 
 def test_a_killed_run_resumes_paying_only_for_the_answers_it_did_not_keep(tmp_path):
-    table, images = _curated()
+    table = kept_panels(SAMPLES)
+    images = white_images(table["sample_id"])
     faults = FaultPlan(latency_s=(0.0, 0.02), seed=4)
     with FakeOpenAIServer(answer_from_schema, faults) as server:
         fresh = CachedVLM(

@@ -8,34 +8,22 @@ import json
 import random
 import statistics
 
-import pandas as pd
 from PIL import Image
 
 from sciir.backends.base import VLMResult
 from sciir.backends.openai_compat import OpenAICompatibleVLM
-from sciir.images.payload import ImageFile, encode
+from sciir.images.payload import encode
 from sciir.pipelines.annotate.nodes import annotate
 from sciir.tasks.judge import build_judge_request, parse_judge_reply
 from sciir.testing.fake_openai_server import FakeOpenAIServer
 from sciir.testing.fault_plan import FaultPlan, lognormal_mean
+from sciir.testing.figure_rows import kept_panels, white_images
 from sciir.testing.schema_replies import answer_from_schema
 
 
-def _curated(count: int) -> tuple[pd.DataFrame, dict[str, ImageFile]]:
-    table = pd.DataFrame(
-        {
-            "sample_id": [f"s{n}" for n in range(count)],
-            "caption": [f"Figure {n}: the citric acid cycle, from Glucose to NADH." for n in range(count)],
-            "methods_text": ["We measured the flux through each stage." for _ in range(count)],
-            "status": "kept",
-        }
-    )
-    png = encode(Image.new("RGB", (32, 32), "white"), "png")
-    return table, {f"s{n}": ImageFile.of_bytes(png, f"s{n}.png") for n in range(count)}
-
-
 def test_every_annotation_task_accepts_the_schema_replies_so_every_chain_runs_to_its_end():
-    table, images = _curated(12)
+    table = kept_panels(12)
+    images = white_images(table["sample_id"])
     with FakeOpenAIServer(answer_from_schema) as server:
         annotator = OpenAICompatibleVLM(base_url=server.base_url, model="fake-vlm", concurrency=4)
         annotations, checklists, _ = annotate(table, images, annotator, {"tau": 7})
