@@ -78,12 +78,13 @@ class StageRun:
 # ---- inputs
 
 
-def link_images(pool_dir: Path, target_dir: Path, names: Sequence[str]) -> None:
-    """Every name as a hard link to one of the pool's images (same bytes, no disk)."""
+def link_images(pool_dir: Path, target_dir: Path, names: Sequence[str], offset: int = 0) -> None:
+    """Every name as a hard link to one of the pool's images (same bytes, no disk), starting at ``offset``
+    in the pool (one offset per model, so no two models' images of a sample are the same request)."""
     target_dir.mkdir(parents=True, exist_ok=True)
     pool = sorted(pool_dir.glob("*.png"))
     for index, name in enumerate(names):
-        os.link(pool[index % len(pool)], target_dir / f"{name}.png")
+        os.link(pool[(index + offset) % len(pool)], target_dir / f"{name}.png")
 
 
 def write_pool(root: Path, side: int) -> Path:
@@ -160,7 +161,7 @@ def prepare_judge(root: Path, count: int, window: int) -> Stage:
     shutil.rmtree(generations, ignore_errors=True)
     names = [judge_bench.sample_id(s) for s in range(samples)]
     for model in models:
-        link_images(root / "pool", generations / judge_bench.model_name(model), names)
+        link_images(root / "pool", generations / judge_bench.model_name(model), names, offset=model)
     return "evaluate", ["evaluation_inputs", "judge_generations"], {"evaluate.window": window}
 
 
