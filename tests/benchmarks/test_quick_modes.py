@@ -90,7 +90,6 @@ def test_the_documented_commands_test_leaves_the_quick_commands_to_this_module()
     assert shown == set(DOCUMENTED.QUICK_BENCHMARKS)
     assert DOCUMENTED.QUICK_MODES_TEST == THIS
     assert all(THIS in DOCUMENTED.EXEMPT[text] for text in shown)
-    assert not shown & DOCUMENTED.STANDALONE
 
 
 # ---- what each quick run prints

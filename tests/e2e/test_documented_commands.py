@@ -7,9 +7,8 @@ PYTHONPATH, no MLflow override; only what the README says to do (``make run``, t
 ``source .venv/bin/activate``) puts the tools on PATH. Commands that cannot run here are listed in
 ``EXEMPT`` with the reason; servers (``SERVERS``) are started, polled until they answer and stopped;
 example files the documents name are written by ``doc_fixtures.py`` right before the first command
-that names them. The ``STANDALONE`` commands, which need nothing an earlier command made, run in a second
-newcomer's shell in a fresh clone of their own, beside the first session. A documented command with neither
-a run nor an exemption fails the test, and so
+that names them. A benchmark's quick command is run by tests/benchmarks/test_quick_modes.py (its
+``QUICK_BENCHMARKS``). A documented command with neither a run nor an exemption fails the test, and so
 does a command written in running text (an inline code span) that no block runs and no entry exempts.
 """
 
@@ -62,6 +61,18 @@ EXEMPT = {
     ".venv/bin/python benchmarks/bench_annotation_quality.py --details": (
         "a measurement (ingest, curate and annotate in its own copy, about 1.5 minutes); its metrics are tested "
         "in tests/sample/test_annotation_quality.py and the same stages run in tests/e2e/test_default_run.py"
+    ),
+    ".venv/bin/python benchmarks/bench_warm_cache.py": (
+        "a full-size measurement (800 images against the loopback judge, about 2 minutes); its quick mode runs in "
+        "tests/benchmarks/test_quick_modes.py"
+    ),
+    ".venv/bin/python benchmarks/bench_image_payload.py": (
+        "a full-size measurement (48 images of 1 MB encoded both ways); its quick mode runs in "
+        "tests/benchmarks/test_quick_modes.py"
+    ),
+    ".venv/bin/python benchmarks/bench_rule_threads.py": (
+        "a full-size measurement (the whole embedded sample read one way and the other); its quick mode runs in "
+        "tests/benchmarks/test_quick_modes.py"
     ),
     ".venv/bin/python benchmarks/bench_model_stages.py": (
         "a measurement of about 20 minutes (four stages at two windows against servers answering in 2 s on "
@@ -123,7 +134,7 @@ EXEMPT = {
     ),
     ".venv/bin/python benchmarks/bench_gpu_qwen_image.py": (
         "needs a CUDA GPU (the full-size Qwen-Image transformer, 20 B parameters); the same code runs on the "
-        "CPU with --tiny, a command the standalone session runs, and tests/test_bench_gpu_qwen_image.py "
+        "CPU in its quick mode (tests/benchmarks/test_quick_modes.py), and tests/test_bench_gpu_qwen_image.py "
         "checks that without a GPU it says so"
     ),
     "mlflow artifacts download -r <run id> -a report -d out": (
@@ -164,14 +175,6 @@ SERVERS = {
 COMMAND_WORDS = re.compile(
     r"^(kedro|dvc|make|mlflow|vllm|source|pip|python3?|brew|dnf|apt-get|\.venv/bin/\S+)\s|^--params\s"
 )
-# Documented commands that need nothing an earlier command made (benchmarks writing their own data): they
-# run in a newcomer's shell of their own, in a fresh clone, beside the main session (on another xdist worker).
-STANDALONE = {
-    ".venv/bin/python benchmarks/bench_warm_cache.py",
-    ".venv/bin/python benchmarks/bench_image_payload.py",
-    ".venv/bin/python benchmarks/bench_gpu_qwen_image.py --tiny",
-    ".venv/bin/python benchmarks/bench_rule_threads.py",
-}
 # Files copied aside right after a command (into ``<logs>/<index>.files/``), for tests of its outcome that
 # later commands would overwrite.
 SNAPSHOTS = {
@@ -258,7 +261,7 @@ def test_the_documents_show_the_commands_this_test_knows():
     commands = {command.text for command in ALL_BLOCKS}
     assert {"make run", "source .venv/bin/activate", "dvc repro"} <= commands
     spans = {command.text for document in DOCUMENTS for command in inline_commands(document)}
-    stale = sorted(set(EXEMPT) - commands - spans) + sorted((set(SERVERS) | STANDALONE) - commands)
+    stale = sorted(set(EXEMPT) - commands - spans) + sorted(set(SERVERS) - commands)
     assert not stale, f"exempted commands no document shows any more (remove them): {stale}"
 
 
@@ -314,15 +317,14 @@ def _server_step(command: str, url: str, log: str) -> str:
     )
 
 
-def session_script(commands: list[Command], logs: Path, standalone: bool = False) -> str:
+def session_script(commands: list[Command], logs: Path) -> str:
     """One bash script running ``commands`` in order; each logs to ``<logs>/<i>.log`` and its status to ``<i>.rc``.
 
-    Only the ``STANDALONE`` commands run with ``standalone``, only the others without. A failed command does
-    not stop the session: each one's result is reported on its own.
+    A failed command does not stop the session: each one's result is reported on its own.
     """
     lines, written = [], set()
     for index, command in enumerate(commands):
-        if command.text in EXEMPT or (command.text in STANDALONE) != standalone:
+        if command.text in EXEMPT:
             continue
         for name in FIXTURES:
             if name not in written and re.search(rf"(^|[ =,/]){re.escape(name)}($|[ ,/])", command.text):
@@ -352,10 +354,10 @@ def slowest_steps(commands: list[Command], logs: Path, count: int = 8) -> list[s
     return [f"{seconds:5d} s  {label}" for seconds, label in sorted(timed, reverse=True)[:count]]
 
 
-def run_session(root: Path, logs: Path, standalone: bool) -> Path:
+def run_session(root: Path, logs: Path) -> Path:
     """Run the session's commands in one newcomer's shell in ``root``; ``logs``, the folder of their logs."""
     script = logs / "session.sh"
-    script.write_text(session_script(ALL_BLOCKS, logs, standalone))
+    script.write_text(session_script(ALL_BLOCKS, logs))
     subprocess.run(
         ["bash", "--noprofile", "--norc", str(script)],
         cwd=root,
@@ -370,16 +372,8 @@ def run_session(root: Path, logs: Path, standalone: bool) -> Path:
 
 @pytest.fixture(scope="module")
 def session(project: Path, tmp_path_factory) -> Path:
-    """Every documented command but the standalone ones, once, in order, in the project; their logs."""
-    return run_session(project, tmp_path_factory.mktemp("documented_commands"), standalone=False)
-
-
-@pytest.fixture(scope="module")
-def standalone_session(make_clone, tmp_path_factory) -> Path:
-    """The ``STANDALONE`` commands in a fresh clone of their own; their logs."""
-    return run_session(
-        make_clone("standalone"), tmp_path_factory.mktemp("standalone_commands"), standalone=True
-    )
+    """Every documented command not exempt, once, in order, in the project; their logs."""
+    return run_session(project, tmp_path_factory.mktemp("documented_commands"))
 
 
 def _result(logs: Path, step: str) -> str | None:
@@ -403,26 +397,12 @@ def test_every_documented_command_runs(session, document):
         if command.text in EXEMPT:
             assert EXEMPT[command.text].strip(), command.label
             continue
-        if command.text in STANDALONE:  # test_the_standalone_commands_run
-            continue
         problem = _result(session, str(index))
         if problem:
             failures.append(f"{command.label}\n  {problem}")
         fixture = _result(session, f"fixture-{index}") if (session / f"fixture-{index}.rc").exists() else None
         if fixture:
             failures.append(f"{command.label} (writing its example file)\n  {fixture}")
-    assert not failures, "documented commands failed:\n" + "\n".join(failures)
-
-
-@pytest.mark.xdist_group("standalone")  # its own fresh clone: free to run beside the session
-def test_the_standalone_commands_run(standalone_session):
-    ran = [(index, command) for index, command in enumerate(ALL_BLOCKS) if command.text in STANDALONE]
-    assert {command.text for _, command in ran} == STANDALONE
-    failures = [
-        f"{command.label}\n  {problem}"
-        for index, command in ran
-        if (problem := _result(standalone_session, str(index)))
-    ]
     assert not failures, "documented commands failed:\n" + "\n".join(failures)
 
 
