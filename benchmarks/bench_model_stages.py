@@ -137,7 +137,7 @@ def server(module: str, median_s: float, p95_s: float, *extra: str) -> Iterator[
 # ---- the stages: inputs written into the copy, then the node run by Kedro (the screen's input is curate's
 # in-memory table, so its node function is called with the catalog's images and screener)
 
-Stage = tuple[str, list[str], dict[str, Any]]  # pipeline, nodes, runtime parameters
+Stage = tuple[str, list[str], dict[str, Any]]  # pipeline, nodes, runtime parameters (nested, as --params gives)
 
 
 def _write_table(root: Path, relative: str, table: pd.DataFrame) -> None:
@@ -149,7 +149,7 @@ def prepare_annotate(root: Path, count: int, window: int) -> Stage:
     table = kept_panels(count, f"a{window}-", methods_repeat=8)
     _write_table(root, "data/03_primary/curated.parquet", table)
     link_images(root / "pool", root / "data/03_primary/images", table["sample_id"])
-    return "annotate", ["annotate_samples"], {"annotate.window": window}
+    return "annotate", ["annotate_samples"], {"annotate": {"window": window}}
 
 
 def prepare_judge(root: Path, count: int, window: int) -> Stage:
@@ -162,15 +162,15 @@ def prepare_judge(root: Path, count: int, window: int) -> Stage:
     names = [judge_bench.sample_id(s) for s in range(samples)]
     for model in models:
         link_images(root / "pool", generations / judge_bench.model_name(model), names, offset=model)
-    return "evaluate", ["evaluation_inputs", "judge_generations"], {"evaluate.window": window}
+    return "evaluate", ["evaluation_inputs", "judge_generations"], {"evaluate": {"window": window}}
 
 
 def prepare_generate(root: Path, count: int, window: int) -> Stage:
     _write_table(root, "data/05_model_input/benchmark.parquet", judge_bench.benchmark_table(count))
     (root / "data/06_models").mkdir(parents=True, exist_ok=True)
     (root / "data/06_models/finetune_summary.json").write_text("{}")
-    params = {"generate.window": window, "generate.models": ["served"], "generate.aibench.enabled": False}
-    return "generate", ["generate_images"], params
+    params = {"window": window, "models": ["served"], "aibench": {"enabled": False}}
+    return "generate", ["generate_images"], {"generate": params}
 
 
 PREPARE: dict[str, Callable[[Path, int, int], Stage]] = {
