@@ -35,6 +35,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
@@ -70,9 +71,27 @@ class StageRun:
     requests: int
     seconds: float
     cpu_s: float
+    full_share: float | None = None  # of the run's time, the share with the window at least 95% full
 
     def rate(self) -> float:
         return self.requests / self.seconds if self.seconds else 0.0
+
+
+class InFlightSampler(threading.Thread):
+    """The chat server's requests in flight, every 100 ms (its /stats), while a stage runs."""
+
+    def __init__(self, base_url: str) -> None:
+        super().__init__(daemon=True)
+        self.base_url, self.samples, self.done = base_url, [], threading.Event()
+
+    def run(self) -> None:
+        while not self.done.wait(0.1):
+            self.samples.append(int(judge_bench.server_stats(self.base_url)["in_flight"]))
+
+    def full_share(self, window: int) -> float | None:
+        self.done.set()
+        self.join()
+        return sum(n >= 0.95 * window for n in self.samples) / len(self.samples) if self.samples else None
 
 
 # ---- inputs
@@ -137,7 +156,9 @@ def server(module: str, median_s: float, p95_s: float, *extra: str) -> Iterator[
 # ---- the stages: inputs written into the copy, then the node run by Kedro (the screen's input is curate's
 # in-memory table, so its node function is called with the catalog's images and screener)
 
-Stage = tuple[str, list[str], dict[str, Any]]  # pipeline, nodes, runtime parameters (nested, as --params gives)
+Stage = tuple[
+    str, list[str], dict[str, Any]
+]  # pipeline, nodes, runtime parameters (nested, as --params gives)
 
 
 def _write_table(root: Path, relative: str, table: pd.DataFrame) -> None:
@@ -233,13 +254,19 @@ def run_screen(root: Path, count: int, window: int) -> tuple[float, float]:
 REQUESTS_PER_ITEM = {"annotate": 3.5, "screen": 1.0, "judge": 1.0, "generate": 1.0}
 
 
-def measure(root: Path, stage: str, window: int, count: int, requests: Callable[[], int]) -> StageRun:
+def measure(
+    root: Path, stage: str, window: int, count: int, requests: Callable[[], int], vlm_url: str
+) -> StageRun:
     """One stage at one window, in a clean data folder with a fresh cache."""
     shutil.rmtree(root / "data", ignore_errors=True)
     prepared = PREPARE[stage](root, count, window) if stage in PREPARE else None
     before = requests()
+    sampler = InFlightSampler(vlm_url) if stage != "generate" else None  # the images server keeps no stats
+    if sampler is not None:
+        sampler.start()
     seconds, cpu = run_screen(root, count, window) if prepared is None else run_kedro(root, prepared)
-    return StageRun(stage, window, requests() - before, seconds, cpu)
+    full = sampler.full_share(window) if sampler is not None else None
+    return StageRun(stage, window, requests() - before, seconds, cpu, full)
 
 
 def served_requests(vlm_url: str, images_root: Path, stage: str) -> Callable[[], int]:
@@ -256,7 +283,7 @@ def report(runs: Sequence[StageRun], mean_s: float, args: argparse.Namespace) ->
         f"images {args.side} px; {os.cpu_count()} cores"
     )
     print(f"{'stage':<10}{'window':>7}{'requests':>10}{'seconds':>9}{'req/s':>8}{'bound':>8}{'share':>7}"
-          f"{'target':>7}{'CPU ms/req':>11}")  # fmt: skip
+          f"{'target':>7}{'CPU ms/req':>11}{'full':>6}")  # fmt: skip
     for run in runs:
         bound = run.window / mean_s
         share = run.rate() / bound
@@ -265,7 +292,9 @@ def report(runs: Sequence[StageRun], mean_s: float, args: argparse.Namespace) ->
         print(
             f"{run.stage:<10}{run.window:>7}{run.requests:>10}{run.seconds:>9.1f}{run.rate():>8.1f}"
             f"{bound:>8.1f}{share:>7.2f}{'' if target is None else f'>={target}':>7}{cpu_ms:>11.2f}"
+            f"{'n/a' if run.full_share is None else f'{run.full_share:.2f}':>6}"
         )
+    print("full: the share of the node's time with the window at least 95% full (sampled every 0.1 s)")
 
 
 def main(argv: Sequence[str] | None = None) -> None:
@@ -297,7 +326,7 @@ def main(argv: Sequence[str] | None = None) -> None:
                 write_backends(root, vlm_url, images_url, window, f"w{window}.sqlite")
                 for stage in args.stages:
                     items = max(window, round(args.ideal_s * window / mean_s / REQUESTS_PER_ITEM[stage]))
-                    run = measure(root, stage, window, items, served_requests(vlm_url, root, stage))
+                    run = measure(root, stage, window, items, served_requests(vlm_url, root, stage), vlm_url)
                     print(
                         f"{stage} at window {window}: {run.requests} requests in {run.seconds:.1f} s",
                         flush=True,

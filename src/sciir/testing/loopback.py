@@ -32,6 +32,12 @@ class QuietHandler(BaseHTTPRequestHandler):
         pass
 
 
+class _BackloggedServer(ThreadingHTTPServer):
+    # The standard library listens with a backlog of 5: a client opening hundreds of connections at once
+    # (a stream's window) would see some reset, as a real server's backlog does not do.
+    request_queue_size = 1024
+
+
 class ThreadedLoopbackServer:
     """A ``ThreadingHTTPServer`` in a background thread; subclasses give its handler class."""
 
@@ -47,7 +53,7 @@ class ThreadedLoopbackServer:
 
     def start(self) -> Self:
         """Listen and serve in a background thread; returns once the port is bound."""
-        self._http = ThreadingHTTPServer((self.host, self.port), self.handler_class())
+        self._http = _BackloggedServer((self.host, self.port), self.handler_class())
         self._http.daemon_threads = True  # keep-alive connections and hung replies must not hold stop() up
         self.port = self._http.server_address[1]
         self._thread = threading.Thread(
