@@ -8,6 +8,7 @@ from collections.abc import Callable, Iterable
 import pandas as pd
 import pytest
 
+from sciir.annotation.sample_work import AnnotateParams, SampleWork, annotate_samples, kept_samples
 from sciir.backends.base import Pending, VLMRequest, VLMResult
 from sciir.backends.cache import CachedVLM, ResponseCache
 from sciir.backends.openai_compat import OpenAICompatibleVLM
@@ -72,3 +73,36 @@ def test_a_killed_run_resumes_paying_only_for_the_answers_it_did_not_keep(tmp_pa
     assert whole // 2 <= kept < whole and sent_again == whole - kept
     pd.testing.assert_frame_equal(resumed, expected)
     pd.testing.assert_frame_equal(checklists, expected_checklists)
+
+
+class Watched(CachedVLM):
+    """A cached annotator that, at every answer, counts the samples holding their image bytes."""
+
+    def __init__(self, inner: OpenAICompatibleVLM, cache: ResponseCache, samples: list[SampleWork]) -> None:
+        super().__init__(inner, cache)
+        self.samples, self.holding = samples, []
+
+    def stream(
+        self,
+        requests: Iterable[VLMRequest | Pending],
+        on_result: Callable[[int, VLMResult], None],
+        window: int | None = None,
+    ) -> None:
+        def arrived(position: int, result: VLMResult) -> None:
+            self.holding.append(sum(work.image is not None for work in self.samples))
+            on_result(position, result)
+
+        super().stream(requests, arrived, window)
+
+
+def test_memory_is_bounded_by_the_window_not_by_the_number_of_samples(tmp_path):
+    """Only the samples with a request in flight hold their image: a sample's bytes are read when it starts
+    and dropped when its last task is answered."""
+    table = kept_panels(60)
+    samples = kept_samples(table, max_methods_chars=4000)
+    with FakeOpenAIServer(answer_from_schema, FaultPlan(latency_s=(0.0, 0.02), seed=2)) as server:
+        inner = OpenAICompatibleVLM(base_url=server.base_url, model="fake-vlm", concurrency=4)
+        annotator = Watched(inner, ResponseCache(tmp_path / "c.sqlite"), samples)
+        annotate_samples(annotator, samples, white_images(table["sample_id"]), AnnotateParams(window=4))
+    assert len(annotator.holding) > 60 and max(annotator.holding) <= 4
+    assert all(work.image is None for work in samples) and all(work.track_scores for work in samples)
