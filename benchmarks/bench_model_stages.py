@@ -229,7 +229,16 @@ def run_kedro(root: Path, stage: Stage) -> tuple[float, float]:
     with KedroSession.create(project_path=root, runtime_params=params) as session:
         session._hook_manager.register(clock)  # no public way to add a hook to one session
         session.run(pipeline_name=pipeline, node_names=nodes)
+    end_mlflow_runs()
     return clock.seconds, clock.cpu_s
+
+
+def end_mlflow_runs() -> None:
+    """Close the MLflow run a session left open, so the next stage's parameters go to a run of its own."""
+    import mlflow
+
+    while mlflow.active_run() is not None:
+        mlflow.end_run()
 
 
 def run_screen(root: Path, count: int, window: int) -> tuple[float, float]:
@@ -247,7 +256,9 @@ def run_screen(root: Path, count: int, window: int) -> tuple[float, float]:
         images, screener = catalog.load("curated_images"), catalog.load("screener")
         start, cpu = time.perf_counter(), time.process_time()
         screen_panels(table, images, screener, params)
-        return time.perf_counter() - start, time.process_time() - cpu
+        seconds, cpu = time.perf_counter() - start, time.process_time() - cpu
+    end_mlflow_runs()
+    return seconds, cpu
 
 
 # Requests per item: annotate asks up to four tasks per sample (fewer after low reasoning content).
@@ -277,6 +288,18 @@ def served_requests(vlm_url: str, images_root: Path, stage: str) -> Callable[[],
     return lambda: len(pd.read_parquet(manifest)) if manifest.exists() else 0
 
 
+def row(run: StageRun, mean_s: float) -> str:
+    """One stage's line of the table."""
+    bound = run.window / mean_s
+    cpu_ms = 1000 * run.cpu_s / run.requests if run.requests else float("nan")
+    target = TARGETS.get(run.window)
+    return (
+        f"{run.stage:<10}{run.window:>7}{run.requests:>10}{run.seconds:>9.1f}{run.rate():>8.1f}"
+        f"{bound:>8.1f}{run.rate() / bound:>7.2f}{'' if target is None else f'>={target}':>7}{cpu_ms:>11.2f}"
+        f"{'n/a' if run.full_share is None else f'{run.full_share:.2f}':>6}"
+    )
+
+
 def report(runs: Sequence[StageRun], mean_s: float, args: argparse.Namespace) -> None:
     print(
         f"\nlatency: log-normal, median {args.median_s:g} s, p95 {args.p95_s:g} s (mean {mean_s:.3f} s); "
@@ -285,15 +308,7 @@ def report(runs: Sequence[StageRun], mean_s: float, args: argparse.Namespace) ->
     print(f"{'stage':<10}{'window':>7}{'requests':>10}{'seconds':>9}{'req/s':>8}{'bound':>8}{'share':>7}"
           f"{'target':>7}{'CPU ms/req':>11}{'full':>6}")  # fmt: skip
     for run in runs:
-        bound = run.window / mean_s
-        share = run.rate() / bound
-        cpu_ms = 1000 * run.cpu_s / run.requests if run.requests else float("nan")
-        target = TARGETS.get(run.window)
-        print(
-            f"{run.stage:<10}{run.window:>7}{run.requests:>10}{run.seconds:>9.1f}{run.rate():>8.1f}"
-            f"{bound:>8.1f}{share:>7.2f}{'' if target is None else f'>={target}':>7}{cpu_ms:>11.2f}"
-            f"{'n/a' if run.full_share is None else f'{run.full_share:.2f}':>6}"
-        )
+        print(row(run, mean_s))
     print("full: the share of the node's time with the window at least 95% full (sampled every 0.1 s)")
 
 
@@ -327,10 +342,7 @@ def main(argv: Sequence[str] | None = None) -> None:
                 for stage in args.stages:
                     items = max(window, round(args.ideal_s * window / mean_s / REQUESTS_PER_ITEM[stage]))
                     run = measure(root, stage, window, items, served_requests(vlm_url, root, stage), vlm_url)
-                    print(
-                        f"{stage} at window {window}: {run.requests} requests in {run.seconds:.1f} s",
-                        flush=True,
-                    )
+                    print(f"measured: {row(run, mean_s)}", flush=True)
                     runs.append(run)
     report(runs, mean_s, args)
 
