@@ -10,7 +10,7 @@ import subprocess
 import sys
 
 import pytest
-from PIL import Image
+from PIL import Image, ImageCms
 
 from sciir.backends.base import GenerationRequest
 from sciir.backends.openai_images import OpenAIImagesGenerator, fitted_png, image_usage
@@ -211,6 +211,20 @@ def test_fitted_png_flattens_transparency_and_names_a_truncated_image():
         assert served == (10, 10) and image.mode == "RGB" and image.getpixel((0, 0)) == (255, 255, 255)
     with pytest.raises(ValueError, match="the image is not readable"):
         fitted_png(_png(10, 10)[:-20], 10, 10)
+
+
+def test_a_plain_srgb_png_of_the_size_asked_for_is_kept_as_its_own_bytes():
+    def rgb_png(**options: object) -> bytes:
+        buffer = io.BytesIO()
+        Image.new("RGB", (12, 8), "#3366cc").save(buffer, format="PNG", **options)
+        return buffer.getvalue()
+
+    plain = rgb_png()
+    assert fitted_png(plain, 12, 8) == (plain, (12, 8))  # nothing to convert: not encoded again
+    profiled = rgb_png(icc_profile=ImageCms.ImageCmsProfile(ImageCms.createProfile("sRGB")).tobytes())
+    assert fitted_png(profiled, 12, 8)[0] != profiled  # a profile to apply: converted, stripped
+    assert fitted_png(_png(12, 8), 12, 8)[0] != _png(12, 8)  # RGBA: flattened
+    assert fitted_png(plain, 6, 4)[0] != plain  # another size: resized
 
 
 def test_image_usage_maps_reported_tokens_and_ignores_what_is_absent():
