@@ -129,7 +129,8 @@ def test_two_generators_give_images_manifest_and_metrics(benchmark: pd.DataFrame
 
     assert metrics["programmatic.ok"] == 3 and metrics["programmatic.failed"] == 0
     assert metrics["grey.ok"] == 2 and metrics["grey.failed"] == 1
-    assert metrics["grey.seconds"] == pytest.approx(timings[timings["model"] == "grey"]["seconds"].sum())
+    # The wall seconds the generator took: at least its slowest image's, from sending to image.
+    assert metrics["grey.seconds"] >= timings[timings["model"] == "grey"]["seconds"].max() > 0
 
 
 def test_the_seconds_of_each_image_are_a_table_of_their_own(benchmark: pd.DataFrame) -> None:

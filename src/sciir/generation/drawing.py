@@ -145,13 +145,15 @@ def adapter_record(generator: ImageGenerator, finetune_summary: dict[str, Any]) 
 
 @dataclass(frozen=True)
 class Drawn:
-    """What the generators drew: images (PNG bytes) and plans by ``<model>/<sample_id>``, the manifest and
-    the seconds each image took (``MANIFEST_COLUMNS``, ``TIMING_COLUMNS``)."""
+    """What the generators drew: images (PNG bytes) and plans by ``<model>/<sample_id>``, the manifest, the
+    seconds from each request's sending to its image (``MANIFEST_COLUMNS``, ``TIMING_COLUMNS``) and the wall
+    seconds each generator took over all its images (requests stream, so these are not the images' sum)."""
 
     images: dict[str, bytes]
     plans: dict[str, str]
     manifest: pd.DataFrame
     timings: pd.DataFrame
+    seconds: dict[str, float]
 
 
 def collect_model(
@@ -212,7 +214,9 @@ def draw_every_sample(
     plans: dict[str, str] = {}
     rows: Rows = []
     timings: Rows = []
+    seconds: dict[str, float] = {}
     for model, generator in generators.items():
+        began = time.perf_counter()
         requests, unsent = requests_of(generator)
         logger.info("generate %s (%s): %d samples", model, generator.role, len(requests))
         adapter = adapter_record(generator, finetune_summary)
@@ -220,6 +224,7 @@ def draw_every_sample(
         model_images, model_plans, model_rows, model_timings = collect_model(
             model, generator, requests, config, row_meta
         )
+        seconds[model] = time.perf_counter() - began
         images.update(model_images)
         plans.update(model_plans)
         unsent_manifest, unsent_timings = unsent_rows(model, generator, unsent, config.seed)
@@ -230,4 +235,5 @@ def draw_every_sample(
         plans,
         pd.DataFrame(rows, columns=MANIFEST_COLUMNS),
         pd.DataFrame(timings, columns=TIMING_COLUMNS),
+        seconds,
     )

@@ -1,5 +1,5 @@
 """The generation manifest (one row per generator and sample: role, status, reason, meta), the seconds
-each image took, and generate's metrics.
+from each request's sending to its image, and generate's metrics (with each generator's wall seconds).
 
 The seconds differ on every run, so they are a table of their own (``generation_timings``, logged to
 MLflow only) and never a column of the DVC-tracked manifest: a rerun writes the manifest byte for byte.
@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import logging
+from collections.abc import Mapping
 from typing import Any
 
 import pandas as pd
@@ -38,20 +39,22 @@ def manifest_row(
 
 
 def timing_row(model: str, sample_id: str, seconds: float) -> dict[str, Any]:
-    """One row of the timings table: the seconds an image took (0 for a sample never sent)."""
+    """One row of the timings table: the seconds from the request's sending to its image (0 for a sample
+    never sent)."""
     return {"model": model, "sample_id": sample_id, "seconds": seconds}
 
 
 def generation_metrics(
-    manifest: pd.DataFrame, timings: pd.DataFrame, generators: dict[str, ImageGenerator]
+    manifest: pd.DataFrame, seconds: Mapping[str, float], generators: dict[str, ImageGenerator]
 ) -> dict[str, float]:
-    """Per model: ok and failed counts, seconds spent, and response-cache hits/misses when it is cached."""
+    """Per model: ok and failed counts, the wall seconds it took (``seconds``), and response-cache
+    hits/misses when it is cached."""
     metrics: dict[str, float] = {}
     for model, generator in generators.items():
         rows = manifest[manifest["model"] == model]
         metrics[f"{model}.ok"] = float((rows["status"] == "ok").sum())
         metrics[f"{model}.failed"] = float((rows["status"] == "failed").sum())
-        metrics[f"{model}.seconds"] = float(timings.loc[timings["model"] == model, "seconds"].sum())
+        metrics[f"{model}.seconds"] = float(seconds.get(model, 0.0))
         if generator.stats:  # empty when it is not cached
             metrics[f"{model}.cache_hits"] = float(generator.stats.get("hits", 0))
             metrics[f"{model}.cache_misses"] = float(generator.stats.get("misses", 0))

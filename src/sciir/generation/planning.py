@@ -61,7 +61,9 @@ class PlannedGenerator(ImageGenerator):
         asked: list[GenerationRequest] = []
         for request in requests:
             if isinstance(request, Pending):  # it would wait for answers only the whole stage gives
-                raise RuntimeError("a planned generator plans its whole stage first: its requests cannot wait")
+                raise RuntimeError(
+                    "a planned generator plans its whole stage first: its requests cannot wait"
+                )
             asked.append(request)
         planned: list[tuple[int, GenerationRequest, str]] = []
 

@@ -79,5 +79,5 @@ def generate_aibench_images(
         meta={"prompt_version": prompt_template(ILLUSTRATION_TASK).version},
     )
     log_aibench_failures(drawn.manifest)
-    metrics = generation_metrics(drawn.manifest, drawn.timings, selected)
+    metrics = generation_metrics(drawn.manifest, drawn.seconds, selected)
     return image_partitions(drawn.images), drawn.manifest, drawn.timings, metrics

@@ -55,5 +55,5 @@ def generate_images(
         config,
         finetune_summary,
     )
-    metrics = generation_metrics(drawn.manifest, drawn.timings, selected)
+    metrics = generation_metrics(drawn.manifest, drawn.seconds, selected)
     return image_partitions(drawn.images), drawn.plans, drawn.manifest, drawn.timings, metrics
