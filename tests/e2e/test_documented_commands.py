@@ -74,6 +74,10 @@ EXEMPT = {
         "a full-size measurement (the whole embedded sample read one way and the other); its quick mode runs in "
         "tests/benchmarks/test_quick_modes.py"
     ),
+    ".venv/bin/python benchmarks/bench_model_stages.py --stages annotate --ideal-s 450": (
+        "a measurement of about 17 minutes (annotate at two windows over runs of 7.5 minutes); its quick mode "
+        "runs in tests/benchmarks/test_quick_modes.py"
+    ),
     ".venv/bin/python benchmarks/bench_model_stages.py": (
         "a measurement of about 20 minutes (four stages at two windows against servers answering in 2 s on "
         "median); its quick mode runs in tests/benchmarks/test_quick_modes.py"
