@@ -8,7 +8,7 @@ from collections.abc import Callable, Iterable
 import pandas as pd
 import pytest
 
-from sciir.annotation.sample_work import AnnotateParams, SampleWork, annotate_samples, kept_samples
+from sciir.annotation.sample_work import AnnotateParams, annotate_samples, kept_samples
 from sciir.backends.base import Pending, VLMRequest, VLMResult
 from sciir.backends.cache import CachedVLM, ResponseCache
 from sciir.backends.openai_compat import OpenAICompatibleVLM
@@ -25,12 +25,12 @@ class Killed(Exception):
     """The run stopped from outside (a killed process, a lost machine)."""
 
 
-class KilledAfter(CachedVLM):
-    """A cached annotator whose run is killed once ``answers`` answers have arrived."""
+class Observed(CachedVLM):
+    """A cached annotator that calls ``look(answers so far)`` as each answer arrives, before annotate sees it."""
 
-    def __init__(self, inner: OpenAICompatibleVLM, cache: ResponseCache, answers: int) -> None:
+    def __init__(self, inner: OpenAICompatibleVLM, cache: ResponseCache, look: Callable[[int], None]) -> None:
         super().__init__(inner, cache)
-        self.answers = answers
+        self.look = look
 
     def stream(
         self,
@@ -42,12 +42,19 @@ class KilledAfter(CachedVLM):
 
         def arrived(position: int, result: VLMResult) -> None:
             nonlocal seen
-            on_result(position, result)
             seen += 1
-            if seen == self.answers:
-                raise Killed(f"killed after {seen} answers")
+            self.look(seen)
+            on_result(position, result)
 
         super().stream(requests, arrived, window)
+
+
+def kill_at(answers: int) -> Callable[[int], None]:
+    def look(seen: int) -> None:
+        if seen == answers:
+            raise Killed(f"killed after {seen} answers")
+
+    return look
 
 
 def test_a_killed_run_resumes_paying_only_for_the_answers_it_did_not_keep(tmp_path):
@@ -65,7 +72,7 @@ def test_a_killed_run_resumes_paying_only_for_the_answers_it_did_not_keep(tmp_pa
         cache = ResponseCache(tmp_path / "killed.sqlite")
         inner = OpenAICompatibleVLM(base_url=server.base_url, model="fake-vlm", concurrency=4)
         with pytest.raises(Killed):
-            annotate(table, images, KilledAfter(inner, cache, answers=whole // 2), {"tau": 7})
+            annotate(table, images, Observed(inner, cache, kill_at(whole // 2)), {"tau": 7})
         kept = len(cache)
         sent_before = server.stats.chat_requests
         resumed, checklists, metrics = annotate(table, images, CachedVLM(inner, cache), {"tau": 7})
@@ -75,26 +82,6 @@ def test_a_killed_run_resumes_paying_only_for_the_answers_it_did_not_keep(tmp_pa
     pd.testing.assert_frame_equal(checklists, expected_checklists)
 
 
-class Watched(CachedVLM):
-    """A cached annotator that, at every answer, counts the samples holding their image bytes."""
-
-    def __init__(self, inner: OpenAICompatibleVLM, cache: ResponseCache, samples: list[SampleWork]) -> None:
-        super().__init__(inner, cache)
-        self.samples, self.holding = samples, []
-
-    def stream(
-        self,
-        requests: Iterable[VLMRequest | Pending],
-        on_result: Callable[[int, VLMResult], None],
-        window: int | None = None,
-    ) -> None:
-        def arrived(position: int, result: VLMResult) -> None:
-            self.holding.append(sum(work.image is not None for work in self.samples))
-            on_result(position, result)
-
-        super().stream(requests, arrived, window)
-
-
 def test_memory_is_bounded_by_the_window_not_by_the_number_of_samples(tmp_path):
     """Only the samples with a request in flight hold their image: a sample's bytes are read when it starts
     and dropped when its last task is answered."""
@@ -102,7 +89,12 @@ def test_memory_is_bounded_by_the_window_not_by_the_number_of_samples(tmp_path):
     samples = kept_samples(table, max_methods_chars=4000)
     with FakeOpenAIServer(answer_from_schema, FaultPlan(latency_s=(0.0, 0.02), seed=2)) as server:
         inner = OpenAICompatibleVLM(base_url=server.base_url, model="fake-vlm", concurrency=4)
-        annotator = Watched(inner, ResponseCache(tmp_path / "c.sqlite"), samples)
+        holding: list[int] = []  # at each answer, the samples holding their image bytes
+
+        def count_holding(_: int) -> None:
+            holding.append(sum(work.image is not None for work in samples))
+
+        annotator = Observed(inner, ResponseCache(tmp_path / "c.sqlite"), count_holding)
         annotate_samples(annotator, samples, white_images(table["sample_id"]), AnnotateParams(window=4))
-    assert len(annotator.holding) > 60 and max(annotator.holding) <= 4
+    assert len(holding) > 60 and max(holding) <= 4
     assert all(work.image is None for work in samples) and all(work.track_scores for work in samples)

@@ -82,7 +82,7 @@ def schema_instance(schema: dict[str, Any], rng: random.Random, root: dict[str, 
         return next((value for value in schema["enum"] if value is not None), None)
     if "const" in schema:
         return schema["const"]
-    kind, schema = _typed(_resolve(schema, root))
+    kind, schema = _typed(schema)
     if kind == "object":
         properties = schema.get("properties", {})
         return _checked_question(

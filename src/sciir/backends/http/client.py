@@ -107,7 +107,6 @@ class HTTPTransport:
         if timeout_s <= 0:
             raise ValueError(f"timeout_s must be positive, got {timeout_s}")
         self.replica_urls = replica_urls(base_url)
-        self.base_url = self.replica_urls[0] if len(self.replica_urls) == 1 else ", ".join(self.replica_urls)
         self.concurrency = concurrency
         self.timeout_s = timeout_s
         self.retry = retry or RetryPolicy()
@@ -126,9 +125,14 @@ class HTTPTransport:
         )
         return cls(retry=retry, **settings)
 
+    @property
+    def shown_url(self) -> str:
+        """The base URL, or the replicas' joined, for messages."""
+        return ", ".join(self.replica_urls)
+
     def __repr__(self) -> str:
         return (
-            f"{type(self).__name__}(base_url={self.base_url!r}, concurrency={self.concurrency}, "
+            f"{type(self).__name__}(base_url={self.shown_url!r}, concurrency={self.concurrency}, "
             f"timeout_s={self.timeout_s}, retry={self.retry})"
         )
 
@@ -276,7 +280,7 @@ class HTTPBackend(Model[T, R]):
         return transport, extra
 
     def __repr__(self) -> str:  # never the key: model and URL only
-        return f"{type(self).__name__}(model={self.model!r}, base_url={self._transport.base_url!r})"
+        return f"{type(self).__name__}(model={self.model!r}, base_url={self._transport.shown_url!r})"
 
     def generate(self, requests: Sequence[T]) -> list[R]:
         """One result per request, in order; transport and parse problems become failures with a reason."""
