@@ -12,13 +12,17 @@ sum of its stumps' leaf values reaches the stage threshold, and raw hits grouped
 from __future__ import annotations
 
 import xml.etree.ElementTree as ElementTree
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
 from PIL import Image
 
 DEFAULT_CASCADE = Path("/usr/share/opencv4/haarcascades/haarcascade_frontalface_default.xml")
+# A Haar feature has two or three rectangles; fewer are padded with rectangles of weight 0.
+_MAX_RECTS = 3
+# Stumps evaluated at once are bounded so that their rectangle sums (stumps x windows) stay small.
+_CELLS_AT_ONCE = 1 << 20
 
 
 @dataclass(frozen=True)
@@ -30,6 +34,7 @@ class Stage:
     left: np.ndarray
     right: np.ndarray
     threshold: float
+    rects: np.ndarray = field(default_factory=lambda: np.zeros((0, _MAX_RECTS, 5)))
 
 
 @dataclass(frozen=True)
@@ -77,7 +82,19 @@ def load_cascade(path: Path) -> Cascade:
             raise ValueError(f"face cascade {path}: tilted features are not supported")
         rects.append(np.array([_numbers(rect.text) for rect in feature.find("rects") or []]))
     width, height = int(root.findtext("width") or 0), int(root.findtext("height") or 0)
+    stages = [replace(stage, rects=_stage_rects(stage, rects, path)) for stage in stages]
     return Cascade(width, height, tuple(stages), tuple(rects))
+
+
+def _stage_rects(stage: Stage, rects: list[np.ndarray], path: Path) -> np.ndarray:
+    """Each stump's rectangles (x, y, w, h, weight) as one array (stumps x _MAX_RECTS x 5)."""
+    packed = np.zeros((len(stage.features), _MAX_RECTS, 5))
+    for index, feature in enumerate(stage.features):
+        feature_rects = rects[int(feature)]
+        if not 1 <= len(feature_rects) <= _MAX_RECTS:
+            raise ValueError(f"face cascade {path}: a feature with {len(feature_rects)} rectangles")
+        packed[index, : len(feature_rects)] = feature_rects
+    return packed
 
 
 def _integral(grey: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -91,6 +108,35 @@ def _rect_sums(table: np.ndarray, ys: np.ndarray, xs: np.ndarray, rect: np.ndarr
     x, y, w, h = (int(value) for value in rect[:4])
     y0, x0 = ys + y, xs + x
     return table[y0 + h, x0 + w] - table[y0, x0 + w] - table[y0 + h, x0] + table[y0, x0]
+
+
+def _stage_sum(
+    stage: Stage, table: np.ndarray, ys: np.ndarray, xs: np.ndarray, norm: np.ndarray
+) -> np.ndarray:
+    """The sum of a stage's stump values at every window, with one gather per corner for many stumps at
+    once (a loop per rectangle costs a NumPy call each: most of the time on the small late stages). The
+    arithmetic is OpenCV's order, feature by feature, so the sums are the same to the last bit."""
+    total = np.zeros(ys.size)
+    flat, row = table.ravel(), table.shape[1]
+    origins = ys * row + xs
+    block = max(1, _CELLS_AT_ONCE // max(1, ys.size * _MAX_RECTS))
+    for start in range(0, len(stage.features), block):
+        rects = stage.rects[start : start + block]
+        x, y, w, h, weight = (rects[..., k].astype(np.int64) if k < 4 else rects[..., k] for k in range(5))
+        top, bottom = y * row, (y + h) * row
+        corners = [top + x + w, bottom + x, top + x, bottom + x + w]
+        top_right, bottom_left, top_left, bottom_right = (flat[origins + c[..., None]] for c in corners)
+        sums = bottom_right - top_right - bottom_left + top_left
+        value = weight[..., 0, None] * sums[:, 0]
+        for k in range(1, _MAX_RECTS):
+            value = value + weight[..., k, None] * sums[:, k]
+        limits = stage.thresholds[start : start + block, None] * norm
+        leaves = np.where(
+            value < limits, stage.left[start : start + block, None], stage.right[start : start + block, None]
+        )
+        for leaf in leaves:
+            total += leaf
+    return total
 
 
 def _raw_hits(cascade: Cascade, grey: np.ndarray, step: int) -> list[tuple[int, int]]:
@@ -108,12 +154,7 @@ def _raw_hits(cascade: Cascade, grey: np.ndarray, step: int) -> list[tuple[int, 
     textured = spread > 0
     ys, xs, norm = ys[textured], xs[textured], np.sqrt(spread[textured])
     for stage in cascade.stages:
-        total = np.zeros(ys.size)
-        for feature, threshold, left, right in zip(
-            stage.features, stage.thresholds, stage.left, stage.right, strict=True
-        ):
-            value = sum(rect[4] * _rect_sums(values, ys, xs, rect) for rect in cascade.rects[feature])
-            total += np.where(value < threshold * norm, left, right)
+        total = _stage_sum(stage, values, ys, xs, norm)
         passed = total >= stage.threshold
         ys, xs, norm = ys[passed], xs[passed], norm[passed]
         if ys.size == 0:
