@@ -20,9 +20,13 @@ from __future__ import annotations
 
 import io
 import json
+import multiprocessing
 import random
-from collections.abc import Sequence
+import shutil
+from collections.abc import Iterator, Sequence
+from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
+from itertools import repeat
 from pathlib import Path
 from typing import Any
 
@@ -129,7 +133,7 @@ class ArticlePlan:
 
     @property
     def doi(self) -> str:
-        return DOI_PREFIX + self.article_id.rsplit("-", 1)[-1]
+        return DOI_PREFIX + self.article_id.removeprefix("sample-")
 
 
 @dataclass(frozen=True)
@@ -187,8 +191,9 @@ def _topics_of(figures: Sequence[FigurePlan]) -> list[Topic]:
     return [topic for figure in figures for topic in figure.topics]
 
 
-def plan_sample(rng: random.Random) -> list[ArticlePlan]:
-    """Choose topics, article membership and negative-case placement for the whole sample."""
+def plan_sample(rng: random.Random, id_prefix: str = "sample-") -> list[ArticlePlan]:
+    """Choose topics, article membership and negative-case placement for the whole sample (its articles
+    named ``<id_prefix>NNN``)."""
     deck = TopicDeck(rng)
     slots = list(GOOD_SLOTS)
     rng.shuffle(slots)
@@ -209,7 +214,7 @@ def plan_sample(rng: random.Random) -> list[ArticlePlan]:
     bodies.append((CC_BY, deck.article(MALFORMED_SLOTS, "malformed_xml"), "malformed_xml"))
     rng.shuffle(bodies)
     return [
-        ArticlePlan(f"sample-{number:03d}", licence, tuple(figures), reason)
+        ArticlePlan(f"{id_prefix}{number:03d}", licence, tuple(figures), reason)
         for number, (licence, figures, reason) in enumerate(bodies, start=1)
     ]
 
@@ -365,21 +370,28 @@ def _write_figure(
     }
 
 
-def write_embedded_sample(out_dir: Path, seed: int = 7) -> dict[str, Any]:
-    """Write the embedded sample under ``out_dir`` and return its manifest (also ``out_dir/MANIFEST.json``).
+def _copy_prefix(copy: int) -> str:
+    """Article ids of a copy: the first copy is the sample itself (``sample-001``), copy k ``sample-k-001``."""
+    return "sample-" if copy == 0 else f"sample-{copy:04d}-"
 
-    Layout: ``<article_id>/article.xml`` with ``figN.png`` and ``figN.truth.json`` beside it.
-    """
-    out_dir = Path(out_dir)
-    out_dir.mkdir(parents=True, exist_ok=True)
-    rng = random.Random(seed)
-    plans = plan_sample(rng)
-    manifest: dict[str, Any] = {"seed": seed, "version": SAMPLE_VERSION, "articles": [], "figures": []}
-    for plan in plans:
+
+def _copy_seed(seed: int, copy: int) -> int | str:
+    """The first copy draws from ``seed`` itself, so the default sample is the same at any size."""
+    return seed if copy == 0 else f"{seed}:copy:{copy}"
+
+
+def write_sample_copy(
+    out_dir: Path, seed: int, copy: int
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """Draw and write one copy of the sample; returns its manifest article and figure rows."""
+    rng = random.Random(_copy_seed(seed, copy))
+    articles: list[dict[str, Any]] = []
+    figures: list[dict[str, Any]] = []
+    for plan in plan_sample(rng, _copy_prefix(copy)):
         # The prose has a stream of its own per article, so its wording never shifts what later figures draw.
         prose_rng = random.Random(f"{seed}:{plan.article_id}:methods")
-        manifest["figures"].extend(_write_article(out_dir, plan, rng, prose_rng))
-        manifest["articles"].append(
+        figures.extend(_write_article(out_dir, plan, rng, prose_rng))
+        articles.append(
             {
                 "article_id": plan.article_id,
                 "doi": plan.doi,
@@ -389,5 +401,52 @@ def write_embedded_sample(out_dir: Path, seed: int = 7) -> dict[str, Any]:
                 "reason_kind": plan.reject_reason,
             }
         )
+    return articles, figures
+
+
+def write_embedded_sample(
+    out_dir: Path, seed: int = 7, copies: int = 1, processes: int = 1
+) -> dict[str, Any]:
+    """Write the embedded sample under ``out_dir`` and return its manifest (also ``out_dir/MANIFEST.json``).
+
+    Layout: ``<article_id>/article.xml`` with ``figN.png`` and ``figN.truth.json`` beside it. ``copies``
+    scales it: each copy is the sample's shape drawn from a seed of its own (other topics in other
+    articles, other styles), so ``copies`` copies hold ``copies`` times the articles and figures. A kind
+    drawn the same way for a topic (a circuit law, a reaction: about one figure in ten over three copies)
+    repeats its picture when the topic comes round again, as a reused figure would; curate's
+    near-duplicate check rejects the repeats. Copies are drawn by ``processes`` processes; the files are
+    the same.
+    """
+    if copies < 1:
+        raise ValueError(f"the embedded sample needs at least one copy, got copies={copies}")
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    manifest: dict[str, Any] = {"seed": seed, "version": SAMPLE_VERSION, "articles": [], "figures": []}
+    if copies > 1:  # the default sample's manifest stays as it was before copies existed
+        manifest["copies"] = copies
+    for articles, figures in _drawn_copies(out_dir, seed, copies, processes):
+        manifest["articles"].extend(articles)
+        manifest["figures"].extend(figures)
+    _remove_surplus_copies(out_dir, copies)
     (out_dir / MANIFEST_NAME).write_text(json.dumps(manifest, indent=2) + "\n", encoding="utf-8")
     return manifest
+
+
+def _remove_surplus_copies(out_dir: Path, copies: int) -> None:
+    """Remove the article folders of copies beyond ``copies`` that a larger sample left here (ingest reads
+    every article folder)."""
+    for folder in out_dir.glob("sample-[0-9][0-9][0-9][0-9]-[0-9][0-9][0-9]"):
+        if int(folder.name.split("-")[1]) >= copies:
+            shutil.rmtree(folder)
+
+
+def _drawn_copies(
+    out_dir: Path, seed: int, copies: int, processes: int
+) -> Iterator[tuple[list[dict[str, Any]], list[dict[str, Any]]]]:
+    """Each copy's manifest rows in copy order, drawn in this process or in a pool of ``processes``."""
+    if processes <= 1 or copies == 1:
+        for copy in range(copies):
+            yield write_sample_copy(out_dir, seed, copy)
+        return
+    with ProcessPoolExecutor(max_workers=processes, mp_context=multiprocessing.get_context("spawn")) as pool:
+        yield from pool.map(write_sample_copy, repeat(out_dir), repeat(seed), range(copies))

@@ -92,6 +92,8 @@ class SourceParams(BaseModel):
     kind: str
     path: str
     seed: int = 7
+    # embedded only: the sample drawn this many times, each copy from a seed of its own (scale tests).
+    copies: int = Field(1, ge=1)
     europepmc: EuropePMCParams = Field(default_factory=EuropePMCParams)
 
 

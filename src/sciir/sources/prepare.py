@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -21,21 +22,24 @@ from sciir.sources.params import FileLimits, SourceParams
 logger = logging.getLogger(__name__)
 
 
-def _manifest_key(folder: Path) -> tuple[Any, Any] | None:
-    """Seed and generator version recorded in the sample's MANIFEST.json; None when it is unreadable."""
+def _manifest_key(folder: Path) -> tuple[Any, Any, Any] | None:
+    """Seed, generator version and copies recorded in the sample's MANIFEST.json; None when unreadable."""
     try:
         manifest = json.loads((folder / "MANIFEST.json").read_text(encoding="utf-8"))
-        return manifest.get("seed"), manifest.get("version")
+        return manifest.get("seed"), manifest.get("version"), manifest.get("copies", 1)
     except (OSError, ValueError, AttributeError):
         return None
 
 
 def _prepare_embedded(source: SourceParams, limits: FileLimits) -> Path:
-    """Generate the embedded sample unless one of the same seed, by this generator version, is there."""
+    """Generate the embedded sample unless one of the same seed and copies, by this generator version, is
+    there."""
     folder = Path(source.path)
-    if _manifest_key(folder) != (source.seed, SAMPLE_VERSION):
-        logger.info("Writing the embedded sample (seed %d) to %s", source.seed, folder)
-        write_embedded_sample(folder, source.seed)
+    if _manifest_key(folder) != (source.seed, SAMPLE_VERSION, source.copies):
+        logger.info(
+            "Writing the embedded sample (seed %d, %d copies) to %s", source.seed, source.copies, folder
+        )
+        write_embedded_sample(folder, source.seed, source.copies, processes=os.cpu_count() or 1)
     return folder
 
 
