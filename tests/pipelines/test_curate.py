@@ -40,8 +40,6 @@ def _curate_params(tmp_path: Path) -> dict[str, Any]:
     params = _params("curate")
     params["standardise"]["size_px"] = SMALL_OUTPUT_PX
     params["shards"]["folder"] = str(tmp_path / "curate_shards")
-    # Dask worker threads start quicker than processes; tests/figures/test_curate_shards.py runs processes.
-    params["cluster"]["processes"] = False
     return params
 
 

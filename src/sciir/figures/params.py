@@ -63,12 +63,13 @@ class ShardParams(BaseModel):
 
 class ClusterParams(BaseModel):
     """Where shards run: the Dask scheduler at ``scheduler`` (e.g. tcp://host:8786), or a local cluster of
-    worker processes (``processes``) or of worker threads in the node's process (faster to start)."""
+    worker threads in the node's process (quicker: each figure runs in a child process anyway) or, with
+    ``processes``, of worker processes."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     scheduler: str | None = None
-    processes: bool = True
+    processes: bool = False
 
 
 class NearDuplicateParams(BaseModel):
