@@ -14,6 +14,7 @@ from sciir.backends.base import VLMResult
 from sciir.backends.openai_compat import OpenAICompatibleVLM
 from sciir.images.payload import encode
 from sciir.pipelines.annotate.nodes import annotate
+from sciir.selection.benchmark import candidates
 from sciir.tasks.judge import build_judge_request, parse_judge_reply
 from sciir.testing.fake_openai_server import FakeOpenAIServer
 from sciir.testing.fault_plan import FaultPlan, lognormal_mean
@@ -32,6 +33,10 @@ def test_every_annotation_task_accepts_the_schema_replies_so_every_chain_runs_to
     labelled = annotations["abstract_prompt"].notna().sum()
     assert labelled >= 1 and sent == 2 * 12 + 2 * labelled  # low-reasoning samples stop after two tasks
     assert set(checklists["sample_id"]) <= set(annotations["sample_id"]) and len(checklists) >= labelled
+    # Nullable parts given by reference (the per-track terms) are answered too, so bench_select has
+    # candidates to draw a benchmark from (benchmarks/bench_scale.py runs it after annotate).
+    assert annotations["terms_entity"].notna().all()
+    assert len(candidates(annotations, checklists, require_text_checks=True)) == labelled
 
 
 def test_a_judge_request_gets_a_verdict_for_each_of_its_questions():

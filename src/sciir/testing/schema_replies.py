@@ -63,11 +63,13 @@ def _resolve(schema: dict[str, Any], root: dict[str, Any]) -> dict[str, Any]:
     return _resolve(node, root)
 
 
-def _typed(schema: dict[str, Any]) -> tuple[str | None, dict[str, Any]]:
-    """The schema's type other than null, and the branch that has it (``anyOf`` of a value or null)."""
+def _typed(schema: dict[str, Any], root: dict[str, Any]) -> tuple[str | None, dict[str, Any]]:
+    """The schema's type other than null, and the branch that has it (``anyOf`` of a value, often a
+    reference, or null)."""
     for branch in schema.get("anyOf", ()):
+        branch = _resolve(branch, root)
         if branch.get("type") != "null":
-            return _typed(branch)
+            return _typed(branch, root)
     kind = schema.get("type")
     if isinstance(kind, list):
         kind = next((k for k in kind if k != "null"), None)
@@ -82,14 +84,14 @@ def schema_instance(schema: dict[str, Any], rng: random.Random, root: dict[str, 
         return next((value for value in schema["enum"] if value is not None), None)
     if "const" in schema:
         return schema["const"]
-    kind, schema = _typed(schema)
+    kind, schema = _typed(schema, root)
     if kind == "object":
         properties = schema.get("properties", {})
         return _checked_question(
             {name: schema_instance(sub, rng, root) for name, sub in properties.items()}, rng
         )
     if kind == "array":
-        if _typed(_resolve(schema.get("items", {}), root))[0] == "string":
+        if _typed(_resolve(schema.get("items", {}), root), root)[0] == "string":
             return _labels(rng, schema.get("minItems", 0), schema.get("maxItems"))
         low = max(schema.get("minItems", 2), 0)
         high = max(min(schema.get("maxItems", 5), 5), low)
