@@ -262,6 +262,20 @@ def test_an_empty_validation_split_is_not_published(outputs: dict) -> None:
     assert "validation" not in release.card  # neither a split, nor a row, nor a note
 
 
+def test_an_empty_train_split_keeps_the_benchmark_images(outputs: dict) -> None:
+    """Every labelled sample drawn for the benchmark (a small corpus, a large n_per_group): the train split
+    is empty, with the benchmark's columns, and the benchmark keeps its image makers."""
+    annotations = pd.read_parquet(outputs["release_folder"].parent / "annotations.parquet")
+    curated = pd.DataFrame([_curated(sid) for sid in SAMPLES])
+    articles = pd.DataFrame([_article(sid) for sid in SAMPLES])
+    images = {sid: (lambda sid=sid: _image(sid)) for sid in SAMPLES}
+    empty = outputs["train_split"].iloc[0:0]
+    release = build_release(outputs["benchmark"], empty, empty, annotations, curated, articles, images)
+    benchmark, train = release.splits["benchmark"], release.splits["train"]
+    assert train.empty and list(train.columns) == list(benchmark.columns)
+    assert all(callable(make) for make in benchmark["image"])
+
+
 def test_the_leakage_report_says_what_was_removed_and_why(outputs: dict) -> None:
     report = outputs["leakage_report"].set_index("sample_id")
     assert sorted(report.index) == ["e2", "e3"]

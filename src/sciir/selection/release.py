@@ -94,7 +94,9 @@ def _same_columns(splits: Mapping[str, pd.DataFrame]) -> dict[str, pd.DataFrame]
     columns = list(dict.fromkeys(column for table in splits.values() for column in table.columns))
     aligned = {split: table.reindex(columns=columns) for split, table in splits.items()}
     for column in columns:
-        kind = next(table[column].dtype for table in splits.values() if column in table)
+        # An empty split (all samples drawn for the benchmark) has no values to give a column its type.
+        filled = [table for table in splits.values() if column in table and len(table)]
+        kind = next(table[column].dtype for table in filled or splits.values() if column in table)
         common = {"int64": "Int64", "bool": "boolean"}.get(str(kind), kind)
         for table in aligned.values():
             table[column] = table[column].astype(common)
