@@ -6,8 +6,9 @@ The models are the loopback OpenAI-compatible server in its own process (``sciir
 with schema-valid replies of realistic size and a log-normal latency, median ``--median-s``): the
 screener, the annotator and the judge, with a window of ``--window``. Evaluate judges ``--models`` models
 on the selected benchmark (bench_select with ``n_per_group`` 200, as the paper's 800): each model's images
-are the benchmark samples' own curated images, hard-linked into an images folder
-(``evaluate.images_dir``), so that every model's requests differ only by the model and no generator runs.
+are the benchmark samples' own curated images, each marked with the model's name in a PNG text chunk (the
+same pixels, other bytes: every model's image is a request of its own), in an images folder
+(``evaluate.images_dir``), so that no generator runs.
 
 Settings that differ from the shipped ones, and why:
 - curate's privacy face detector and ID OCR off: a fixed CPU cost per panel (about 0.1 s and 0.15 s,
@@ -36,10 +37,12 @@ import os
 import re
 import resource
 import shutil
+import struct
 import subprocess
 import sys
 import tempfile
 import time
+import zlib
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -146,17 +149,27 @@ def write_local_conf(root: Path, copies: int) -> None:
         (local / name).write_text(yaml.safe_dump(content), encoding="utf-8")
 
 
-def link_model_images(root: Path, models: int) -> tuple[Path, int]:
-    """An images folder of ``models`` models, each holding every benchmark sample's curated image."""
+def model_png(png: bytes, model: str) -> bytes:
+    """The PNG with a text chunk naming ``model`` after its header: the same pixels, other bytes, so every
+    model's image of a sample is a request of its own (sent as it is, cached under its own key)."""
+    data = b"Software\x00" + model.encode()
+    chunk = struct.pack(">I", len(data)) + b"tEXt" + data + struct.pack(">I", zlib.crc32(b"tEXt" + data))
+    header_end = 8 + 25  # signature, then the IHDR chunk (length, type, 13 bytes, CRC)
+    return png[:header_end] + chunk + png[header_end:]
+
+
+def write_model_images(root: Path, models: int) -> Path:
+    """An images folder of ``models`` models, each holding every benchmark sample's curated image, marked
+    with the model's name (``model_png``)."""
     benchmark = pd.read_parquet(root / "data/05_model_input/benchmark.parquet")
     folder = root / "data/07_model_output/scale_images"
     for model in range(models):
-        target = folder / f"model-{model:02d}"
-        target.mkdir(parents=True, exist_ok=True)
+        name = f"model-{model:02d}"
+        (folder / name).mkdir(parents=True, exist_ok=True)
         for sample_id in benchmark["sample_id"]:
-            source = root / "data/03_primary/images" / f"{sample_id}.png"
-            os.link(source, target / f"{sample_id}.png")
-    return folder, len(benchmark)
+            png = (root / "data/03_primary/images" / f"{sample_id}.png").read_bytes()
+            (folder / name / f"{sample_id}.png").write_bytes(model_png(png, name))
+    return folder
 
 
 def items_of(root: Path, stage: str) -> int:
@@ -183,8 +196,7 @@ def simulate(copies: int, args: argparse.Namespace, vlm_url: str, work: Path) ->
     for stage in STAGES:
         params: dict[str, object] = {}
         if stage == "evaluate":
-            images, _ = link_model_images(root, args.models)
-            params = {"evaluate.images_dir": images}
+            params = {"evaluate.images_dir": write_model_images(root, args.models)}
         before_bytes = data_bytes(root) if (root / "data").exists() else 0
         before_requests = stages_bench.judge_bench.server_stats(vlm_url)["chat_requests"]
         seconds, cpu, peak = run_stage(root, stage, params)

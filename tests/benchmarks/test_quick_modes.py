@@ -302,6 +302,26 @@ def _(output: str) -> None:
         assert (full == "n/a") == (stage == "generate")  # the images server keeps no count in flight
 
 
+@checks("bench_scale")
+def _(output: str) -> None:
+    _line(r"^sizes \[1\] copies; 2 models; window 32; latency log-normal, median 0.02 s, p95 0.05 s", output)
+    _line(r"^stage +copies +items +wall s +run s +CPU s +requests +peak MB +written MB$", output)
+    rows = {}
+    for stage in ("ingest", "curate", "annotate", "bench_select", "evaluate"):
+        rows[stage] = _line(
+            rf"^{stage} +1 +{NUMBER} +{NUMBER} +{NUMBER} +{NUMBER} +{NUMBER} +{NUMBER} +{NUMBER}$", output
+        )
+        items, wall, run, cpu, requests, peak, written = rows[stage]
+        assert items > 0 and 0 < run < wall and cpu > 0 and peak > 0 and written > 0
+    assert rows["ingest"][0] == rows["curate"][0] >= 100  # every figure of the one copy
+    assert rows["ingest"][4] == rows["bench_select"][4] == 0  # stages that call no model
+    assert rows["curate"][4] > 0 and rows["annotate"][4] >= 2 * rows["annotate"][0]  # screen; the task chain
+    assert rows["evaluate"][0] == rows["evaluate"][4]  # each model's image one request, none from the cache
+    (times,) = _line(rf"^projection to 360,000 figures \({NUMBER}x the largest size", output)
+    assert times == round(360_000 / rows["ingest"][0])
+    _line(r"^  whole build: [0-9.]+ h", output)
+
+
 def _environment() -> dict[str, str]:
     """This environment, telemetry off and no MLflow override (the kedro runs log into their own copies)."""
     dropped = ("SCIIR_MLFLOW_TRACKING_URI", "SCIIR_MLFLOW_ARTIFACT_URI", "SCIIR_DRY_RUN")
