@@ -13,7 +13,9 @@ same pixels, other bytes: every model's image is a request of its own), in an im
 Settings that differ from the shipped ones, and why:
 - curate's privacy face detector and ID OCR off: a fixed CPU cost per panel (about 0.1 s and 0.15 s,
   measured in docs/benchmarks.md), which would make the largest size take hours on two cores;
-- the judge's questions all go to the served judge (no OCR text check), for the same reason.
+- curate's near-duplicate check off: the generator draws from about 80 topics, so at 100 copies most
+  panels repeat a topic's picture at another size, which the check rightly rejects (at 10 copies it left
+  59 samples to annotate out of 1,040 figures); real figures at the paper's scale are mostly distinct.
 
 Per stage and size it records: wall seconds of the ``kedro run`` (start-up included), requests the server
 received, the peak resident memory of the whole process tree (sampled every 0.1 s: kedro, Dask threads,
@@ -142,7 +144,12 @@ def write_local_conf(root: Path, copies: int) -> None:
     local = root / "conf" / "local"
     files = {
         "parameters_ingest.yml": {"ingest": {"source": {"copies": copies}}},
-        "parameters_curate.yml": {"curate": {"privacy": {"face_cascade": None, "ocr_ids": False}}},
+        "parameters_curate.yml": {
+            "curate": {
+                "privacy": {"face_cascade": None, "ocr_ids": False},
+                "near_duplicates": {"enabled": False},
+            }
+        },
         "parameters_bench_select.yml": {"bench_select": {"n_per_group": 200}},
     }
     for name, content in files.items():

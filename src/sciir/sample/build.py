@@ -34,7 +34,7 @@ from PIL import Image
 
 from sciir.sample import prose
 from sciir.sample.captions import article_title, caption_text, caption_title, introduction_text, join_words
-from sciir.sample.compose import layout_figure
+from sciir.sample.compose import PanelBounds, layout_figure
 from sciir.sample.drawing import RenderedPanel, render_icon
 from sciir.sample.jats_writer import CC_BY, CC_BY_NC, ArticleDocument, FigureEntry, Licence, article_xml
 from sciir.sample.panel_kinds import NATIVE_TRACKS, TOPICS_BY_KIND, render_panel
@@ -248,8 +248,25 @@ def _track_facts(slot: FigureSlot, topics: Sequence[Topic]) -> list[str]:
     return [topics[0].facts[track] for track in slot.tracks if track not in native]
 
 
-def draw_figure(plan: FigurePlan, figure_id: str, rng: random.Random) -> DrawnFigure:
-    """Render every panel, lay them out and assemble the figure's truth and caption."""
+def _rescaled(
+    image: Image.Image, boxes: Sequence[PanelBounds], scale: float
+) -> tuple[Image.Image, list[PanelBounds]]:
+    """The figure and its panel boxes at ``scale`` (Lanczos), as a figure is published at another size."""
+    size = (max(1, round(image.width * scale)), max(1, round(image.height * scale)))
+    scaled = [
+        (
+            round(x0 * scale),
+            round(y0 * scale),
+            min(size[0], round(x1 * scale)),
+            min(size[1], round(y1 * scale)),
+        )
+        for x0, y0, x1, y1 in boxes
+    ]
+    return image.resize(size, Image.Resampling.LANCZOS), scaled
+
+
+def draw_figure(plan: FigurePlan, figure_id: str, rng: random.Random, scale: float = 1.0) -> DrawnFigure:
+    """Render every panel, lay them out at ``scale`` and assemble the figure's truth and caption."""
     if plan.slot is None:
         return DrawnFigure(
             figure_id, encode_png(render_icon()), None, "icon", "Laboratory icon.", ICON_CAPTION
@@ -258,6 +275,8 @@ def draw_figure(plan: FigurePlan, figure_id: str, rng: random.Random) -> DrawnFi
         render_panel(kind, topic, rng) for kind, topic in zip(plan.slot.kinds, plan.topics, strict=True)
     ]
     image, boxes = layout_figure([panel.image for panel in panels], rng)
+    if scale != 1.0:
+        image, boxes = _rescaled(image, boxes, scale)
     kind = panels[0].truth.kind if len(panels) == 1 else "composite"
     panel_truths = [
         _panel_truth(index, panel, box) for index, (panel, box) in enumerate(zip(panels, boxes, strict=True))
@@ -323,15 +342,20 @@ def _clear_article_dir(folder: Path) -> None:
 
 
 def _write_article(
-    out_dir: Path, plan: ArticlePlan, rng: random.Random, prose_rng: random.Random
+    out_dir: Path,
+    plan: ArticlePlan,
+    rng: random.Random,
+    prose_rng: random.Random,
+    scale_rng: random.Random | None = None,
 ) -> list[dict[str, Any]]:
-    """Draw (with ``rng``) and write (its methods in words chosen by ``prose_rng``) one article; returns
-    its manifest figure rows."""
+    """Draw (with ``rng``; each figure at a scale drawn by ``scale_rng`` when given) and write (its methods
+    in words chosen by ``prose_rng``) one article; returns its manifest figure rows."""
     folder = out_dir / plan.article_id
     folder.mkdir(parents=True, exist_ok=True)
     _clear_article_dir(folder)
     figures = [
-        draw_figure(figure, f"fig{number}", rng) for number, figure in enumerate(plan.figures, start=1)
+        draw_figure(figure, f"fig{number}", rng, _figure_scale(scale_rng))
+        for number, figure in enumerate(plan.figures, start=1)
     ]
     xml = article_xml(_document(plan, figures, prose_rng))
     if plan.reject_reason == "malformed_xml":
@@ -370,6 +394,12 @@ def _write_figure(
     }
 
 
+def _figure_scale(scale_rng: random.Random | None) -> float:
+    """1 for the sample itself; for a further copy a scale in [0.8, 1.2], so that a topic drawn the same
+    way in two copies is still another file (as a figure reused at another size)."""
+    return 1.0 if scale_rng is None else scale_rng.uniform(0.8, 1.2)
+
+
 def _copy_prefix(copy: int) -> str:
     """Article ids of a copy: the first copy is the sample itself (``sample-001``), copy k ``sample-k-001``."""
     return "sample-" if copy == 0 else f"sample-{copy:04d}-"
@@ -385,12 +415,13 @@ def write_sample_copy(
 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """Draw and write one copy of the sample; returns its manifest article and figure rows."""
     rng = random.Random(_copy_seed(seed, copy))
+    scale_rng = None if copy == 0 else random.Random(f"{seed}:copy:{copy}:scale")
     articles: list[dict[str, Any]] = []
     figures: list[dict[str, Any]] = []
     for plan in plan_sample(rng, _copy_prefix(copy)):
         # The prose has a stream of its own per article, so its wording never shifts what later figures draw.
         prose_rng = random.Random(f"{seed}:{plan.article_id}:methods")
-        figures.extend(_write_article(out_dir, plan, rng, prose_rng))
+        figures.extend(_write_article(out_dir, plan, rng, prose_rng, scale_rng))
         articles.append(
             {
                 "article_id": plan.article_id,
@@ -411,11 +442,11 @@ def write_embedded_sample(
 
     Layout: ``<article_id>/article.xml`` with ``figN.png`` and ``figN.truth.json`` beside it. ``copies``
     scales it: each copy is the sample's shape drawn from a seed of its own (other topics in other
-    articles, other styles), so ``copies`` copies hold ``copies`` times the articles and figures. A kind
-    drawn the same way for a topic (a circuit law, a reaction: about one figure in ten over three copies)
-    repeats its picture when the topic comes round again, as a reused figure would; curate's
-    near-duplicate check rejects the repeats. Copies are drawn by ``processes`` processes; the files are
-    the same.
+    articles, other styles, each figure at a scale of 0.8 to 1.2), so ``copies`` copies hold ``copies``
+    times the articles and figures, no two files the same. A kind drawn the same way for a topic (a circuit
+    law, a reaction) repeats its picture at another size when the topic comes round again, as a figure
+    reused in another paper would, and curate's near-duplicate check rejects such repeats. Copies are drawn
+    by ``processes`` processes; the files are the same.
     """
     if copies < 1:
         raise ValueError(f"the embedded sample needs at least one copy, got copies={copies}")
