@@ -133,6 +133,21 @@ def tree_rss(process: psutil.Process) -> int:
     return total
 
 
+def peak_rss(process: subprocess.Popen[Any]) -> tuple[int, int]:
+    """Until ``process`` ends: the peak resident bytes of it with all its descendants, and of it alone
+    (sampled every 0.1 s)."""
+    watched = psutil.Process(process.pid)
+    peak_tree = peak_main = 0
+    while process.poll() is None:
+        try:
+            peak_main = max(peak_main, watched.memory_info().rss)
+            peak_tree = max(peak_tree, tree_rss(watched))
+        except psutil.Error:
+            pass
+        time.sleep(0.1)
+    return peak_tree, peak_main
+
+
 def peak_memory_of_curate(project: Path, figures: pd.DataFrame, articles: pd.DataFrame) -> dict[str, Any]:
     intermediate = project / "data" / "02_intermediate"
     intermediate.mkdir(parents=True, exist_ok=True)
@@ -148,15 +163,7 @@ def peak_memory_of_curate(project: Path, figures: pd.DataFrame, articles: pd.Dat
             stdout=log,
             stderr=subprocess.STDOUT,
         )
-        watched = psutil.Process(process.pid)
-        peak_tree = peak_main = 0
-        while process.poll() is None:
-            try:
-                peak_main = max(peak_main, watched.memory_info().rss)
-                peak_tree = max(peak_tree, tree_rss(watched))
-            except psutil.Error:
-                pass
-            time.sleep(0.1)
+        peak_tree, peak_main = peak_rss(process)
     if process.returncode != 0:
         raise RuntimeError(f"kedro run failed; see {project}/curate-{len(figures)}.log")
     curated = pd.read_parquet(project / "data" / "03_primary" / "curated.parquet")

@@ -50,7 +50,6 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import pandas as pd
-import psutil
 import yaml
 
 REPO = Path(__file__).resolve().parents[1]
@@ -60,6 +59,13 @@ _spec = importlib.util.spec_from_file_location(
 stages_bench = importlib.util.module_from_spec(_spec)  # its servers and project copy
 sys.modules["bench_model_stages"] = stages_bench
 _spec.loader.exec_module(stages_bench)
+
+_spec = importlib.util.spec_from_file_location(
+    "bench_curate_scale", REPO / "benchmarks" / "bench_curate_scale.py"
+)
+curate_bench = importlib.util.module_from_spec(_spec)  # its memory watcher
+sys.modules["bench_curate_scale"] = curate_bench
+_spec.loader.exec_module(curate_bench)
 
 STAGES = ("ingest", "curate", "annotate", "bench_select", "evaluate")
 PAPER_FIGURES = 360_000
@@ -93,17 +99,6 @@ def data_bytes(root: Path) -> int:
     return total
 
 
-def tree_rss(process: psutil.Process) -> int:
-    """Resident bytes of a process and all its descendants at this instant."""
-    total = 0
-    for member in [process, *process.children(recursive=True)]:
-        try:
-            total += member.memory_info().rss
-        except psutil.Error:
-            pass
-    return total
-
-
 def children_cpu_s() -> float:
     """CPU seconds of this process's finished children and, recursively, theirs."""
     usage = resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -124,16 +119,10 @@ def run_stage(root: Path, stage: str, params: dict[str, object]) -> tuple[float,
     command = [str(REPO / ".venv" / "bin" / "kedro"), "run", "--pipelines", stage]
     if params:
         command += ["--params", ",".join(f"{key}={value}" for key, value in params.items())]
-    started, cpu, peak = time.monotonic(), children_cpu_s(), 0
+    started, cpu = time.monotonic(), children_cpu_s()
     with open(root / f"{stage}.log", "w", encoding="utf-8") as log:
         process = subprocess.Popen(command, cwd=root, env=env, stdout=log, stderr=subprocess.STDOUT)
-        watched = psutil.Process(process.pid)
-        while process.poll() is None:
-            try:
-                peak = max(peak, tree_rss(watched))
-            except psutil.Error:
-                pass
-            time.sleep(0.1)
+        peak, _ = curate_bench.peak_rss(process)
     if process.returncode != 0:
         raise RuntimeError(f"kedro run --pipelines {stage} failed; see {root / f'{stage}.log'}")
     return time.monotonic() - started, children_cpu_s() - cpu, peak / 2**20

@@ -82,6 +82,10 @@ EXEMPT = {
         "a measurement of about 20 minutes (four stages at two windows against servers answering in 2 s on "
         "median); its quick mode runs in tests/benchmarks/test_quick_modes.py"
     ),
+    ".venv/bin/python benchmarks/bench_scale.py": (
+        "a measurement of about half an hour (every stage at 1,040, 3,120 and 10,400 figures against the "
+        "loopback server); its quick mode runs in tests/benchmarks/test_quick_modes.py"
+    ),
     ".venv/bin/python benchmarks/bench_judge_client.py": (
         "a throughput measurement that saturates the machine for about a minute (concurrency up to 256); "
         "its client and server are tested in tests/reliability and tests/backends"
