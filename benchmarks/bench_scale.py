@@ -48,24 +48,25 @@ import zlib
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from types import ModuleType
 
 import pandas as pd
 import yaml
 
 REPO = Path(__file__).resolve().parents[1]
-_spec = importlib.util.spec_from_file_location(
-    "bench_model_stages", REPO / "benchmarks" / "bench_model_stages.py"
-)
-stages_bench = importlib.util.module_from_spec(_spec)  # its servers and project copy
-sys.modules["bench_model_stages"] = stages_bench
-_spec.loader.exec_module(stages_bench)
 
-_spec = importlib.util.spec_from_file_location(
-    "bench_curate_scale", REPO / "benchmarks" / "bench_curate_scale.py"
-)
-curate_bench = importlib.util.module_from_spec(_spec)  # its memory watcher
-sys.modules["bench_curate_scale"] = curate_bench
-_spec.loader.exec_module(curate_bench)
+
+def _benchmark(name: str) -> ModuleType:
+    """Another script of benchmarks/ as a module (they are scripts, not a package)."""
+    spec = importlib.util.spec_from_file_location(name, REPO / "benchmarks" / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+stages_bench = _benchmark("bench_model_stages")  # its servers and project copy
+curate_bench = _benchmark("bench_curate_scale")  # its memory watcher
 
 STAGES = ("ingest", "curate", "annotate", "bench_select", "evaluate")
 PAPER_FIGURES = 360_000

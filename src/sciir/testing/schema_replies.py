@@ -4,10 +4,11 @@ under structured decoding returns, for load tests of every model-calling stage o
 A checklist-answering task (a schema with an ``answers`` array of items with an ``id``) answers every
 question id its prompt lists, as a judge must; any other task gets an instance of its schema: strings of
 a few to a couple of dozen words, integers and numbers drawn within their bounds, arrays of two to five
-items (within ``minItems``/``maxItems``), each enum's first non-null value; a track's evidence (terms and
-visualisations) is empty for about one track in three, as a figure rarely shows every track. A list of strings holds labels
+items (within ``minItems``/``maxItems``), each enum's first non-null value. A list of strings holds labels
 (all of ``LABELS`` when its size is free, so a reply's terms name every label its relations and tracks
-use, as an annotator's must). The draw is seeded by the prompt, so the same request gets the same reply.
+use, as an annotator's must). A track's evidence (terms and visualisations) is empty for about one track
+in three, as a figure rarely shows every track. The draw is seeded by the prompt, so the same request gets
+the same reply.
 """
 
 from __future__ import annotations
