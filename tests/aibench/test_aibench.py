@@ -8,10 +8,11 @@ import math
 import pandas as pd
 import pytest
 
+from sciir.aibench.distractors import DistractorPool, walk
 from sciir.aibench.graph import build_logic_graph
 from sciir.aibench.level_accuracy import score_answers
 from sciir.aibench.params import AIBenchParams, QuestionSettings
-from sciir.aibench.questions import aibench_questions, choose_distractors, qa_rows
+from sciir.aibench.questions import aibench_questions, qa_rows
 from sciir.backends.base import VLMResult
 from sciir.tasks.aesthetics import (
     AESTHETICS_RUBRIC,
@@ -120,16 +121,34 @@ def test_questions_are_deterministic_and_pairs_are_capped(branching) -> None:
 
 
 def test_distractors_avoid_what_the_sample_may_rightly_show(branching) -> None:
-    pool = ["Aspirin", "light", "Sugar cane", "Glucose", "Nucleation", "Harvesting"]
+    named = [
+        ("Aspirin", "a2"),
+        ("light", "a2"),
+        ("Sugar cane", "a2"),
+        ("Glucose", "a3"),
+        ("Nucleation", "a3"),
+    ]
+    named += [("Harvesting", "a2"), ("Chlorophyll", "a1"), ("aspirin", "a3")]
+    pool = DistractorPool.of(named)
     own_texts = ["Style: flow diagram. Glucose is made from the sugar."]
-    chosen = choose_distractors("s1", branching, own_texts, pool, QuestionSettings(distractors=10))
-    # "light" repeats a component, "Sugar cane" contains one, "Glucose" is named in the Sci-RCoT.
+    chosen = pool.choose("s1", "a1", branching, own_texts, QuestionSettings(distractors=10))
+    # "light" repeats a component, "Sugar cane" contains one, "Glucose" is named in the Sci-RCoT, and
+    # "Chlorophyll" comes from the sample's own article; "Aspirin" is one name however it is spelled.
     assert sorted(chosen) == ["Aspirin", "Harvesting", "Nucleation"]
-    few = choose_distractors("s1", branching, own_texts, pool, QuestionSettings(distractors=2))
-    assert few == choose_distractors(
-        "s1", branching, own_texts, list(reversed(pool)), QuestionSettings(distractors=2)
+    few = pool.choose("s1", "a1", branching, own_texts, QuestionSettings(distractors=2))
+    assert few == DistractorPool.of(reversed(named)).choose(
+        "s1", "a1", branching, own_texts, QuestionSettings(distractors=2)
     )
-    assert len(few) == 2
+    assert len(few) == 2 and set(few) <= set(chosen)
+
+
+def test_the_distractor_walk_visits_every_name_once_in_an_order_of_the_sample() -> None:
+    for size in (1, 2, 12, 97, 360):
+        orders = {sample: list(walk(size, 0, sample)) for sample in ("s1", "s2", "s3")}
+        assert all(sorted(order) == list(range(size)) for order in orders.values())
+    assert len({tuple(order) for order in orders.values()}) == 3  # each sample its own order
+    assert list(walk(360, 0, "s1")) == list(walk(360, 0, "s1")) != list(walk(360, 1, "s1"))
+    assert list(walk(0, 0, "s1")) == []
 
 
 def test_the_solver_sees_the_questions_and_the_image_only(branching) -> None:

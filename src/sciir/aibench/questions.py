@@ -1,7 +1,8 @@
 """AIBench's four levels of yes/no questions from a logic graph, each with a gold answer, so that a
 solver that answers "yes" to everything cannot score well:
 
-1. component existence: every component (yes) and distractors, components of other samples (no);
+1. component existence: every component (yes) and distractors, names read off other articles' figures
+   (no; ``sciir.aibench.distractors``);
 2. local topology: every edge (yes), its reversal and non-adjacent pairs (no);
 3. phase architecture: consecutive stages in order (yes) and reversed (no); pairs in one stage
    (yes) and pairs one of which comes after the other (no);
@@ -99,30 +100,6 @@ def _flow_ends(start: Sequence[str], end: Sequence[str], gold: str, kind: str) -
 
 def _path(a: str, b: str, gold: str, kind: str) -> Question:
     return Question(4, kind, f'Can the arrows be followed all the way from "{a}" to "{b}"?', gold, (a, b))
-
-
-def choose_distractors(
-    sample_id: str,
-    graph: LogicGraph,
-    own_texts: Sequence[str],
-    pool: Iterable[str],
-    settings: QuestionSettings,
-) -> list[str]:
-    """Components of other samples to ask about (gold "no"): none that equals, contains or is contained
-    in one of this sample's components, or that this sample's own texts (rendered text, Sci-RCoT,
-    prompt) mention, since the image may rightly show those."""
-    own = [name.casefold() for name in graph.nodes]
-    texts = " ".join(own_texts).casefold()
-
-    def unrelated(candidate: str) -> bool:
-        folded = candidate.casefold()
-        return folded not in texts and not any(folded in name or name in folded for name in own)
-
-    candidates = {candidate.casefold(): candidate for candidate in pool if unrelated(candidate)}
-    picked = _pick(
-        [(name,) for name in sorted(candidates.values())], settings.distractors, settings.seed, sample_id
-    )
-    return [name for (name,) in picked]
 
 
 def component_questions(graph: LogicGraph, distractors: Sequence[str]) -> list[Question]:

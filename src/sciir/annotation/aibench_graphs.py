@@ -4,30 +4,28 @@ four levels of questions written from the graph, both asked of the annotator (ta
 
 A sample gets a graph when its annotation is ``ok`` and its article has method text; every other sample is
 kept in ``aibench_graphs`` as ``skipped`` with the reason, and a sample whose graph or questions answer
-is unusable as ``failed`` with the reason, so none disappears silently. Distractors for level 1 are drawn
-from the components of all the other graphs.
+is unusable as ``failed`` with the reason, so none disappears silently.
+
+Both tasks of every sample go through one stream over the whole stage (``sciir.runs.follow_ups``): a
+sample's questions are sent as soon as its graph arrives. Level 1's distractors are names the annotator
+read off other articles' figures (``sciir.aibench.distractors``), known before any graph is asked.
 """
 
 from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import pandas as pd
 
+from sciir.aibench.distractors import DistractorPool
 from sciir.aibench.graph import GRAPH_COLUMNS, LogicGraph
-from sciir.aibench.questions import (
-    LEVELS,
-    QA_COLUMNS,
-    Question,
-    QuestionSettings,
-    choose_distractors,
-    qa_rows,
-)
+from sciir.aibench.questions import LEVELS, QA_COLUMNS, Question, QuestionSettings, qa_rows
 from sciir.backends.base import VisionLanguageModel, VLMRequest, VLMResult
+from sciir.runs.follow_ups import stream_with_follow_ups
 from sciir.runs.progress import Progress
 from sciir.tasks.aibench_graph import GraphTaskError, build_graph_request, parse_graph_reply
 from sciir.tasks.aibench_questions import build_questions_request, parse_questions_reply
@@ -40,6 +38,7 @@ class SampleGraph:
     """One sample on its way: its texts, then its graph and questions, or why it has none."""
 
     sample_id: str
+    article: str  # DOI, else URL, else the sample itself: distractors come from other articles
     methods_text: str
     caption: str
     terms: list[str]
@@ -61,6 +60,14 @@ def _text(value: Any) -> str:
     return value if isinstance(value, str) else ""
 
 
+def _article(texts: pd.DataFrame, sample_id: str) -> str:
+    """The sample's article: its DOI, else its URL, else (neither known) the sample itself."""
+    for column in ("doi", "url"):
+        if column in texts.columns and (value := _text(texts.at[sample_id, column])):
+            return value
+    return sample_id
+
+
 def sample_graphs(annotations: pd.DataFrame, curated: pd.DataFrame) -> list[SampleGraph]:
     """Every annotated sample with its article's method text and caption; those that cannot get a graph
     are marked ``skipped`` with the reason."""
@@ -71,6 +78,7 @@ def sample_graphs(annotations: pd.DataFrame, curated: pd.DataFrame) -> list[Samp
         known = sample_id in texts.index
         sample = SampleGraph(
             sample_id,
+            _article(texts, sample_id) if known else sample_id,
             _text(texts.at[sample_id, "methods_text"]) if known else "",
             _text(texts.at[sample_id, "caption"]) if known else "",
             _json_list(row["terms"]),
@@ -84,59 +92,71 @@ def sample_graphs(annotations: pd.DataFrame, curated: pd.DataFrame) -> list[Samp
     return samples
 
 
-def ask_each_sample(
-    annotator: VisionLanguageModel,
-    label: str,
-    samples: Sequence[SampleGraph],
-    request_of: Callable[[SampleGraph], VLMRequest],
-    take: Callable[[SampleGraph, VLMResult], None],
-) -> None:
-    """Stream one request per sample through the annotator and hand each answer to ``take``; an unusable
-    answer fails that sample with the reason."""
-    if not samples:
-        return
-    results: dict[int, VLMResult] = {}
-    with Progress(label, len(samples)) as progress:
+def distractor_pool(samples: Sequence[SampleGraph]) -> DistractorPool:
+    """The terms of every sample whose annotation is usable, with their articles."""
+    return DistractorPool.of(
+        (term, sample.article) for sample in samples if sample.status == "ok" for term in sample.terms
+    )
 
-        def arrived(position: int, result: VLMResult) -> None:
-            progress.add(result)
-            results[position] = result
 
-        annotator.stream((request_of(sample) for sample in samples), arrived)
-    for position, sample in enumerate(samples):
-        try:
-            take(sample, results[position])
-        except GraphTaskError as error:
-            sample.fail("failed", f"sample {sample.sample_id}: {error}")
+class _GraphStream:
+    """AIBench's jobs ``(sample, task)`` for :func:`stream_with_follow_ups`: a sample's graph is asked, and
+    its questions are sent as soon as its graph arrives (no wait for the other samples' graphs: the
+    distractors come from the annotations, known before the stage)."""
+
+    def __init__(self, samples: Sequence[SampleGraph], settings: QuestionSettings) -> None:
+        self.samples, self.settings = samples, settings
+        self.pool = distractor_pool(samples)
+        self.asked = [sample for sample in samples if sample.status == "ok"]
+        self.distractors: dict[str, list[str]] = {}  # of the samples whose questions are in flight
+        self.progress = Progress("aibench", 2 * len(self.asked))
+
+    def first_jobs(self) -> Iterator[tuple[SampleGraph, str]]:
+        return ((sample, "graph") for sample in self.asked)
+
+    def request(self, job: tuple[SampleGraph, str]) -> VLMRequest:
+        sample, task = job
+        if task == "graph":
+            return build_graph_request(sample.methods_text, sample.caption, sample.terms)
+        return build_questions_request(
+            sample.sample_id, sample.graph, self.distractors[sample.sample_id], self.settings
+        )
+
+    def answered(self, job: tuple[SampleGraph, str], result: VLMResult) -> list[tuple[SampleGraph, str]]:
+        """Parse the answer; a sample whose graph is usable gets its questions job."""
+        sample, task = job
+        self.progress.add(result)
+        if task == "questions":
+            distractors = self.distractors.pop(sample.sample_id)
+            _parsed(
+                sample,
+                lambda: setattr(
+                    sample, "questions", parse_questions_reply(result, sample.graph, distractors)
+                ),
+            )
+            return []
+        _parsed(sample, lambda: take_graph(sample, result))
+        if sample.status != "ok" or sample.graph is None:
+            self.progress.not_needed(1)
+            return []
+        self.distractors[sample.sample_id] = self.pool.choose(
+            sample.sample_id, sample.article, sample.graph, sample.own_texts, self.settings
+        )
+        return [(sample, "questions")]
+
+
+def _parsed(sample: SampleGraph, parse: Callable[[], None]) -> None:
+    """``parse()``; an unusable answer fails the sample with the reason."""
+    try:
+        parse()
+    except GraphTaskError as error:
+        sample.fail("failed", f"sample {sample.sample_id}: {error}")
 
 
 def take_graph(sample: SampleGraph, result: VLMResult) -> None:
     sample.graph = parse_graph_reply(result)
     if not sample.graph.nodes:
         sample.fail("skipped", f"sample {sample.sample_id}: the method text names no component of the figure")
-
-
-def ask_questions(
-    annotator: VisionLanguageModel, samples: Sequence[SampleGraph], settings: QuestionSettings
-) -> None:
-    """The questions of every sample with a graph, distractors drawn from the other graphs' components."""
-    pool = sorted({name for sample in samples if sample.graph for name in sample.graph.nodes})
-    distractors = {
-        sample.sample_id: choose_distractors(sample.sample_id, sample.graph, sample.own_texts, pool, settings)
-        for sample in samples
-        if sample.graph
-    }
-
-    def take(sample: SampleGraph, result: VLMResult) -> None:
-        sample.questions = parse_questions_reply(result, sample.graph, distractors[sample.sample_id])
-
-    ask_each_sample(
-        annotator,
-        "aibench questions",
-        samples,
-        lambda s: build_questions_request(s.sample_id, s.graph, distractors[s.sample_id], settings),
-        take,
-    )
 
 
 def graph_row(sample: SampleGraph) -> dict[str, Any]:
@@ -174,17 +194,12 @@ def graphs_and_questions(
     annotator: VisionLanguageModel,
     settings: QuestionSettings,
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """``aibench_graphs`` and ``aibench_qa``: graphs from the method texts, then questions; each sample
-    without questions is logged with the reason."""
+    """``aibench_graphs`` and ``aibench_qa``: graphs from the method texts, each sample's questions as
+    soon as its graph arrives; each sample without questions is logged with the reason."""
     samples = sample_graphs(annotations, curated)
-    ask_each_sample(
-        annotator,
-        "aibench graphs",
-        [s for s in samples if s.status == "ok"],
-        lambda s: build_graph_request(s.methods_text, s.caption, s.terms),
-        take_graph,
-    )
-    ask_questions(annotator, [s for s in samples if s.status == "ok"], settings)
+    stream = _GraphStream(samples, settings)
+    with stream.progress:
+        stream_with_follow_ups(annotator, stream.first_jobs(), stream.request, stream.answered)
     for sample in samples:
         if sample.status != "ok":
             logger.info("aibench: no questions for %s", sample.reason)
