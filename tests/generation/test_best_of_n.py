@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import io
 import json
+import time
 from collections.abc import Sequence
 
 import pandas as pd
@@ -137,23 +138,31 @@ def test_a_reference_takes_no_best_of() -> None:
         BackendSetDataset(kind="generator", members=members).load()
 
 
-class CountingSelector(GreySelector):
-    """Counts the calls it is given."""
+class GatedPainter(SeedPainter):
+    """Counts the windows it is given; from its second on it waits (at most 10 s) until the selector has
+    scored a candidate: a best-of-N that drew every candidate before scoring any would keep it waiting."""
 
-    def __init__(self) -> None:
+    def __init__(self, selector: GreySelector) -> None:
         super().__init__()
-        self.calls = 0
+        self.selector, self.calls, self.waited_for_nothing = selector, [], True
 
-    def generate(self, requests: Sequence[VLMRequest]) -> list[VLMResult]:
-        self.calls += 1
+    def generate(self, requests: Sequence[GenerationRequest]) -> list[GenerationResult]:
+        self.calls.append(len(requests))
+        if len(self.calls) > 1:
+            deadline = time.monotonic() + 10
+            while not self.selector.prompts and time.monotonic() < deadline:
+                time.sleep(0.01)
+            self.waited_for_nothing &= bool(self.selector.prompts)
         return super().generate(requests)
 
 
-def test_a_window_of_prompts_is_scored_in_one_call_not_one_per_prompt() -> None:
-    """Scoring each prompt's candidates in its own call would wait for the slowest score once per prompt."""
-    selector = CountingSelector()
-    generator = BestOfNGenerator(SeedPainter(), selector, BestOfSettings(n=2))
-    requests = [GenerationRequest(sample_id=f"s{n}", prompt=PROMPT, seed=2 * n + 3) for n in range(3)]
-    results = generator.generate(requests)  # candidates (3, 4), (5, 6), (7, 8): grey levels, scores 1-10
-    assert selector.calls == 1 and len(selector.prompts) == 6
-    assert [r.meta["best_of"]["chosen_seed"] for r in results] == [4, 6, 8]
+def test_candidates_are_scored_as_they_are_drawn_not_after_every_draw() -> None:
+    selector = GreySelector()
+    painter = GatedPainter(selector)
+    generator = BestOfNGenerator(painter, selector, BestOfSettings(n=2))
+    requests = [GenerationRequest(sample_id=f"s{n}", prompt=PROMPT, seed=2 * n + 3) for n in range(4)]
+    seen: dict[int, GenerationResult] = {}
+    generator.stream(requests, seen.__setitem__, window=2)  # candidates (3, 4) ... (9, 10): grey levels
+    assert painter.waited_for_nothing and len(painter.calls) >= 4 and max(painter.calls) <= 2
+    assert len(selector.prompts) == 8
+    assert [seen[n].meta["best_of"]["chosen_seed"] for n in range(4)] == [4, 6, 8, 10]

@@ -7,7 +7,9 @@ default answer by anything downstream.
 
 ``stream(requests, on_result, window=None)`` is the one streaming method. It takes a lazy iterable of
 requests of any length (a source with no request ready yet, because its next request needs an answer
-still in flight, yields :data:`PENDING` and the stream waits for the next result before asking again), calls ``on_result(position, result)`` as each result exists (so a caller, such as
+still in flight, yields :data:`PENDING` and the stream waits for the next result before asking again; an
+asynchronous stream asks again after a moment too, for a source fed from elsewhere), calls
+``on_result(position, result)`` as each result exists (so a caller, such as
 the response cache, keeps it before the stream ends) and returns nothing. At most ``window`` requests are
 taken from the iterable ahead of their results, so memory is bounded by the window, whatever the number
 of requests. By default a synchronous backend is handed one window of requests at a time (a backend that

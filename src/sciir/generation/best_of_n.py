@@ -9,12 +9,21 @@ scored the first drawn candidate is kept, and the manifest's ``meta.best_of`` sa
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from typing import Any
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, cast
 
 from pydantic import BaseModel, Field
 
-from sciir.backends.base import GenerationRequest, GenerationResult, ImageGenerator, VisionLanguageModel
+from sciir.backends.base import (
+    GenerationRequest,
+    GenerationResult,
+    ImageGenerator,
+    Pending,
+    VisionLanguageModel,
+    VLMResult,
+)
+from sciir.runs.model_chain import stream_through_two
 from sciir.tasks.candidate_score import build_score_request, score_of
 
 
@@ -49,46 +58,91 @@ class BestOfNGenerator(ImageGenerator):
         return self.inner.stats
 
     def generate(self, requests: Sequence[GenerationRequest]) -> list[GenerationResult]:
-        """Every candidate of the window drawn in one call, then every usable one scored in one call (no
-        wait per prompt), then the best kept per prompt."""
-        n = self.settings.n
-        candidates = [r.model_copy(update={"seed": r.seed + k}) for r in requests for k in range(n)]
-        drawn = self.inner.generate(candidates)
-        groups = [drawn[i * n : (i + 1) * n] for i in range(len(requests))]
-        usable = [(i, k) for i, group in enumerate(groups) for k, result in enumerate(group) if result.ok]
-        replies = self.selector.generate(
-            [build_score_request(requests[i].prompt, groups[i][k].image or b"") for i, k in usable]
-        )
-        judged: dict[tuple[int, int], tuple[int | None, str]] = dict(
-            zip(usable, (score_of(reply) for reply in replies), strict=True)
-        )
-        return [self._select(request, groups[i], judged, i) for i, request in enumerate(requests)]
+        results: list[GenerationResult | None] = [None] * len(requests)
+        self.stream(requests, results.__setitem__)
+        return cast(list[GenerationResult], results)
 
-    def _select(
+    def stream(
         self,
-        request: GenerationRequest,
-        drawn: Sequence[GenerationResult],
-        judged: Mapping[tuple[int, int], tuple[int | None, str]],
-        index: int,
-    ) -> GenerationResult:
-        kept = [k for k, result in enumerate(drawn) if result.ok]
-        if not kept:
-            reasons = "; ".join(dict.fromkeys(str(result.failure) for result in drawn))
-            return GenerationResult(
-                sample_id=request.sample_id, failure=f"all {len(drawn)} candidates failed: {reasons}"
-            )
-        scores = [judged[(index, k)][0] for k in kept]
-        best = choose(scores)
-        record: dict[str, Any] = {
-            "n": len(drawn),
-            "seeds": [request.seed + k for k in kept],
-            "failed_candidates": len(drawn) - len(kept),
-            "scores": scores,
-            "chosen_seed": request.seed + kept[best or 0],
-        }
-        if best is None:
-            record["unscored"] = "no candidate was scored, the first drawn is kept: " + "; ".join(
-                dict.fromkeys(judged[(index, k)][1] for k in kept)
-            )
-        chosen = drawn[kept[best or 0]]
-        return chosen.model_copy(update={"meta": {**chosen.meta, "best_of": record}})
+        requests: Iterable[GenerationRequest | Pending],
+        on_result: Callable[[int, GenerationResult], None],
+        window: int | None = None,
+    ) -> None:
+        """Every prompt's candidates streamed through the generator and each drawn candidate scored as soon
+        as it arrives (``sciir.runs.model_chain``), generator and selector each with ``window`` requests in
+        flight at most; a prompt's best is reported once its last candidate is drawn and scored."""
+        n = self.settings.n
+
+        def jobs() -> Iterator[tuple[_Prompt, int]]:
+            for position, request in enumerate(requests):
+                if isinstance(request, Pending):  # it would wait for answers only this stream gives
+                    raise RuntimeError("a best-of-N generator's requests cannot wait for answers (PENDING)")
+                prompt = _Prompt(position, request, n)
+                yield from ((prompt, k) for k in range(n))
+
+        def drawn(job: tuple[_Prompt, int], result: GenerationResult) -> list[tuple[_Prompt, int]]:
+            prompt, k = job
+            prompt.drawn[k] = result
+            if result.ok:
+                return [job]
+            self._candidate_done(prompt, on_result)
+            return []
+
+        def scored(step: tuple[_Prompt, int], reply: VLMResult) -> None:
+            prompt, k = step
+            prompt.judged[k] = score_of(reply)
+            self._candidate_done(prompt, on_result)
+
+        stream_through_two(
+            self.inner,
+            self.selector,
+            jobs(),
+            lambda job: job[0].request.model_copy(update={"seed": job[0].request.seed + job[1]}),
+            drawn,
+            lambda step: build_score_request(step[0].request.prompt, step[0].drawn[step[1]].image or b""),
+            scored,
+            window,
+        )
+
+    def _candidate_done(self, prompt: _Prompt, on_result: Callable[[int, GenerationResult], None]) -> None:
+        prompt.left -= 1
+        if not prompt.left:
+            on_result(prompt.position, select(prompt))
+
+
+@dataclass
+class _Prompt:
+    """One prompt's candidates on their way: drawn (or failed), then scored."""
+
+    position: int
+    request: GenerationRequest
+    left: int  # candidates not yet drawn and scored (a failed one counts once drawn)
+    drawn: dict[int, GenerationResult] = field(default_factory=dict)
+    judged: dict[int, tuple[int | None, str]] = field(default_factory=dict)
+
+
+def select(prompt: _Prompt) -> GenerationResult:
+    """The best scored candidate of a prompt (the earliest drawn when none was scored), with the record of
+    every candidate; a prompt whose candidates all failed fails with their reasons."""
+    request, drawn = prompt.request, [prompt.drawn[k] for k in sorted(prompt.drawn)]
+    kept = [k for k, result in enumerate(drawn) if result.ok]
+    if not kept:
+        reasons = "; ".join(dict.fromkeys(str(result.failure) for result in drawn))
+        return GenerationResult(
+            sample_id=request.sample_id, failure=f"all {len(drawn)} candidates failed: {reasons}"
+        )
+    scores = [prompt.judged[k][0] for k in kept]
+    best = choose(scores)
+    record: dict[str, Any] = {
+        "n": len(drawn),
+        "seeds": [request.seed + k for k in kept],
+        "failed_candidates": len(drawn) - len(kept),
+        "scores": scores,
+        "chosen_seed": request.seed + kept[best or 0],
+    }
+    if best is None:
+        record["unscored"] = "no candidate was scored, the first drawn is kept: " + "; ".join(
+            dict.fromkeys(prompt.judged[k][1] for k in kept)
+        )
+    chosen = drawn[kept[best or 0]]
+    return chosen.model_copy(update={"meta": {**chosen.meta, "best_of": record}})

@@ -10,7 +10,7 @@ prompt is never drawn in its place, so a planned model is always judged on its p
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any, cast
 
 from sciir.backends.base import (
@@ -21,8 +21,11 @@ from sciir.backends.base import (
     VisionLanguageModel,
     VLMResult,
 )
+from sciir.runs.model_chain import stream_through_two
 from sciir.tasks.planner import PlannerSettings, build_plan_request, plan_of
 from sciir.tasks.task import TaskReplyError
+
+_Planned = tuple[int, GenerationRequest, str]  # a request's position, the request, its plan
 
 
 class PlannedGenerator(ImageGenerator):
@@ -55,36 +58,40 @@ class PlannedGenerator(ImageGenerator):
         on_result: Callable[[int, GenerationResult], None],
         window: int | None = None,
     ) -> None:
-        """Every prompt's plan streamed through the planner over the whole stage, then every plan streamed
-        through the generator (``window`` ahead at most in each): one wait between the two, for the last
-        plan, instead of one per window. A sample without a plan fails at once with the reason."""
-        asked: list[GenerationRequest] = []
-        for request in requests:
-            if isinstance(request, Pending):  # it would wait for answers only the whole stage gives
-                raise RuntimeError(
-                    "a planned generator plans its whole stage first: its requests cannot wait"
-                )
-            asked.append(request)
-        planned: list[tuple[int, GenerationRequest, str]] = []
+        """Every prompt's plan streamed through the planner and each plan drawn as soon as it arrives, the
+        planner and the generator each with ``window`` requests in flight at most
+        (``sciir.runs.model_chain``): no wait for the other plans. A sample without a plan fails at once
+        with the reason."""
 
-        def plan_arrived(position: int, reply: VLMResult) -> None:
-            request = asked[position]
+        def jobs() -> Iterator[tuple[int, GenerationRequest]]:
+            for position, request in enumerate(requests):
+                if isinstance(request, Pending):  # it would wait for answers only this stream gives
+                    raise RuntimeError("a planned generator's requests cannot wait for answers (PENDING)")
+                yield position, request
+
+        def planned(job: tuple[int, GenerationRequest], reply: VLMResult) -> list[_Planned]:
+            position, request = job
             try:
-                planned.append((position, request, plan_of(reply)))
+                return [(position, request, plan_of(reply))]
             except TaskReplyError as error:
                 reason = f"no plan for sample {request.sample_id}: {error}"
                 on_result(position, GenerationResult(sample_id=request.sample_id, failure=reason))
+                return []
 
-        plan_requests = (build_plan_request(request.prompt, self.settings) for request in asked)
-        self.planner.stream(plan_requests, plan_arrived, window)
-        planned.sort(key=lambda item: item[0])  # drawn in the order asked, whatever order plans came in
-
-        def drawn(index: int, result: GenerationResult) -> None:
-            position, request, plan = planned[index]
+        def drawn(step: _Planned, result: GenerationResult) -> None:
+            position, request, plan = step
             on_result(position, with_plan(result, request.prompt, plan))
 
-        to_draw = (request.model_copy(update={"prompt": plan}) for _, request, plan in planned)
-        self.inner.stream(to_draw, drawn, window)
+        stream_through_two(
+            self.planner,
+            self.inner,
+            jobs(),
+            lambda job: build_plan_request(job[1].prompt, self.settings),
+            planned,
+            lambda step: step[1].model_copy(update={"prompt": step[2]}),
+            drawn,
+            window,
+        )
 
 
 def with_plan(result: GenerationResult, prompt: str, plan: str) -> GenerationResult:

@@ -50,6 +50,9 @@ from sciir.backends.http.session import HTTPSession
 T = TypeVar("T")
 R = TypeVar("R")
 
+# How long a waiting source (PENDING) is left before it is asked again when no call has finished.
+PENDING_POLL_S = 0.02
+
 # What an HTTP backend's configuration may set about its transport, with the defaults. None of it changes
 # an answer, so none of it is part of a backend's identity (and the API key never is).
 TRANSPORT_DEFAULTS: Mapping[str, Any] = MappingProxyType(
@@ -180,8 +183,8 @@ class HTTPTransport:
         At most ``window`` items (default: the concurrency) are taken from ``items`` ahead of their
         results; the next one is taken the moment one finishes, so a slow reply holds back nobody else
         and memory is bounded by the window. A :data:`~sciir.backends.base.PENDING` from ``items`` (its
-        next item needs an answer in flight) waits for the next call to finish before asking again. Items are taken on the event loop's thread, between
-        awaits, as are the calls to ``on_result(position, result)``: the iterable and the callback never
+        next item needs an answer in flight) waits for the next call to finish, or for ``PENDING_POLL_S``,
+        before asking again. Items are taken on the event loop's thread, between awaits, as are the calls to ``on_result(position, result)``: the iterable and the callback never
         run at the same time. An exception from one call becomes ``on_error(item, exception)``; one
         raised by the iterable or by ``on_result`` cancels the calls in flight and stops the stream.
         """
@@ -216,7 +219,9 @@ class HTTPTransport:
                     if isinstance(item, Pending):  # the source waits for an answer in flight
                         if not running:
                             raise no_request_in_flight()
-                        running = await _first_finished(running)
+                        # Or for a moment: a source fed from elsewhere (another model's answers) may
+                        # have a request before any of these calls ends.
+                        running = await _first_finished(running, PENDING_POLL_S)
                         continue
                     running.add(asyncio.create_task(one(next(positions), item)))
                     # Let the new call start (its payload is built off the loop) before taking the next.
@@ -231,9 +236,12 @@ class HTTPTransport:
                 await asyncio.gather(*running, return_exceptions=True)
 
 
-async def _first_finished(running: set[asyncio.Task[None]]) -> set[asyncio.Task[None]]:
-    """Wait until at least one task finishes, re-raise what it raised; the tasks still running."""
-    done, pending = await asyncio.wait(running, return_when=asyncio.FIRST_COMPLETED)
+async def _first_finished(
+    running: set[asyncio.Task[None]], timeout: float | None = None
+) -> set[asyncio.Task[None]]:
+    """Wait until at least one task finishes (or ``timeout`` seconds pass), re-raise what a finished task
+    raised; the tasks still running."""
+    done, pending = await asyncio.wait(running, timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
     for task in done:
         task.result()
     return pending
