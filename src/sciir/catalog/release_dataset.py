@@ -5,8 +5,10 @@ The folder holds the dataset card (``README.md``, whose YAML header names the sp
 parquet shards per split under ``data/`` (``<split>-00000-of-00002.parquet``) with each image's PNG bytes
 in an ``image`` column, and the card's plots under ``plots/``. The shards carry the column types in the
 schema metadata Hugging Face ``datasets`` reads (``huggingface`` -> ``info.features``), so ``image``
-loads as an image and every other column as text or a number. Each save replaces the folder's contents:
-the MLflow artifact kedro-mlflow logs from it is this release and no earlier one.
+loads as an image and every other column as text or a number. A shard is written in row groups of
+``ROW_GROUP_ROWS`` rows, each group's images read only when it is written, so memory holds one group's
+images whatever the size of the release or of a shard. Each save replaces the folder's contents: the
+MLflow artifact kedro-mlflow logs from it is this release and no earlier one.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from kedro.io import AbstractDataset
 from sciir.selection.release import IMAGE_COLUMN, Release
 
 CARD = "README.md"
+ROW_GROUP_ROWS = 64  # rows (with their images, about 1 MB each at 1024 px) made and written at a time
 ARROW_TYPES = {"bool": pa.bool_(), "int64": pa.int64(), "float64": pa.float64(), "string": pa.string()}
 
 
@@ -46,7 +49,7 @@ def _features(table: pd.DataFrame) -> dict[str, Any]:
 
 
 def _arrow_shard(rows: pd.DataFrame, features: dict[str, Any]) -> pa.Table:
-    """One shard: images made now (PNG bytes with their file name), the other columns as they are."""
+    """Rows of a shard: images made now (PNG bytes with their file name), the other columns as they are."""
     columns: dict[str, pa.Array] = {}
     for name, feature in features.items():
         if name == IMAGE_COLUMN:
@@ -61,6 +64,20 @@ def _arrow_shard(rows: pd.DataFrame, features: dict[str, Any]) -> pa.Table:
             columns[name] = pa.array(values, type=ARROW_TYPES[feature["dtype"]])
     metadata = {b"huggingface": json.dumps({"info": {"features": features}}).encode()}
     return pa.table(columns).replace_schema_metadata(metadata)
+
+
+def write_shard(rows: pd.DataFrame, features: dict[str, Any], path: Path) -> None:
+    """One parquet shard of ``rows``, a row group of at most ``ROW_GROUP_ROWS`` rows at a time (an empty
+    shard keeps its schema)."""
+    writer: pq.ParquetWriter | None = None
+    try:
+        for start in range(0, max(len(rows), 1), ROW_GROUP_ROWS):
+            group = _arrow_shard(rows.iloc[start : start + ROW_GROUP_ROWS], features)
+            writer = writer or pq.ParquetWriter(path, group.schema)
+            writer.write_table(group)
+    finally:
+        if writer is not None:
+            writer.close()
 
 
 def shard_names(split: str, count: int) -> list[str]:
@@ -88,7 +105,7 @@ class ReleaseFolderDataset(AbstractDataset[Release, Release]):
             count = max(1, -(-len(table) // self._rows_per_shard))
             for index, name in enumerate(shard_names(split, count)):
                 rows = table.iloc[index * self._rows_per_shard : (index + 1) * self._rows_per_shard]
-                pq.write_table(_arrow_shard(rows, features), root / name)
+                write_shard(rows, features, root / name)
         for name, content in data.plots.items():
             (root / "plots").mkdir(exist_ok=True)
             (root / "plots" / name).write_bytes(content)
