@@ -12,17 +12,27 @@ stage's model at the server, with a fresh response cache):
   then the abstract prompt, then the checklist), each with the sample's image;
 - ``screen`` (curate's ``screen_panels``): one request per panel, with its image;
 - ``judge`` (evaluate's ``judge_generations``): one request per generated image and its checklist;
-- ``generate`` (``generate_images``, an ``openai_images`` generator): one image per benchmark prompt.
+- ``generate`` (``generate_images``, an ``openai_images`` generator): one image per benchmark prompt;
+- ``aibench`` (annotate's ``build_aibench_qa``): a logic graph from each sample's method text, then its
+  questions, sent as soon as the graph arrives;
+- ``planner`` (``generate_images``, the images generator with a ``planner``): a plan per prompt from the
+  chat server, each drawn by the images server as soon as it arrives;
+- ``best_of`` (``generate_images``, the images generator with ``best_of: {n: 4}``): four candidates per
+  prompt from the images server, each scored by the chat server as soon as it is drawn;
+- ``examine`` (evaluate's ``examine_images``): the AIBench solver and the aesthetics rating of every
+  model's illustration of every AIBench paper, two requests per image.
 
-It prints, per stage and window, the requests the server received, the wall time of the node, the rate
-against the bound (window / mean latency), and the client CPU per request. Images are distinct PNGs of
+It prints, per stage and window, the requests the servers received, the wall time of the node, the rate
+against the bound (window / mean latency, for each model a stage streams through at once: two for the
+planner and best-of-N), and the client CPU per request. Images are distinct PNGs of
 ``--side`` pixels (1024: about 1 MB each), a pool of 64 linked under every sample's name, so disk use
 stays small while every request differs.
 
 Usage, from the repository root:
     .venv/bin/python benchmarks/bench_model_stages.py            # both windows, every stage (about 20 min)
     .venv/bin/python benchmarks/bench_model_stages.py --quick    # seconds: tiny sizes, 50 ms median
-Options: --windows 64 256, --stages annotate screen judge generate, --median-s 2, --p95-s 8, --side 1024,
+Options: --windows 64 256, --stages annotate screen judge generate aibench planner best_of examine,
+--median-s 2, --p95-s 8, --side 1024,
 --ideal-s 90 (the size of each run: requests = ideal seconds x bound).
 """
 
@@ -30,6 +40,7 @@ from __future__ import annotations
 
 import argparse
 import importlib.util
+import json
 import os
 import shutil
 import subprocess
@@ -60,7 +71,10 @@ from sciir.testing.fault_plan import lognormal_mean  # noqa: E402
 from sciir.testing.figure_rows import kept_panels  # noqa: E402
 
 POOL = 64  # distinct images, linked under every sample's name
-STAGES = ("annotate", "screen", "judge", "generate")
+STAGES = ("annotate", "screen", "judge", "generate", "aibench", "planner", "best_of", "examine")
+BEST_OF = 4
+# The models a stage streams through at once, each with its own window: its bound is that many windows.
+MODELS_AT_ONCE = {"planner": 2, "best_of": 2}
 TARGETS = {64: 0.9, 256: 0.8}
 
 
@@ -131,11 +145,16 @@ def write_backends(root: Path, vlm_url: str, images_url: str, window: int, cache
         f"  config: {{base_url: '{vlm_url}', model: fake-vlm, concurrency: {window}, timeout_s: 120}}\n"
         f"  cache_path: data/cache/{cache}\n"
     )
+    images = (
+        f"      backend: openai_images\n      base_url: '{images_url}'\n      model: fake-images\n"
+        f"      concurrency: {window}\n      timeout_s: 120\n"
+    )
+    chat = f"{{backend: openai, base_url: '{vlm_url}', model: fake-vlm, concurrency: {window}, timeout_s: 120"
     generators = (
         "generators:\n  type: sciir.catalog.backend_dataset.BackendSetDataset\n  kind: generator\n"
-        f"  cache_path: data/cache/{cache}\n  members:\n    served:\n      backend: openai_images\n"
-        f"      base_url: '{images_url}'\n      model: fake-images\n      concurrency: {window}\n"
-        "      timeout_s: 120\n"
+        f"  cache_path: data/cache/{cache}\n  members:\n    served:\n{images}"
+        f"    planned:\n{images}      planner: {chat}, max_words: 180}}\n"
+        f"    best_of:\n{images}      best_of: {{n: {BEST_OF}, selector: {chat}}}}}\n"
     )
     text = "".join(f"{name}:\n{entry}" for name in ("annotator", "screener", "judge")) + generators
     (root / "conf" / "local" / "backends.yml").write_text(text)
@@ -194,10 +213,43 @@ def prepare_generate(root: Path, count: int, window: int) -> Stage:
     return "generate", ["generate_images"], {"generate": params}
 
 
+def _prepare_generator(model: str) -> Callable[[Path, int, int], Stage]:
+    def prepare(root: Path, count: int, window: int) -> Stage:
+        pipeline, nodes, params = prepare_generate(root, count, window)
+        return pipeline, nodes, {"generate": {**params["generate"], "models": [model]}}
+
+    return prepare
+
+
+def annotations_table(curated: pd.DataFrame) -> pd.DataFrame:
+    """Annotations of the curated samples as annotate writes them, each with terms (AIBench reads them)."""
+    return pd.DataFrame(
+        {
+            "sample_id": curated["sample_id"],
+            "status": "ok",
+            "reason": None,
+            "terms": json.dumps(["Glucose", "Pyruvate", "Citrate"]),
+            "required_text": json.dumps(["Glucose"]),
+            "sci_rcot": 'Style: flow diagram on white. Required text: "Glucose".',
+            "abstract_prompt": "The pathway from glucose to citrate.",
+        }
+    )
+
+
+def prepare_aibench(root: Path, count: int, window: int) -> Stage:
+    table = kept_panels(count, f"g{window}-", methods_repeat=8)
+    _write_table(root, "data/03_primary/curated.parquet", table)
+    _write_table(root, "data/04_feature/annotations.parquet", annotations_table(table))
+    return "annotate", ["build_aibench_qa"], {}
+
+
 PREPARE: dict[str, Callable[[Path, int, int], Stage]] = {
     "annotate": prepare_annotate,
     "judge": prepare_judge,
     "generate": prepare_generate,
+    "aibench": prepare_aibench,
+    "planner": _prepare_generator("planned"),
+    "best_of": _prepare_generator("best_of"),
 }
 
 
@@ -261,8 +313,66 @@ def run_screen(root: Path, count: int, window: int) -> tuple[float, float]:
     return seconds, cpu
 
 
-# Requests per item: annotate asks up to four tasks per sample (fewer after low reasoning content).
-REQUESTS_PER_ITEM = {"annotate": 3.5, "screen": 1.0, "judge": 1.0, "generate": 1.0}
+def examination_tables(
+    root: Path, count: int, window: int
+) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
+    """An AIBench set of ``count`` papers drawn by ``count // 200`` models (at least one), with eight
+    questions each (two per level), the images linked into the AIBench generations folder; the set, its
+    questions and the generation manifest."""
+    models = [judge_bench.model_name(m) for m in range(max(1, count // 200))]
+    papers = [f"p{window}-{n:05d}" for n in range(-(-count // len(models)))]
+    aibench_set = pd.DataFrame({"sample_id": papers, "methods_text": "The method.", "venue": "Journal"})
+    qa = pd.DataFrame(
+        [
+            {"sample_id": paper, "question_id": f"AIB-L{level}-{k:02d}", "level": level, "kind": "component",
+             "question": f'Is there a component labelled "Stage {level}-{k}"?', "gold_answer": "yes",
+             "nodes": json.dumps([f"Stage {level}-{k}"]), "phases": "[]"}
+            for paper in papers for level in (1, 2, 3, 4) for k in (1, 2)
+        ]
+    )  # fmt: skip
+    folder = root / "data/07_model_output/aibench_generations"
+    shutil.rmtree(folder, ignore_errors=True)
+    manifest = []
+    for offset, model in enumerate(models):
+        link_images(root / "pool", folder / model, papers, offset=offset)
+        manifest += [
+            {"model": model, "sample_id": paper, "backend": "openai_images", "role": "contestant", "seed": 0,
+             "status": "ok", "reason": None, "meta": "{}"}
+            for paper in papers
+        ]  # fmt: skip
+    return aibench_set, qa, pd.DataFrame(manifest)
+
+
+def run_examine(root: Path, count: int, window: int) -> tuple[float, float]:
+    """Evaluate's examination node function on the catalog's AIBench generations and judge; its wall and
+    CPU seconds."""
+    from kedro.framework.session import KedroSession
+
+    from sciir.pipelines.evaluate.aibench_nodes import examine_images
+
+    aibench_set, qa, manifest = examination_tables(root, count, window)
+    with KedroSession.create(project_path=root) as session:
+        catalog = session.load_context().catalog
+        images, judge = catalog.load("aibench_generations"), catalog.load("judge")
+        start, cpu = time.perf_counter(), time.process_time()
+        examine_images(images, manifest, aibench_set, qa, judge, {"window": window})
+        seconds, cpu = time.perf_counter() - start, time.process_time() - cpu
+    end_mlflow_runs()
+    return seconds, cpu
+
+
+# Stages whose node function is called with inputs from the catalog (their inputs are in-memory tables).
+RUNNERS: dict[str, Callable[[Path, int, int], tuple[float, float]]] = {
+    "screen": run_screen,
+    "examine": run_examine,
+}
+# Requests per item: annotate asks up to four tasks per sample (fewer after low reasoning content), the
+# AIBench annotation a graph and questions, the planner a plan and an image, best-of-N four images and
+# four scores, the examination a solver request and an aesthetics rating.
+REQUESTS_PER_ITEM = {
+    "annotate": 3.5, "screen": 1.0, "judge": 1.0, "generate": 1.0, "aibench": 2.0, "planner": 2.0,
+    "best_of": 2.0 * BEST_OF, "examine": 2.0,
+}  # fmt: skip
 
 
 def measure(
@@ -272,25 +382,32 @@ def measure(
     shutil.rmtree(root / "data", ignore_errors=True)
     prepared = PREPARE[stage](root, count, window) if stage in PREPARE else None
     before = requests()
-    sampler = InFlightSampler(vlm_url) if stage != "generate" else None  # the images server keeps no stats
+    # The chat server's window (the images server keeps no stats); n/a for a stage with two models.
+    sampler = InFlightSampler(vlm_url) if stage not in ("generate", *MODELS_AT_ONCE) else None
     if sampler is not None:
         sampler.start()
-    seconds, cpu = run_screen(root, count, window) if prepared is None else run_kedro(root, prepared)
+    seconds, cpu = run_kedro(root, prepared) if prepared is not None else RUNNERS[stage](root, count, window)
     full = sampler.full_share(window) if sampler is not None else None
     return StageRun(stage, window, requests() - before, seconds, cpu, full)
 
 
 def served_requests(vlm_url: str, images_root: Path, stage: str) -> Callable[[], int]:
-    """How many requests the stage's server has received: the chat server's count, or the images written."""
-    if stage != "generate":
-        return lambda: int(judge_bench.server_stats(vlm_url)["chat_requests"])
+    """How many requests the stage's servers have received: the chat server's count, plus the images
+    written (the images server keeps no count: each manifest row is one image, ``BEST_OF`` for best-of-N)."""
     manifest = images_root / "data/07_model_output/generation_manifest.parquet"
-    return lambda: len(pd.read_parquet(manifest)) if manifest.exists() else 0
+    per_row = {"generate": 1, "planner": 1, "best_of": BEST_OF}.get(stage, 0)
+
+    def count() -> int:
+        chat = int(judge_bench.server_stats(vlm_url)["chat_requests"]) if stage != "generate" else 0
+        images = len(pd.read_parquet(manifest)) if per_row and manifest.exists() else 0
+        return chat + per_row * images
+
+    return count
 
 
 def row(run: StageRun, mean_s: float) -> str:
     """One stage's line of the table."""
-    bound = run.window / mean_s
+    bound = MODELS_AT_ONCE.get(run.stage, 1) * run.window / mean_s
     cpu_ms = 1000 * run.cpu_s / run.requests if run.requests else float("nan")
     target = TARGETS.get(run.window)
     return (
@@ -309,7 +426,10 @@ def report(runs: Sequence[StageRun], mean_s: float, args: argparse.Namespace) ->
           f"{'target':>7}{'CPU ms/req':>11}{'full':>6}")  # fmt: skip
     for run in runs:
         print(row(run, mean_s))
-    print("full: the share of the node's time with the window at least 95% full (sampled every 0.1 s)")
+    print(
+        "full: the share of the node's time with the chat server's window at least 95% full (sampled every "
+        "0.1 s; n/a where the images server takes part); bound: window / mean latency, per model streamed at once"
+    )
 
 
 def main(argv: Sequence[str] | None = None) -> None:
@@ -340,7 +460,8 @@ def main(argv: Sequence[str] | None = None) -> None:
             for window in args.windows:
                 write_backends(root, vlm_url, images_url, window, f"w{window}.sqlite")
                 for stage in args.stages:
-                    items = max(window, round(args.ideal_s * window / mean_s / REQUESTS_PER_ITEM[stage]))
+                    bound = MODELS_AT_ONCE.get(stage, 1) * window / mean_s
+                    items = max(window, round(args.ideal_s * bound / REQUESTS_PER_ITEM[stage]))
                     run = measure(root, stage, window, items, served_requests(vlm_url, root, stage), vlm_url)
                     print(f"measured: {row(run, mean_s)}", flush=True)
                     runs.append(run)

@@ -292,14 +292,18 @@ def _(output: str) -> None:
         rf"^latency: log-normal, median 0.05 s, p95 0.2 s \(mean {NUMBER} s\); images 64 px", output
     )
     _line(r"^stage +window +requests +seconds +req/s +bound +share +target +CPU ms/req +full$", output)
-    for stage in ("annotate", "screen", "judge", "generate"):
+    two_models = ("planner", "best_of")  # each streams a chat and an images model at once: two windows
+    stages = ("annotate", "screen", "judge", "generate", "aibench", *two_models, "examine")
+    for stage in stages:
         requests, seconds, rate, bound, share, cpu_ms, full = _line(
             rf"^{stage} +8 +{NUMBER} +{NUMBER} +{NUMBER} +{NUMBER} +{NUMBER} +{NUMBER} +(\d\.\d\d|n/a)$",
             output,
         )
-        assert requests >= 64 and bound == pytest.approx(8 / mean, rel=0.01)  # every stage sent its requests
+        windows = 2 if stage in two_models else 1
+        assert requests >= 64 * windows and bound == pytest.approx(windows * 8 / mean, rel=0.01)
         assert share == pytest.approx(rate / bound, abs=0.01) and 0 < share <= 1.05 and cpu_ms > 0
-        assert (full == "n/a") == (stage == "generate")  # the images server keeps no count in flight
+        # The images server keeps no count in flight.
+        assert (full == "n/a") == (stage in ("generate", *two_models))
 
 
 @checks("bench_scale")

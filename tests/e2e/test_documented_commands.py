@@ -79,7 +79,7 @@ EXEMPT = {
         "runs in tests/benchmarks/test_quick_modes.py"
     ),
     ".venv/bin/python benchmarks/bench_model_stages.py": (
-        "a measurement of about 20 minutes (four stages at two windows against servers answering in 2 s on "
+        "a measurement of about 40 minutes (eight stages at two windows against servers answering in 2 s on "
         "median); its quick mode runs in tests/benchmarks/test_quick_modes.py"
     ),
     ".venv/bin/python benchmarks/bench_scale.py": (

@@ -8,8 +8,11 @@ import json
 import random
 import statistics
 
+import pandas as pd
 from PIL import Image
 
+from sciir.aibench.questions import QuestionSettings
+from sciir.annotation.aibench_graphs import graphs_and_questions
 from sciir.backends.base import VLMResult
 from sciir.backends.openai_compat import OpenAICompatibleVLM
 from sciir.images.payload import encode
@@ -62,3 +65,25 @@ def test_log_normal_latency_has_the_median_and_95th_percentile_it_is_given():
     assert abs(statistics.median(draws) - 2.0) < 0.06
     assert abs(draws[int(0.95 * len(draws))] - 8.0) < 0.4
     assert abs(statistics.fmean(draws) - lognormal_mean(2.0, 8.0)) < 0.08
+
+
+def test_logic_graph_replies_are_valid_so_every_sample_is_asked_its_questions():
+    table = kept_panels(12)
+    annotations = pd.DataFrame(
+        {
+            "sample_id": table["sample_id"],
+            "status": "ok",
+            "reason": None,
+            "terms": json.dumps(["Glucose", "Pyruvate"]),
+            "required_text": json.dumps(["Glucose"]),
+            "sci_rcot": "Style: flow diagram.",
+            "abstract_prompt": "A pathway.",
+        }
+    )
+    with FakeOpenAIServer(answer_from_schema) as server:
+        annotator = OpenAICompatibleVLM(base_url=server.base_url, model="fake-vlm", concurrency=4)
+        graphs, _ = graphs_and_questions(annotations, table, annotator, QuestionSettings())
+        sent = server.stats.chat_requests
+    # Every graph is usable (the questions' replies name no graph component: a load test needs no more).
+    assert not graphs["reason"].fillna("").str.contains("aibench_graph").any(), graphs["reason"].tolist()[:1]
+    assert sent == 2 * 12  # a graph and its questions for every sample

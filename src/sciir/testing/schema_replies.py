@@ -6,7 +6,7 @@ question id its prompt lists, as a judge must; any other task gets an instance o
 a few to a couple of dozen words, integers and numbers drawn within their bounds, arrays of two to five
 items (within ``minItems``/``maxItems``), each enum's first non-null value. A list of strings holds labels
 (all of ``LABELS`` when its size is free, so a reply's terms name every label its relations and tracks
-use, as an annotator's must). A track's evidence (terms and visualisations) is empty for about one track
+use, as an annotator's must), and a logic graph's flows and phases name its components. A track's evidence (terms and visualisations) is empty for about one track
 in three, as a figure rarely shows every track. The draw is seeded by the prompt, so the same request gets
 the same reply.
 """
@@ -56,11 +56,26 @@ def _checked_question(value: dict[str, Any], rng: random.Random) -> dict[str, An
 NOT_SHOWN_SHARE = 0.3
 
 
+def _logic_graph(value: dict[str, Any], rng: random.Random) -> dict[str, Any]:
+    """A method's logic graph as a model writes one: distinct components named by labels, flows from each
+    to the next, and each component in a phase of its own."""
+    names = _labels(rng, 2, max(2, min(len(value["components"]), len(LABELS))))
+    components = [
+        {**component, "name": name} for component, name in zip(value["components"], names, strict=False)
+    ]
+    names = [component["name"] for component in components]
+    flows = [{"source": a, "target": b} for a, b in zip(names, names[1:], strict=False)]
+    phases = [{"name": f"stage {k + 1}", "components": [name]} for k, name in enumerate(names)]
+    return {**value, "components": components, "flows": flows, "phases": phases if value["phases"] else []}
+
+
 def _coherent(value: dict[str, Any], rng: random.Random) -> dict[str, Any]:
-    """An object made coherent as a model writes it: a checklist question (``_checked_question``), or a
-    track's evidence left empty now and then (``NOT_SHOWN_SHARE``)."""
+    """An object made coherent as a model writes it: a checklist question (``_checked_question``), a
+    track's evidence left empty now and then (``NOT_SHOWN_SHARE``), or a logic graph (``_logic_graph``)."""
     if value.keys() == {"terms", "visualizations"} and rng.random() < NOT_SHOWN_SHARE:
         return {"terms": [], "visualizations": []}
+    if {"components", "flows", "phases"} <= value.keys():
+        return _logic_graph(value, rng)
     return _checked_question(value, rng)
 
 
@@ -94,12 +109,11 @@ def _typed(schema: dict[str, Any], root: dict[str, Any]) -> tuple[str | None, di
 def schema_instance(schema: dict[str, Any], rng: random.Random, root: dict[str, Any] | None = None) -> Any:
     """An instance of ``schema`` (the subset strict structured outputs use), drawn with ``rng``."""
     root = root if root is not None else schema
-    schema = _resolve(schema, root)
+    kind, schema = _typed(_resolve(schema, root), root)  # a nullable enum is an enum too
     if "enum" in schema:
         return next((value for value in schema["enum"] if value is not None), None)
     if "const" in schema:
         return schema["const"]
-    kind, schema = _typed(schema, root)
     if kind == "object":
         properties = schema.get("properties", {})
         return _coherent({name: schema_instance(sub, rng, root) for name, sub in properties.items()}, rng)
