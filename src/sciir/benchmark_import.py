@@ -4,6 +4,7 @@
     python -m sciir.benchmark_import tifa tifa_v1.0_question_answers.json -o tifa.jsonl
     python -m sciir.benchmark_import dsg dsg-1k-anns.csv -o dsg1k.jsonl
     python -m sciir.benchmark_import release data -o sciir_bench.jsonl
+    python -m sciir.benchmark_import aibench aibench.jsonl -o aibench_bench.jsonl
 
 The file written is read back as evaluate reads it before the summary is printed: samples, benchmark
 items, questions by category, and what was left out and why (the full list in
@@ -20,6 +21,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from sciir.user_files.benchmark_file import BenchmarkFileError, BenchmarkTables, read_benchmark_file
+from sciir.user_files.importers.aibench_file import import_aibench
 from sciir.user_files.importers.common import Imported, ImportFileError, Skipped, write_benchmark
 from sciir.user_files.importers.question_files import import_dsg, import_tifa
 from sciir.user_files.importers.sciir_release import import_release
@@ -35,6 +37,8 @@ FORMATS: dict[str, str] = {
     "category_broad, question_natural_language)",
     "release": "SciIR's release: a folder holding benchmark.parquet and checklists.parquet (or data/ with "
     "05_model_input/ and 04_feature/)",
+    "aibench": "AIBench's published file (JSON Lines: per paper id, method_text and a checklist of "
+    "multiple-choice questions with level, options and correct_option)",
 }
 
 
@@ -73,6 +77,7 @@ def _importer(arguments: argparse.Namespace) -> Callable[[], Imported]:
         "tifa": lambda: import_tifa(arguments.input),
         "dsg": lambda: import_dsg(arguments.input),
         "release": lambda: import_release(arguments.input),
+        "aibench": lambda: import_aibench(arguments.input),
     }
     return importers[arguments.format]
 
@@ -88,6 +93,7 @@ def summary(output: Path, imported: Imported, tables: BenchmarkTables) -> str:
         f"wrote {output}: samples: {len(imported.samples)}, benchmark items: {len(tables.benchmark)}, "
         f"questions: {sum(categories.values())} "
         f"({', '.join(f'{category} {count}' for category, count in sorted(categories.items()))})",
+        *imported.notes,
         f"skipped: {len(imported.skipped)}",
     ]
     shown = skipped_lines(imported.skipped)

@@ -168,7 +168,7 @@ def test_the_solver_sees_the_questions_and_the_image_only(branching) -> None:
         for item, row in zip(topology, qa[qa["level"] == 2]["nodes"], strict=True)
     )
     assert all(item["flow"] is None for item in items if item["level"] != 2)
-    assert "gold" not in request.prompt and '"yes" | "no" | null' in request.prompt
+    assert "gold" not in request.prompt and '"yes" | "no" | "<option letter>" | null' in request.prompt
     assert json.loads(qa.loc[0, "nodes"]) == ["Photosynthesis"]
 
 

@@ -93,7 +93,8 @@ def images(tmp_path) -> Path:
 
 
 def judge_folder(folder: Path, judge: VisionLanguageModel) -> pd.DataFrame:
-    params = {"images_dir": str(folder), "window": 4}
+    # only the files on disk: no blank baseline (its white images are made in memory, never read from disk)
+    params = {"images_dir": str(folder), "window": 4, "blank": {"enabled": False}}
     verdicts, _ = judge_generations(BENCHMARK, CHECKLISTS, {}, pd.DataFrame(), judge, params)
     return verdicts.sort_values(["model", "sample_id", "question_id"]).reset_index(drop=True)
 

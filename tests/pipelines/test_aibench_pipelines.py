@@ -203,13 +203,15 @@ def _examination(illustrations, manifest, judge, qa, **overrides) -> dict:
     values = {
         "aibench_generations": illustrations,
         "aibench_generation_manifest": manifest,
-        "aibench_set": AIBENCH_SET,
+        "generation_manifest": MissingInput(location="generation_manifest.parquet", written_by="generate"),
+        "evaluation_aibench_set": AIBENCH_SET,
         "evaluation_aibench_qa": qa,
         "generations": GENERATIONS,
         "evaluation_benchmark": BENCHMARK,
         "judge": judge,
         "params:aibench": PARAMS,
-        "params:evaluate": {},
+        # The blank baseline is tested in tests/pipelines/test_sanity_baselines.py.
+        "params:evaluate": {"blank": {"enabled": False}},
         "params:evaluate.verdicts_file": None,
         "params:evaluate.images_dir": None,
     } | overrides
@@ -268,9 +270,10 @@ def test_pipelines_match_the_contract() -> None:
     assert evaluate_aibench().inputs() == {
         "aibench_generations",  # the illustrations of the AIBench set: contestants' and references'
         "aibench_generation_manifest",  # also says which models are references (params:evaluate: roles)
-        "aibench_set",
+        "evaluation_aibench_set",  # the catalog's AIBench set or a benchmark file's items (evaluation_inputs)
         "evaluation_aibench_qa",
-        "generations",  # baseline metrics: the SciIR-Bench images against their prompts
+        "generations",  # baseline metrics; a benchmark file's images (with generation_manifest)
+        "generation_manifest",
         "evaluation_benchmark",  # the catalog's benchmark or a benchmark file (evaluation_inputs)
         "judge",
         "params:aibench",
@@ -487,7 +490,7 @@ def test_the_offline_judge_answers_component_existence_only(annotated: dict) -> 
         _manifest([("drawn", "flow", None)]),
         OfflineVLM(rule_book("offline")),
         annotated["aibench_qa"],
-        aibench_set=AIBENCH_SET.iloc[:1],
+        evaluation_aibench_set=AIBENCH_SET.iloc[:1],
     )
     outputs = _run(evaluate_aibench(), datasets)
     scores = outputs["aibench_metrics"]
@@ -522,6 +525,7 @@ def test_image_branches_are_skipped_with_one_line_without_images(caplog) -> None
         drawn, _manifest([("drawn", "flow", None)]), RefusingJudge(), pd.DataFrame(), generations=drawn
     )
     datasets["params:evaluate.verdicts_file"] = MemoryDataset("answers.csv")
+    datasets["params:evaluate"] = MemoryDataset({"verdicts_file": "answers.csv"})
     caplog.clear()
     with caplog.at_level(logging.INFO):
         _run(evaluate_aibench(), datasets)
@@ -531,8 +535,9 @@ def test_image_branches_are_skipped_with_one_line_without_images(caplog) -> None
     caplog.clear()
     with caplog.at_level(logging.INFO):
         answers, ratings, _ = examine_images(
-            drawn, manifest, AIBENCH_SET, pd.DataFrame(), RefusingJudge(), PARAMS, None, "my_images"
-        )
+            drawn, manifest, {}, pd.DataFrame(), AIBENCH_SET, pd.DataFrame(), RefusingJudge(), PARAMS,
+            {"images_dir": "my_images"},
+        )  # fmt: skip
     assert answers.empty and ratings.empty and "evaluate.images_dir is set (my_images)" in caplog.text
 
 

@@ -32,7 +32,9 @@ from sciir.pipelines.evaluate.nodes import judge_generations, plot_tracks, valid
 from sciir.pipelines.evaluate.pipeline import sciir_evaluation_pipeline
 from sciir.testing.scripted import LastToFirst
 
-PARAMS = {"unjudged_policy": "exclude", "window": 2, "thumbnail_px": 64, "bootstrap": {"n_boot": 100}}
+# The blank baseline is tested in tests/pipelines/test_sanity_baselines.py; here the models are the ones drawn.
+NO_BLANK = {"blank": {"enabled": False}}
+PARAMS = {"unjudged_policy": "exclude", "window": 2, "thumbnail_px": 64, "bootstrap": {"n_boot": 100}} | NO_BLANK
 JUDGE_INPUTS = ("benchmark", "checklists", "generations", "generation_manifest", "judge", "params:evaluate")
 SAVED = {
     "verdicts": lambda folder: ParquetDataset(filepath=str(folder / "verdicts.parquet")),
@@ -144,6 +146,7 @@ def inputs(tmp_path: Path) -> dict:
         "judge": judge,
         "params:evaluate": PARAMS,
         "aibench_qa": pd.DataFrame(columns=["sample_id", "question_id"]),  # used by the AIBench half only
+        "aibench_set": pd.DataFrame(columns=["sample_id"]),
     }
 
 
@@ -167,12 +170,12 @@ def outputs(tmp_path_factory) -> dict:
 def test_pipeline_matches_the_contract():
     pipeline = sciir_evaluation_pipeline()
     assert set(pipeline.nodes) <= set(create_pipeline().nodes)  # part of the registered evaluate pipeline
-    assert pipeline.inputs() == {*JUDGE_INPUTS, "aibench_qa"}
+    assert pipeline.inputs() == {*JUDGE_INPUTS, "aibench_qa", "aibench_set"}
     inner = {
         "evaluate_judge_summary",
         *(f"evaluation_{name}" for name in ("benchmark", "checklists", "source")),
     }
-    assert pipeline.all_outputs() - inner - {"evaluation_aibench_qa"} == {
+    assert pipeline.all_outputs() - inner - {"evaluation_aibench_qa", "evaluation_aibench_set"} == {
         "verdicts", "sample_scores", "evaluate_scores", "leaderboard", "missing_images", "judge_validation",
         "report", "evaluate_plot_tracks", "evaluate_plot_groups", "evaluate_model_runs", "evaluate_metrics",
     }  # fmt: skip

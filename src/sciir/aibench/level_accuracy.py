@@ -1,5 +1,8 @@
 """AIBench scores (section 3.5): accuracy per level and the question-level global average, in which
 every answered question weighs the same; unanswered questions are excluded and reported as coverage.
+An answer that picks the insufficient-information option of a multiple-choice question is answered (it
+counts in coverage and is correct only where it is the correct option) and is also counted apart: how
+often the solver said the image does not show enough (``insufficient_rate``).
 References (the logic graph drawn exactly, or with planted faults) are scored alongside the contestants
 to show what the solver makes of images of known content, marked by their role and listed last."""
 
@@ -21,10 +24,19 @@ def _accuracy(correct: pd.Series) -> float:
     return float(answered.astype(bool).mean()) if len(answered) else math.nan
 
 
+def _insufficient(frame: pd.DataFrame) -> dict[str, Any]:
+    """How often the insufficient-information option was given, of the answers to questions offering it
+    (NaN when no answered question offers one; a table without the column offers none)."""
+    given = frame["insufficient"].dropna() if "insufficient" in frame else pd.Series(dtype=bool)
+    count = int(given.astype(bool).sum())
+    return {"n_insufficient": count, "insufficient_rate": count / len(given) if len(given) else math.nan}
+
+
 def score_answers(answers: pd.DataFrame, roles: Mapping[str, str] | None = None) -> pd.DataFrame:
     """``aibench_scores``: per model, its role (``roles``; contestant when not named), accuracy per level
     and overall (question-level global average: every answered question weighs the same), coverage
-    (answered / all questions) overall and per level; contestants first, then references."""
+    (answered / all questions) overall and per level, and how often it gave the insufficient-information
+    option; contestants first, then references."""
     rows = []
     for model, frame in answers.groupby("model", sort=True):
         answered = frame["status"] == "answered"
@@ -39,9 +51,11 @@ def score_answers(answers: pd.DataFrame, roles: Mapping[str, str] | None = None)
         row["coverage"] = float(answered.mean()) if len(frame) else math.nan
         row["n_questions"] = len(frame)
         row["n_answered"] = int(answered.sum())
+        row |= _insufficient(frame)
         rows.append(row)
     columns = ["model", "role", *(f"level{level}" for level in LEVELS), "overall", "coverage"]
     columns += [f"coverage_level{level}" for level in LEVELS] + ["n_questions", "n_answered"]
+    columns += ["n_insufficient", "insufficient_rate"]
     table = pd.DataFrame(rows, columns=columns)
     references_last = table["role"] != CONTESTANT
     return (

@@ -38,7 +38,19 @@ class QuestionSettings(BaseModel):
     max_pairs: int = Field(default=4, ge=0)
 
 
-QA_COLUMNS = ("sample_id", "question_id", "level", "kind", "question", "gold_answer", "nodes", "phases")
+# options and insufficient_option: a multiple-choice question's (``sciir.aibench.choices``); null for these.
+QA_COLUMNS = (
+    "sample_id",
+    "question_id",
+    "level",
+    "kind",
+    "question",
+    "gold_answer",
+    "nodes",
+    "phases",
+    "options",
+    "insufficient_option",
+)
 
 
 @dataclass(frozen=True)
@@ -196,6 +208,8 @@ def qa_rows(sample_id: str, numbered: Sequence[tuple[str, Question]]) -> list[di
             "gold_answer": q.gold_answer,
             "nodes": json.dumps(list(q.nodes), ensure_ascii=False),
             "phases": json.dumps(list(q.phases)),
+            "options": None,
+            "insufficient_option": None,
         }
         for qid, q in numbered
     ]

@@ -341,6 +341,7 @@ class VisionLanguageModel(Model[VLMRequest, VLMResult]):
 GeneratorRole = Literal["contestant", "reference"]
 GENERATOR_ROLES: tuple[GeneratorRole, ...] = ("contestant", "reference")
 CONTESTANT: GeneratorRole = GENERATOR_ROLES[0]  # ranked; a reference never is
+REFERENCE: GeneratorRole = GENERATOR_ROLES[1]
 
 
 class ImageGenerator(Model[GenerationRequest, GenerationResult]):

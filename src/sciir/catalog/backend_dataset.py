@@ -76,7 +76,9 @@ def make_backend(
     (a vision-language backend entry, plus ``max_words``): see ``wrapped_generator``.
     """
     config = dict(spec)
-    wrappers = {key: config.pop(key) for key in ("best_of", "planner") if kind == "generator" and key in config}
+    wrappers = {
+        key: config.pop(key) for key in ("best_of", "planner") if kind == "generator" and key in config
+    }
     if wrappers:
         return wrapped_generator(name, config, wrappers, cache, credentials)
     backend_name = config.pop("backend", None)
@@ -95,7 +97,9 @@ def make_backend(
 
 def _wrapper_entry(name: str, key: str, entry: Any) -> dict[str, Any]:
     if not isinstance(entry, dict):
-        raise DatasetError(f"generator {name!r}: {key} must be a backend entry (backend, config), got {entry!r}")
+        raise DatasetError(
+            f"generator {name!r}: {key} must be a backend entry (backend, config), got {entry!r}"
+        )
     return dict(entry)
 
 

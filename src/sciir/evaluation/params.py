@@ -11,6 +11,19 @@ from sciir.evaluation.aggregation import AggregationRule, UnjudgedPolicy
 from sciir.stats.bootstrap import BootstrapConfig
 
 
+class BlankBaseline(BaseModel):
+    """``evaluate.blank``: white images of the benchmark's size judged beside the contestants, never
+    ranked, and the score above which a judge that passes them is warned about
+    (``sciir.evaluation.sanity_baselines``)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    enabled: bool = True
+    width: int = Field(default=1024, gt=0)
+    height: int = Field(default=1024, gt=0)
+    warn_above: float = Field(default=0.25, ge=0.0, le=1.0)
+
+
 class EvaluateParams(BaseModel):
     """``params:evaluate`` (conf/base/parameters_evaluate.yml)."""
 
@@ -30,6 +43,9 @@ class EvaluateParams(BaseModel):
     batch_size: int | None = Field(default=None, ge=1)
     questions_per_request: int | None = Field(default=None, ge=1)
     thumbnail_px: int = Field(default=256, ge=16)
+    blank: BlankBaseline = Field(default_factory=BlankBaseline)
+    # Model folders whose images are references (the papers' own figures), never ranked.
+    reference_models: list[str] = Field(default_factory=lambda: ["reference"])
 
     @field_validator("aggregation")
     @classmethod

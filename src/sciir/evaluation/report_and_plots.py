@@ -5,6 +5,7 @@ its checklist, the missing images, and the run facts at the top). The pieces are
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from typing import Any
 
@@ -25,6 +26,7 @@ from sciir.evaluation.report import (
     render_report,
     report_title,
 )
+from sciir.evaluation.sanity_baselines import blank_score, blank_warning
 from sciir.evaluation.scoring import breakdown_table
 from sciir.evaluation.tracks import SCORE_CATEGORIES
 from sciir.runs.results_folder import SAMPLE_BENCHMARK
@@ -71,6 +73,18 @@ def report_facts(
     }
 
 
+def blank_fact(leaderboard: pd.DataFrame, config: EvaluateParams) -> dict[str, str]:
+    """The blank baseline's score as a run fact, or the warning that the judge passes it."""
+    if not config.blank.enabled:
+        return {}
+    warning = blank_warning(leaderboard, config)
+    score = blank_score(leaderboard, config.primary_rule)
+    shown = "n/a" if math.isnan(score) else f"{score:.2f}"
+    return {
+        "blank baseline": f"WARNING: {warning}" if warning else f"final {shown} (white images, never ranked)"
+    }
+
+
 def evaluate_report(
     leaderboard: pd.DataFrame,
     evaluate_scores: pd.DataFrame,
@@ -109,7 +123,7 @@ def evaluate_report(
     return render_report(
         tables,
         views,
-        report_facts(config, judge_summary, source),
+        report_facts(config, judge_summary, source) | blank_fact(leaderboard, config),
         title=report_title((source or {}).get("name", SAMPLE_BENCHMARK)),
         heatmaps=[heatmap(f"Final {label} per group (heatmap)", evaluate_scores, "group")],
         missing=missing_images(judge_summary["unavailable"]),

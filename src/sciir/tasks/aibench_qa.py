@@ -11,6 +11,13 @@ Offline, by rules, each question is answered from what the pixels show or abstai
   not read inside exactly one box or an arrowhead is unclear.
 - levels 3 and 4 (phases, the whole flow), and a level-2 question that does not name its two components
   (``flow``): abstained on, with the reason.
+
+A multiple-choice question (AIBench's published checklists, ``sciir.aibench.choices``) is answered with
+the letter of one of its options, the insufficient-information option included; each request's schema
+lists the letters its questions offer, and a letter that is not one of its question's options is a
+failure with its reason, never a score. Offline, a level-1 question asking which component is shown
+(no negation in its wording), every option of which is a component label (quoted in the option, or a
+short name), is answered when OCR settles it (``choice_reading``); any other is abstained on.
 """
 
 from __future__ import annotations
@@ -24,11 +31,12 @@ from typing import Any
 import pandas as pd
 from pydantic import BaseModel
 
+from sciir.aibench.choices import question_options
 from sciir.backends.base import VLMRequest, VLMResult
 from sciir.backends.readers.diagram import Diagram
-from sciir.backends.readers.misreadings import doubt_about_absence, near_miss
-from sciir.backends.readers.text import OcrReading, closest_span, normalise_whitespace
+from sciir.backends.readers.text import OcrReading
 from sciir.backends.rule_based import Sight
+from sciir.tasks.choice_reading import answer_choice, label_presence
 from sciir.tasks.sight_checks import JudgeItem, answer_each_question, answer_relation, lazy_diagram
 from sciir.tasks.task import ModelTask
 
@@ -40,60 +48,81 @@ ANSWER_COLUMNS = (
     "gold_answer",
     "answer",
     "correct",
+    "insufficient",
     "status",
     "evidence",
     "reason",
 )
 
 SOLVER_TASK = "aibench_qa"
+YES_NO = ("yes", "no")
 
-SOLVER_REPLY_SCHEMA: dict[str, Any] = {
-    "type": "object",
-    "properties": {
-        "answers": {
-            "type": "array",
-            "items": {
-                "type": "object",
-                "properties": {
-                    "id": {"type": "string"},
-                    "answer": {"type": ["string", "null"], "enum": ["yes", "no", None]},
-                    "evidence": {"type": ["string", "null"]},
+
+def solver_reply_schema(answers: Sequence[str] = YES_NO) -> dict[str, Any]:
+    """The solver's reply: one answer per question, one of ``answers`` or null (abstained)."""
+    return {
+        "type": "object",
+        "properties": {
+            "answers": {
+                "type": "array",
+                "items": {
+                    "type": "object",
+                    "properties": {
+                        "id": {"type": "string"},
+                        "answer": {"type": ["string", "null"], "enum": [*answers, None]},
+                        "evidence": {"type": ["string", "null"]},
+                    },
+                    "required": ["id", "answer", "evidence"],
+                    "additionalProperties": False,
                 },
-                "required": ["id", "answer", "evidence"],
-                "additionalProperties": False,
-            },
-        }
-    },
-    "required": ["answers"],
-    "additionalProperties": False,
-}
+            }
+        },
+        "required": ["answers"],
+        "additionalProperties": False,
+    }
+
+
+SOLVER_REPLY_SCHEMA = solver_reply_schema()
 
 
 def solver_items(questions: pd.DataFrame) -> list[dict[str, Any]]:
-    """What the solver sees of one sample's questions: id, level, text, for level 1 the label asked about
-    and for level 2 the two components, from and to (also in the text; given apart so a rule-based
-    reader need not parse prose). Never the gold answer."""
+    """What the solver sees of one sample's questions: id, level, text, for a multiple-choice question
+    its options, for a yes/no question of level 1 the label asked about and of level 2 the two
+    components, from and to (also in the text; given apart so a rule-based reader need not parse prose).
+    Never the gold answer."""
     items = []
     for row in questions.itertuples(index=False):
-        level, nodes = int(row.level), json.loads(row.nodes)
-        items.append(
-            {
-                "id": str(row.question_id),
-                "level": level,
-                "question": str(row.question),
-                "label": nodes[0] if level == 1 else None,
-                "flow": nodes[:2] if level == 2 else None,
-            }
-        )
+        level, options = int(row.level), question_options(row)
+        nodes = [] if options is not None else json.loads(row.nodes)
+        item: dict[str, Any] = {
+            "id": str(row.question_id),
+            "level": level,
+            "question": str(row.question),
+            "label": nodes[0] if level == 1 and nodes else None,
+            "flow": nodes[:2] if level == 2 and nodes else None,
+        }
+        if options is not None:
+            item["options"] = options
+        items.append(item)
     return items
+
+
+def allowed_answers(item: Mapping[str, Any]) -> tuple[str, ...]:
+    """What a question may be answered: its option letters, or yes and no."""
+    options = item.get("options")
+    return tuple(options) if options else YES_NO
 
 
 def build_solver_request(items: Sequence[Mapping[str, Any]], image_png: bytes | None = None) -> VLMRequest:
     """One request per image: the questions and the image, and no generation prompt (without
-    ``image_png``, made for an image added later)."""
+    ``image_png``, made for an image added later). With multiple-choice questions its schema lists
+    every answer its questions allow (yes and no, option letters); a letter given to a question that
+    does not offer it is refused by the parser."""
+    answers = tuple(dict.fromkeys(answer for item in items for answer in allowed_answers(item)))
     return TASK.request(
         images=[image_png] if image_png is not None else [],
         context={"questions": list(items)},
+        json_schema=None if answers == YES_NO else solver_reply_schema(answers),
         questions=json.dumps(list(items), ensure_ascii=False, indent=1),
     )
 
@@ -108,7 +137,7 @@ class AnswerOutcome:
     reason: str | None = None
 
 
-def _outcome(question_id: str, given: list[Mapping[str, Any]]) -> AnswerOutcome:
+def _outcome(question_id: str, given: list[Mapping[str, Any]], allowed: Sequence[str]) -> AnswerOutcome:
     if not given:
         return AnswerOutcome(None, "failed", reason=f"solver reply omitted question {question_id}")
     if len(given) > 1:
@@ -124,18 +153,26 @@ def _outcome(question_id: str, given: list[Mapping[str, Any]]) -> AnswerOutcome:
     raw = reply["answer"]
     if raw is None:
         return AnswerOutcome(None, "abstained", evidence, f"solver abstained on question {question_id}")
-    answer = raw.strip().lower() if isinstance(raw, str) else None
-    if answer not in ("yes", "no"):
+    by_folded = {answer.casefold(): answer for answer in allowed}
+    answer = by_folded.get(raw.strip().casefold()) if isinstance(raw, str) else None
+    if answer is None:
         return AnswerOutcome(
-            None, "failed", evidence, f"solver gave an unreadable answer {raw!r} to {question_id}"
+            None,
+            "failed",
+            evidence,
+            f"solver gave an unreadable answer {raw!r} to {question_id} (expected one of {', '.join(allowed)})",
         )
     return AnswerOutcome(answer, "answered", evidence)
 
 
 def parse_solver_reply(
-    result: VLMResult, question_ids: Sequence[str], image_id: str
+    result: VLMResult,
+    question_ids: Sequence[str],
+    image_id: str,
+    options: Mapping[str, Sequence[str]] | None = None,
 ) -> tuple[dict[str, AnswerOutcome], list[str]]:
-    """Each question's outcome from one reply, and the answers ignored (ids the sample does not hold)."""
+    """Each question's outcome from one reply, and the answers ignored (ids the sample does not hold);
+    ``options`` holds the letters of each multiple-choice question (the others are yes/no)."""
     if not result.ok:
         failed = AnswerOutcome(
             None, "failed", reason=f"solver request for {image_id} failed: {result.failure}"
@@ -153,16 +190,23 @@ def parse_solver_reply(
             by_id[qid].append(reply)
         else:
             ignored.append(f"solver reply for {image_id} answered unknown question id {qid!r}: ignored")
-    return {qid: _outcome(qid, by_id.get(qid, [])) for qid in question_ids}, ignored
+    letters = options or {}
+    return {
+        qid: _outcome(qid, by_id.get(qid, []), tuple(letters.get(qid, ())) or YES_NO) for qid in question_ids
+    }, ignored
 
 
 def answer_rows(
     model: str, sample_id: str, questions: pd.DataFrame, outcomes: Mapping[str, AnswerOutcome]
 ) -> list[dict[str, Any]]:
-    """The ``aibench_answers`` rows of one image; ``correct`` only where the solver answered."""
+    """The ``aibench_answers`` rows of one image; ``correct`` only where the solver answered, and
+    ``insufficient`` (it gave the insufficient-information option) only where it answered a question
+    that offers one."""
     rows = []
     for row in questions.itertuples(index=False):
         outcome = outcomes[str(row.question_id)]
+        insufficient = getattr(row, "insufficient_option", None)
+        offered = isinstance(insufficient, str) and outcome.answer is not None
         rows.append(
             {
                 "model": model,
@@ -172,6 +216,7 @@ def answer_rows(
                 "gold_answer": str(row.gold_answer),
                 "answer": outcome.answer,
                 "correct": None if outcome.answer is None else outcome.answer == row.gold_answer,
+                "insufficient": outcome.answer == insufficient if offered else None,
                 "status": outcome.status,
                 "evidence": outcome.evidence,
                 "reason": outcome.reason,
@@ -182,7 +227,7 @@ def answer_rows(
 
 def answers_frame(rows: Sequence[Mapping[str, Any]]) -> pd.DataFrame:
     frame = pd.DataFrame(list(rows), columns=list(ANSWER_COLUMNS))
-    return frame.astype({"level": "int64", "correct": "boolean"})
+    return frame.astype({"level": "int64", "correct": "boolean", "insufficient": "boolean"})
 
 
 # ---- offline: what OCR reads and what a clean diagram shows (module docstring)
@@ -190,13 +235,15 @@ def answers_frame(rows: Sequence[Mapping[str, Any]]) -> pd.DataFrame:
 
 class SolverItem(BaseModel):
     """One AIBench question as the ``aibench_qa`` task receives it (``label``: the component a level-1
-    question asks about; ``flow``: the two components, from and to, a level-2 question asks about)."""
+    question asks about; ``flow``: the two components, from and to, a level-2 question asks about;
+    ``options``: a multiple-choice question's options by letter)."""
 
     id: str
     level: int
     question: str
     label: str | None = None
     flow: list[str] | None = None
+    options: dict[str, str] | None = None
 
 
 def _solver_answer(item: SolverItem, answer: str | None, evidence: str) -> dict[str, Any]:
@@ -206,25 +253,13 @@ def _solver_answer(item: SolverItem, answer: str | None, evidence: str) -> dict[
 def answer_component(item: SolverItem, reading: OcrReading) -> dict[str, Any]:
     """Answer one AIBench question from what was read: only component existence, and only when clear
     (found ignoring case: "yes"; "no" only without ``doubt_about_absence`` and without anything read
-    close to the label, since a misspelt component still exists)."""
+    close to the label, since a misspelt component still exists: ``label_presence``)."""
     if item.level != 1 or not item.label:
         return _solver_answer(
             item, None, f"abstained: OCR reads text only and cannot answer a level-{item.level} question"
         )
-    if reading.find(item.label, ignore_case=True):
-        return _solver_answer(item, "yes", reading.excerpt(item.label, ignore_case=True))
-    text = reading.normalised_text
-    doubt = doubt_about_absence(reading, item.label) if text else "no text was read in the image"
-    closest = near_miss(reading, item.label) if text and doubt is None else None
-    if closest is not None:
-        doubt = f'read "{closest}", close to "{item.label}" (misspelt or misread: OCR cannot tell)'
-    if doubt is not None:
-        # Where Tesseract's reading leaves doubt, the second recogniser reads the image again.
-        if reading.find(item.label, ignore_case=True, reread=True):
-            return _solver_answer(item, "yes", reading.excerpt(item.label, ignore_case=True))
-        return _solver_answer(item, None, f"abstained: {doubt}")
-    closest = closest_span(text, normalise_whitespace(item.label))
-    return _solver_answer(item, "no", f'"{item.label}" was not read; closest text read: "{closest}"')
+    answer, evidence = label_presence(item.label, reading)
+    return _solver_answer(item, answer, evidence if answer is not None else f"abstained: {evidence}")
 
 
 TOPOLOGY_LEVEL = 2
@@ -246,6 +281,8 @@ def answer_flow(item: SolverItem, reading: OcrReading, diagram: Diagram) -> dict
 def answer_question(item: SolverItem, reading: OcrReading, diagram: Callable[[], Diagram]) -> dict[str, Any]:
     """A level-2 question naming its two components by the diagram (analysed only then); any other
     question as the OCR solver answers it (level 1 judged, the rest abstained on with the reason)."""
+    if item.options is not None:
+        return answer_choice(item.id, item.level, item.question, item.options, reading)
     if item.level == TOPOLOGY_LEVEL and item.flow is not None and len(item.flow) == 2:
         return answer_flow(item, reading, diagram())
     return answer_component(item, reading)
@@ -262,6 +299,12 @@ def answer_by_sight(request: VLMRequest, sight: Sight) -> VLMResult:
     return answer_each_question(request, sight, SolverItem, "questions", answer)
 
 
+def _answer_by_reading(item: SolverItem, reading: OcrReading) -> dict[str, Any]:
+    if item.options is not None:
+        return answer_choice(item.id, item.level, item.question, item.options, reading)
+    return answer_component(item, reading)
+
+
 def answer_by_text(request: VLMRequest, sight: Sight) -> VLMResult:
     """Level 1 (component existence) by OCR; the other levels abstained on."""
     return answer_each_question(
@@ -269,13 +312,13 @@ def answer_by_text(request: VLMRequest, sight: Sight) -> VLMResult:
         sight,
         SolverItem,
         "questions",
-        lambda items, reading, _image: [answer_component(i, reading) for i in items],
+        lambda items, reading, _image: [_answer_by_reading(i, reading) for i in items],
     )
 
 
 TASK = ModelTask(
     name=SOLVER_TASK,
-    summary="the solver: yes/no answers to AIBench's four levels of questions (AIBench 3.5)",
+    summary="the solver: yes/no and multiple-choice answers to AIBench's four levels of questions (AIBench 3.5)",
     reply_schema=SOLVER_REPLY_SCHEMA,
     answerers={"offline": answer_by_sight, "ocr": answer_by_text},
 )

@@ -17,6 +17,13 @@ has ``expected_text``) or 2; ``category`` (or ``track``; any name, ``text`` for 
 ``expected_text``, ``parent_ids`` (questions of the same sample it depends on) and ``polarity``
 (``positive``, or ``negative`` for a fault that must be absent).
 
+A sample may also hold multiple-choice questions, asked of the AIBench solver rather than the checklist
+judge and scored per AIBench level (``sciir.aibench.choices``); ``questions`` may then be left out::
+
+    {"sample_id": "CVPR_2025__2506.07857v1", "group": "CVPR_2025", "prompt": "Draw ...",
+     "choice_questions": [{"id": "q1", "text": "Which module ...?", "level": 1,
+                           "options": {"A": "Encoder", "B": "..."}, "answer": "A"}]}
+
 A table (``.csv``, ``.tsv``, ``.parquet``) holds the same with one row per question: columns sample_id,
 question_id, question, and ``prompt`` or one ``prompt:<setting>`` column per setting; optional group,
 tracks, layer, category, expected_text, parent_ids (JSON list) and polarity. Sample fields repeat on
@@ -34,12 +41,14 @@ import hashlib
 import json
 import re
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
+from sciir.aibench.choices import ChoiceQuestion, choice_problem, choice_rows, level_number
+from sciir.aibench.questions import QA_COLUMNS
 from sciir.runs.results_folder import benchmark_name
 from sciir.selection.benchmark import BENCHMARK_COLUMNS
 from sciir.tasks.annotation import CHECKLIST_COLUMNS
@@ -86,17 +95,20 @@ class Sample:
     prompts: Mapping[str, str]
     tracks: tuple[str, ...] | None
     questions: tuple[FileQuestion, ...]
+    choices: tuple[ChoiceQuestion, ...] = ()
 
 
 @dataclass(frozen=True)
 class BenchmarkTables:
-    """A benchmark read from a file: its ``name`` (the file's stem), the file's ``sha256`` and the two
-    tables evaluate reads (columns as in docs/data_contract.md)."""
+    """A benchmark read from a file: its ``name`` (the file's stem), the file's ``sha256`` and the tables
+    evaluate reads (columns as in docs/data_contract.md): the benchmark, the checklists the judge answers
+    and the multiple-choice questions the AIBench solver answers (``aibench_qa``'s columns)."""
 
     name: str
     sha256: str
     benchmark: pd.DataFrame
     checklists: pd.DataFrame
+    choice_questions: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=list(QA_COLUMNS)))
 
 
 def read_benchmark_file(path: str | Path) -> BenchmarkTables:
@@ -122,6 +134,9 @@ def read_benchmark_file(path: str | Path) -> BenchmarkTables:
         sha256=hashlib.sha256(path.read_bytes()).hexdigest(),
         benchmark=pd.DataFrame(_benchmark_rows(samples), columns=list(BENCHMARK_COLUMNS)),
         checklists=pd.DataFrame(_checklist_rows(samples), columns=list(CHECKLIST_COLUMNS)),
+        choice_questions=pd.DataFrame(_choice_rows(samples), columns=list(QA_COLUMNS)).astype(
+            {"level": "int64"}
+        ),
     )
 
 
@@ -139,12 +154,18 @@ def _jsonl_samples(path: Path) -> Iterator[Sample]:
             raise BenchmarkFileError(f"{where}: not JSON ({error.msg} at column {error.colno})") from None
         if not isinstance(record, dict):
             raise BenchmarkFileError(f"{where}: expected a JSON object, found {type(record).__name__}")
-        questions = record.get("questions")
-        if not isinstance(questions, list) or not questions:
-            raise BenchmarkFileError(f"{where}, field 'questions': expected a non-empty list of questions")
-        yield _sample(
+        questions = record.get("questions", [])
+        choices = record.get("choice_questions", [])
+        if not isinstance(questions, list) or not isinstance(choices, list) or not questions + choices:
+            raise BenchmarkFileError(
+                f"{where}, field 'questions': expected a non-empty list of questions (or of "
+                "'choice_questions')"
+            )
+        sample = _sample(
             where, record, [_question(f"{where}, question {i + 1}", q) for i, q in enumerate(questions)]
         )
+        choice_questions = [_choice(f"{where}, choice question {i + 1}", q) for i, q in enumerate(choices)]
+        yield replace(sample, choices=_checked_choices(where, sample.questions, choice_questions))
 
 
 def _sample(where: str, record: Mapping[str, Any], questions: list[FileQuestion]) -> Sample:
@@ -217,6 +238,33 @@ def _question(where: str, record: Any) -> FileQuestion:
         parent_ids=tuple(parent_ids),
         polarity=polarity,
     )
+
+
+def _choice(where: str, record: Any) -> ChoiceQuestion:
+    if not isinstance(record, dict):
+        raise BenchmarkFileError(f"{where}: expected a JSON object, found {type(record).__name__}")
+    problem = choice_problem(record.get("level"), record.get("options"), record.get("answer"))
+    level = level_number(record.get("level"))
+    if problem is not None or level is None:
+        raise BenchmarkFileError(f"{where}: {problem}")
+    return ChoiceQuestion(
+        id=_text(where, record, "id"),
+        text=_text(where, record, "text"),
+        level=level,
+        options={str(letter): str(text).strip() for letter, text in record["options"].items()},
+        answer=str(record["answer"]).strip(),
+    )
+
+
+def _checked_choices(
+    where: str, questions: tuple[FileQuestion, ...], choices: list[ChoiceQuestion]
+) -> tuple[ChoiceQuestion, ...]:
+    """The choice questions, refusing an id used twice in the sample (by either kind of question)."""
+    ids = [question.id for question in questions] + [choice.id for choice in choices]
+    duplicated = sorted({qid for qid in ids if ids.count(qid) > 1})
+    if duplicated:
+        raise BenchmarkFileError(f"{where}: question ids {duplicated} appear more than once")
+    return tuple(choices)
 
 
 def _text(where: str, record: Mapping[str, Any], field: str) -> str:
@@ -340,6 +388,12 @@ def _benchmark_rows(samples: list[Sample]) -> Iterator[dict[str, Any]]:
                 "prompt": sample.prompts[setting],
                 "plan": None,
             }
+
+
+def _choice_rows(samples: list[Sample]) -> Iterator[dict[str, Any]]:
+    for sample in samples:
+        for item_id in _item_ids(sample):
+            yield from choice_rows(item_id, sample.choices)
 
 
 def _checklist_rows(samples: list[Sample]) -> Iterator[dict[str, Any]]:

@@ -4,7 +4,9 @@ configured, and everything is scored.
 
 The AIBench examination (``sciir.evaluation.aibench_examination``) reads ``aibench_generations``: each
 contestant's illustration of each paper of the AIBench set, drawn from the paper's method text by generate
-(``sciir.pipelines.generate.aibench_nodes``), with its manifest. The baseline metrics are
+(``sciir.pipelines.generate.aibench_nodes``), with its manifest; for a benchmark file with multiple-choice
+questions (AIBench's own file, imported), the file's images. The blank baseline's white images are
+examined beside them (``sciir.evaluation.sanity_baselines``). The baseline metrics are
 ``sciir.evaluation.baseline_metrics``; the metrics logged, ``sciir.evaluation.run_metrics``. A branch that
 looks at images is skipped with one log line when ``evaluate.verdicts_file`` is set or an input does not
 exist yet (``sciir.pipelines.evaluate.inputs``).
@@ -23,12 +25,14 @@ from sciir.aibench.params import AIBenchParams, VQAScoreSettings
 from sciir.backends.base import VisionLanguageModel
 from sciir.backends.cache import ResponseCache
 from sciir.catalog.backend_dataset import make_backend
-from sciir.catalog.optional_dataset import MissingInput, is_missing_input
+from sciir.catalog.optional_dataset import MissingInput
 from sciir.evaluation.aibench_examination import examine_illustrations, no_examination
 from sciir.evaluation.baseline_metrics import baseline_frame, baseline_scores
 from sciir.evaluation.generated_images import ImageLoaders, image_source
+from sciir.evaluation.params import EvaluateParams
 from sciir.evaluation.run_metrics import aibench_scores_text, aibench_stage_metrics
-from sciir.pipelines.evaluate.inputs import examination_skip, image_branch_skip, model_roles
+from sciir.evaluation.sanity_baselines import blank_answers_warning, log_warning, with_blank
+from sciir.pipelines.evaluate.inputs import examination_skip, examined_images, image_branch_skip, model_roles
 from sciir.tasks import aesthetics
 
 logger = logging.getLogger(__name__)
@@ -37,47 +41,54 @@ logger = logging.getLogger(__name__)
 def examine_images(
     aibench_generations: ImageLoaders | MissingInput,
     aibench_generation_manifest: pd.DataFrame | MissingInput,
+    generations: ImageLoaders | MissingInput,
+    generation_manifest: pd.DataFrame | MissingInput,
     aibench_set: pd.DataFrame | MissingInput,
     aibench_qa: pd.DataFrame | MissingInput,
     judge: VisionLanguageModel,
     params: dict[str, Any],
-    verdicts_file: str | None = None,
-    images_dir: str | None = None,
+    evaluate_params: dict[str, Any],
 ) -> tuple[pd.DataFrame, pd.DataFrame, dict[str, Any]]:
-    """Every model's illustration of every AIBench-set paper: the solver answers its AIBench questions
-    (one request, the image alone) and the judge rates its aesthetics (one request).
+    """Every model's illustration of every AIBench-set paper, and the blank baseline's white image of
+    it: the solver answers its AIBench questions (one request, the image alone) and the judge rates its
+    aesthetics (one request). The illustrations are the AIBench generations or, for a benchmark file
+    with multiple-choice questions, the file's own images (``inputs.examined_images``).
 
     Returns ``aibench_answers`` (one row per model, sample and question), ``aesthetics_ratings`` (one row
     per model and sample) and a run summary: missing images per model, failed requests per task, the
     answers given to unknown question ids, and the judge's cache stats. Skipped with one log line (empty
-    tables) when ``verdicts_file`` or ``images_dir`` is set, or the AIBench set, its questions or the
-    AIBench generation manifest do not exist yet. A manifest without images (every generation failed)
-    is examined: each pair fails with its generation's reason.
+    tables) when ``verdicts_file`` is set, ``images_dir`` is set without a benchmark file, or the AIBench
+    set, its questions or the AIBench generation manifest do not exist yet. A manifest without images
+    (every generation failed) is examined: each pair fails with its generation's reason.
     """
+    config = EvaluateParams.model_validate(evaluate_params)
+    images, manifest = examined_images(
+        config, aibench_generations, aibench_generation_manifest, generations, generation_manifest
+    )
     skip = examination_skip(
-        verdicts_file,
-        images_dir,
-        aibench_generation_manifest=aibench_generation_manifest,
-        aibench_set=aibench_set,
-        aibench_qa=aibench_qa,
+        config, aibench_generation_manifest=manifest, aibench_set=aibench_set, aibench_qa=aibench_qa
     )
     if skip:
         return no_examination(skip)
-    images: ImageLoaders = {} if is_missing_input(aibench_generations) else aibench_generations
     settings = AIBenchParams.model_validate(params)
-    return examine_illustrations(
-        images, aibench_generation_manifest, aibench_set, aibench_qa, judge, settings.window
-    )
+    images = with_blank(images, [str(sample) for sample in aibench_set["sample_id"]], config.blank)
+    return examine_illustrations(images, manifest, aibench_set, aibench_qa, judge, settings.window)
 
 
 def score_aibench(
     aibench_answers: pd.DataFrame,
     aibench_generation_manifest: pd.DataFrame | MissingInput,
+    generation_manifest: pd.DataFrame | MissingInput,
     params: dict[str, Any],
 ) -> pd.DataFrame:
-    """``aibench_scores``: accuracy per level, question-level global average and coverage per model, each
-    with its role from the AIBench generation manifest (references listed last, never ranked)."""
-    return score_answers(aibench_answers, model_roles(aibench_generation_manifest, params))
+    """``aibench_scores``: accuracy per level, question-level global average, coverage and how often the
+    insufficient-information option was given, per model, each with its role from the manifest of the
+    images examined (references and the blank baseline listed last, never ranked). A warning is logged
+    when the solver sees things in the blank images."""
+    config = EvaluateParams.model_validate(params)
+    manifest = generation_manifest if config.benchmark else aibench_generation_manifest
+    log_warning(blank_answers_warning(aibench_answers, config))
+    return score_answers(aibench_answers, model_roles(manifest, params))
 
 
 def score_aesthetics(aesthetics_ratings: pd.DataFrame) -> pd.DataFrame:
@@ -127,11 +138,12 @@ def summarise_aibench(
 
 
 def create_aibench_pipeline(**kwargs: Any) -> Pipeline:
-    """Evaluate-side AIBench (inputs: aibench_generations, aibench_generation_manifest, aibench_set,
-    evaluation_aibench_qa, generations and evaluation_benchmark (baseline metrics), judge, params:aibench,
-    params:evaluate (model roles), params:evaluate.verdicts_file, params:evaluate.images_dir; outputs:
-    aibench_answers, aibench_scores,
-    aesthetics_ratings, aesthetics_scores, baseline_scores, aibench_metrics)."""
+    """Evaluate-side AIBench (inputs: aibench_generations, aibench_generation_manifest, generations and
+    generation_manifest (a benchmark file's images; also the baseline metrics'), evaluation_aibench_set,
+    evaluation_aibench_qa, evaluation_benchmark (baseline metrics), judge, params:aibench, params:evaluate
+    (images, model roles, the blank baseline), params:evaluate.verdicts_file, params:evaluate.images_dir;
+    outputs: aibench_answers, aibench_scores, aesthetics_ratings, aesthetics_scores, baseline_scores,
+    aibench_metrics)."""
     return Pipeline(
         [
             node(
@@ -139,19 +151,20 @@ def create_aibench_pipeline(**kwargs: Any) -> Pipeline:
                 [
                     "aibench_generations",
                     "aibench_generation_manifest",
-                    "aibench_set",
+                    "generations",
+                    "generation_manifest",
+                    "evaluation_aibench_set",
                     "evaluation_aibench_qa",
                     "judge",
                     "params:aibench",
-                    "params:evaluate.verdicts_file",
-                    "params:evaluate.images_dir",
+                    "params:evaluate",
                 ],
                 ["aibench_answers", "aesthetics_ratings", "aibench_run_summary"],
                 name="examine_aibench_images",
             ),
             node(
                 score_aibench,
-                ["aibench_answers", "aibench_generation_manifest", "params:evaluate"],
+                ["aibench_answers", "aibench_generation_manifest", "generation_manifest", "params:evaluate"],
                 "aibench_scores",
                 name="score_aibench_answers",
             ),

@@ -3,8 +3,10 @@
 (``sciir.catalog.optional_dataset``), and why a branch that looks at images does not run.
 
 With ``evaluate.benchmark`` set, the benchmark and checklists come from that file
-(``sciir.user_files.benchmark_file``) and the catalog's are not read, so nothing has to run first; the AIBench
-questions belong to SciIR-Bench, so the AIBench examination is skipped with one line. Results go under
+(``sciir.user_files.benchmark_file``) and the catalog's are not read, so nothing has to run first. The
+file's multiple-choice questions (an AIBench file imported by ``python -m sciir.benchmark_import
+aibench``) are the AIBench examination's, asked of the file's own images (``evaluate.images_dir``, or the
+generations); a file without any skips the examination with one line. Results go under
 ``data/08_reporting/benchmarks/<name>/`` (``results_folder``, used by the catalog), and the MLflow run is
 tagged with the benchmark's name and content hash so runs on different benchmarks sit side by side.
 """
@@ -17,11 +19,12 @@ from typing import Any
 
 import pandas as pd
 
-from sciir.catalog.optional_dataset import MissingInput, frame_or_empty, is_missing_input
-from sciir.evaluation.generated_images import manifest_roles
+from sciir.catalog.optional_dataset import MissingInput, frame_or_empty, is_missing_input, mapping_or_empty
+from sciir.evaluation.generated_images import ImageFiles, image_source, manifest_roles
 from sciir.evaluation.params import EvaluateParams
+from sciir.evaluation.sanity_baselines import roles_with_baselines
 from sciir.runs.results_folder import SAMPLE_BENCHMARK
-from sciir.user_files.benchmark_file import read_benchmark_file
+from sciir.user_files.benchmark_file import BenchmarkTables, read_benchmark_file
 
 logger = logging.getLogger(__name__)
 
@@ -52,30 +55,41 @@ def evaluation_inputs(
     benchmark: pd.DataFrame | MissingInput,
     checklists: pd.DataFrame | MissingInput,
     aibench_qa: pd.DataFrame | MissingInput,
+    aibench_set: pd.DataFrame | MissingInput,
     params: dict[str, Any],
-) -> tuple[Any, Any, Any, dict[str, str]]:
-    """The benchmark, checklists and AIBench questions to evaluate, and the benchmark's description
-    (``name``, ``sha256``, ``source``), which also tags the MLflow run."""
+) -> tuple[Any, Any, Any, Any, dict[str, str]]:
+    """The benchmark, checklists, AIBench questions and AIBench set to evaluate, and the benchmark's
+    description (``name``, ``sha256``, ``source``), which also tags the MLflow run."""
     path = params.get("benchmark")
     if path:
         tables = read_benchmark_file(path)
         logger.info(
-            "benchmark %s from %s: %d items, %d questions",
+            "benchmark %s from %s: %d items, %d questions, %d multiple-choice questions",
             tables.name,
             path,
             len(tables.benchmark),
             len(tables.checklists),
+            len(tables.choice_questions),
         )
-        # AIBench questions are built by annotate for SciIR-Bench; a benchmark file brings none.
-        no_questions = MissingInput(f"AIBench questions of benchmark {tables.name}", "annotate")
         source = {"name": tables.name, "sha256": tables.sha256, "source": str(path)}
-        outputs = (tables.benchmark, tables.checklists, no_questions, source)
+        outputs = (tables.benchmark, tables.checklists, *_file_examination(tables), source)
     else:
         known = [table for table in (benchmark, checklists) if not is_missing_input(table)]
         source = {"name": SAMPLE_BENCHMARK, "sha256": table_sha256(*known), "source": "catalog"}
-        outputs = (benchmark, checklists, aibench_qa, source)
+        outputs = (benchmark, checklists, aibench_qa, aibench_set, source)
     _tag_run(source, params.get("images_dir"), params.get("verdicts_file"))
     return outputs
+
+
+def _file_examination(tables: BenchmarkTables) -> tuple[Any, Any]:
+    """A benchmark file's multiple-choice questions and the items they are about (the AIBench set of
+    its examination); both missing when it has none (annotate writes AIBench questions for SciIR-Bench
+    only)."""
+    if tables.choice_questions.empty:
+        missing = MissingInput(f"AIBench questions of benchmark {tables.name}", "annotate")
+        return missing, missing
+    items = pd.DataFrame({"sample_id": tables.choice_questions["sample_id"].drop_duplicates()})
+    return tables.choice_questions, items.reset_index(drop=True)
 
 
 def _tag_run(source: dict[str, str], images_dir: str | None, verdicts_file: str | None) -> None:
@@ -109,12 +123,29 @@ def manifest_or_empty(generation_manifest: pd.DataFrame | MissingInput) -> pd.Da
 
 
 def model_roles(generation_manifest: pd.DataFrame | MissingInput, params: dict[str, Any]) -> dict[str, str]:
-    """Model -> role (``contestant`` / ``reference``) from the generation manifest's ``role`` column;
-    empty for a folder of the user's own images, whose models are all contestants."""
+    """Model -> role (``contestant`` / ``reference``) from the generation manifest's ``role`` column
+    (none for a folder of the user's own images, whose models are contestants), with the sanity
+    baselines' (``sciir.evaluation.sanity_baselines``: the blank images, the reference folders)."""
     generation_manifest = manifest_or_empty(generation_manifest)
-    if EvaluateParams.model_validate(params).images_dir:
-        return {}
-    return manifest_roles(generation_manifest)
+    config = EvaluateParams.model_validate(params)
+    return roles_with_baselines({} if config.images_dir else manifest_roles(generation_manifest), config)
+
+
+def examined_images(
+    config: EvaluateParams,
+    aibench_generations: ImageFiles | MissingInput,
+    aibench_generation_manifest: pd.DataFrame | MissingInput,
+    generations: ImageFiles | MissingInput,
+    generation_manifest: pd.DataFrame | MissingInput,
+) -> tuple[ImageFiles, pd.DataFrame | MissingInput]:
+    """The illustrations the AIBench examination reads and their manifest: for a benchmark file, the
+    file's own images (``images_dir``, without a manifest, or the generations with theirs), since its
+    questions are about what was drawn from its prompts; else the AIBench set's illustrations."""
+    if config.benchmark:
+        images = image_source(mapping_or_empty(generations), config.images_dir)
+        no_manifest = pd.DataFrame(columns=list(MANIFEST_INPUT_COLUMNS))
+        return images, no_manifest if config.images_dir else manifest_or_empty(generation_manifest)
+    return mapping_or_empty(aibench_generations), aibench_generation_manifest
 
 
 def image_branch_skip(verdicts_file: str | None, **inputs: Any) -> str | None:
@@ -126,13 +157,14 @@ def image_branch_skip(verdicts_file: str | None, **inputs: Any) -> str | None:
     return f"{', '.join(missing)} not found" if missing else None
 
 
-def examination_skip(verdicts_file: str | None, images_dir: str | None, **inputs: Any) -> str | None:
+def examination_skip(config: EvaluateParams, **inputs: Any) -> str | None:
     """Why the AIBench examination does not run (see :func:`image_branch_skip`); also when
-    ``evaluate.images_dir`` is set, as that folder holds SciIR-Bench images, not AIBench illustrations."""
-    skip = image_branch_skip(verdicts_file, **inputs)
-    if skip is None and images_dir:
+    ``evaluate.images_dir`` is set without a benchmark file, as that folder then holds SciIR-Bench
+    images, not AIBench illustrations."""
+    skip = image_branch_skip(config.verdicts_file, **inputs)
+    if skip is None and config.images_dir and not config.benchmark:
         return (
-            f"evaluate.images_dir is set ({images_dir}): it holds SciIR-Bench images, and the AIBench "
-            "illustrations are read from aibench_generations"
+            f"evaluate.images_dir is set ({config.images_dir}): it holds SciIR-Bench images, and the "
+            "AIBench illustrations are read from aibench_generations"
         )
     return skip

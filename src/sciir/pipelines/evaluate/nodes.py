@@ -32,6 +32,7 @@ from sciir.evaluation.params import EvaluateParams
 from sciir.evaluation.report import ReportFolder
 from sciir.evaluation.report_and_plots import evaluate_report, group_plot, track_plot
 from sciir.evaluation.run_metrics import evaluation_metrics, per_model_runs
+from sciir.evaluation.sanity_baselines import blank_warning, log_warning, with_blank
 from sciir.evaluation.scoring import leaderboard, score_samples, score_table
 from sciir.pipelines.evaluate.inputs import (
     benchmark_or_empty,
@@ -62,6 +63,7 @@ def judge_generations(
     why = "to judge images (set evaluate.verdicts_file to re-aggregate verdicts instead)"
     benchmark, checklists = required(benchmark, why), required(checklists, why)
     images = image_source(mapping_or_empty(generations), config.images_dir)
+    images = with_blank(images, [str(sample) for sample in benchmark["sample_id"]], config.blank)
     # The manifest describes the generations folder only, not a folder the user points at.
     manifest = {} if config.images_dir else manifest_entries(manifest_or_empty(generation_manifest))
     return judge_images(
@@ -87,9 +89,11 @@ def rank_models(
     source: dict[str, str] | None = None,
 ) -> pd.DataFrame:
     """The ``leaderboard`` table with intervals, samples counted and coverage: per rule, contestants by
-    final score, then references (never ranked); its first column names the benchmark (``source``)."""
+    final score, then references and the blank baseline (never ranked); its first column names the
+    benchmark (``source``). A warning is logged when the judge passes the blank images."""
     board = leaderboard(evaluate_scores, model_roles(generation_manifest, params))
     board.insert(0, "benchmark", (source or {}).get("name", SAMPLE_BENCHMARK))
+    log_warning(blank_warning(board, EvaluateParams.model_validate(params)))
     return board
 
 
@@ -125,14 +129,16 @@ def build_report(
     with scores and intervals, coverage, the group heatmap and the missing images, then one page per model
     with every image's thumbnail beside its checklist."""
     config = EvaluateParams.model_validate(params)
+    benchmark = benchmark_or_empty(benchmark)
+    images = image_source(mapping_or_empty(generations), config.images_dir)
     return evaluate_report(
         leaderboard,
         evaluate_scores,
         sample_scores,
         verdicts,
         checklists_or_empty(checklists),
-        benchmark_or_empty(benchmark),
-        image_source(mapping_or_empty(generations), config.images_dir),
+        benchmark,
+        with_blank(images, [str(sample) for sample in benchmark["sample_id"]], config.blank),
         judge_summary,
         config,
         source,

@@ -36,11 +36,12 @@ def sciir_evaluation_pipeline() -> Pipeline:
         [
             node(
                 evaluation_inputs,
-                ["benchmark", "checklists", "aibench_qa", "params:evaluate"],
+                ["benchmark", "checklists", "aibench_qa", "aibench_set", "params:evaluate"],
                 [
                     "evaluation_benchmark",
                     "evaluation_checklists",
                     "evaluation_aibench_qa",
+                    "evaluation_aibench_set",
                     "evaluation_source",
                 ],
                 name="evaluation_inputs",

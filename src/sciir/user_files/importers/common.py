@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from sciir.aibench.choices import ChoiceQuestion
 from sciir.user_files.benchmark_file import DEFAULT_GROUP, DEFAULT_SETTING, SAFE_ID, FileQuestion, Sample
 from sciir.user_files.table_files import (
     PARQUET_SUFFIXES,
@@ -47,10 +48,12 @@ class Skipped:
 
 @dataclass
 class Imported:
-    """The samples converted from an input and what was left out."""
+    """The samples converted from an input, what was left out, and what the user should know of the
+    conversion (``notes``, printed once)."""
 
     samples: list[Sample] = field(default_factory=list)
     skipped: list[Skipped] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
 
 
 # ---- reading
@@ -238,7 +241,19 @@ def sample_record(sample: Sample) -> dict[str, Any]:
     if sample.tracks is not None:
         record["tracks"] = list(sample.tracks)
     record["questions"] = [_question_record(question) for question in sample.questions]
+    if sample.choices:
+        record["choice_questions"] = [_choice_record(choice) for choice in sample.choices]
     return record
+
+
+def _choice_record(choice: ChoiceQuestion) -> dict[str, Any]:
+    return {
+        "id": choice.id,
+        "text": choice.text,
+        "level": choice.level,
+        "options": dict(choice.options),
+        "answer": choice.answer,
+    }
 
 
 def _question_record(question: FileQuestion) -> dict[str, Any]:
