@@ -17,6 +17,7 @@ from typing import Any
 
 import pandas as pd
 
+from sciir.aibench.choices import question_options
 from sciir.backends.base import VisionLanguageModel, VLMRequest
 from sciir.evaluation.generated_images import (
     ExpectedImage,
@@ -85,7 +86,12 @@ def solver_answer_rows(asked: Asked, questions: pd.DataFrame) -> tuple[list[dict
     if asked.unavailable is not None:
         outcomes = dict.fromkeys(ids, AnswerOutcome(None, "failed", reason=asked.unavailable))
         return answer_rows(job.model, job.sample_id, questions, outcomes), []
-    outcomes, ignored = parse_solver_reply(asked.results[SOLVER_TASK], ids, job.image_id)
+    letters = {
+        str(row.question_id): tuple(options)
+        for row in questions.itertuples(index=False)
+        if (options := question_options(row)) is not None
+    }
+    outcomes, ignored = parse_solver_reply(asked.results[SOLVER_TASK], ids, job.image_id, letters)
     return answer_rows(job.model, job.sample_id, questions, outcomes), ignored
 
 

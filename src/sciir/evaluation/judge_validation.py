@@ -186,9 +186,9 @@ def question_truth(
     (True / False / None)."""
     truths = _image_truths(benchmark, manifest)
     keys = list(zip(verdicts["model"].astype(str), verdicts["sample_id"].astype(str), strict=True))
-    rows = verdicts[[key in truths for key in keys]].drop(
-        columns=["kind", "polarity", "about"], errors="ignore"
-    )
+    # A Series, not a list: an empty list would select columns (none) rather than rows.
+    known = pd.Series([key in truths for key in keys], index=verdicts.index, dtype=bool)
+    rows = verdicts[known].drop(columns=["kind", "polarity", "about"], errors="ignore")
     rows = rows.merge(_structured_fields(checklists), on=["sample_id", "question_id"], how="left")
     rows["violated"] = [
         claim_violated(

@@ -161,6 +161,31 @@ def judge_label(judge: VisionLanguageModel) -> str:
     return f"{identity.get('backend', type(judge).__name__)}{f':{model}' if model else ''}"
 
 
+def _summary(judge: str) -> dict[str, Any]:
+    """A run summary in which no judge request was made and no image was looked at."""
+    return {
+        "judge": judge,
+        "unavailable": {},
+        "missing_images": {},
+        "unused_images": [],
+        "failed_requests": 0,
+        "ignored_answers": [],
+        "cache": {},
+    }
+
+
+def no_checklist_questions(
+    checklists: pd.DataFrame, judge: VisionLanguageModel
+) -> tuple[pd.DataFrame, dict[str, Any]]:
+    """No verdicts, for a benchmark without yes/no checklist questions (one of multiple-choice questions
+    only, such as AIBench's file, is examined by the AIBench solver), said in one log line."""
+    logger.info(
+        "the benchmark has no checklist questions: the judge has nothing to ask (multiple-choice "
+        "questions are the AIBench examination's)"
+    )
+    return with_parent_ids(verdicts_frame([]), checklists), _summary(judge_label(judge))
+
+
 def verdicts_from_file(
     path: Path, checklists: pd.DataFrame, benchmark: pd.DataFrame | None = None
 ) -> tuple[pd.DataFrame, dict[str, Any]]:
@@ -173,16 +198,7 @@ def verdicts_from_file(
         verdicts["model"].nunique(),
         path,
     )
-    summary = {
-        "judge": f"verdicts_file:{path.name}",
-        "unavailable": {},
-        "missing_images": {},
-        "unused_images": [],
-        "failed_requests": 0,
-        "ignored_answers": [],
-        "cache": {},
-    }
-    return verdicts, summary
+    return verdicts, _summary(f"verdicts_file:{path.name}")
 
 
 def judge_images(

@@ -275,8 +275,11 @@ def rules_in(scores: pd.DataFrame) -> list[str]:
 
 def breakdown_table(scores: pd.DataFrame, breakdown: str, column: str = "score") -> pd.DataFrame:
     """One row per model (column ``model``) and one column per track / group / setting of ``column``,
-    for the primary (first) aggregation rule of ``scores``."""
-    rows = scores[(scores["breakdown"] == breakdown) & (scores["aggregation"] == rules_in(scores)[0])]
+    for the primary (first) aggregation rule of ``scores`` (no row when nothing was scored)."""
+    rules = rules_in(scores)
+    if not rules:
+        return pd.DataFrame({"model": pd.Series(dtype=str)})
+    rows = scores[(scores["breakdown"] == breakdown) & (scores["aggregation"] == rules[0])]
     table = rows.pivot(index="model", columns="value", values=column)
     if breakdown == "track":
         table = table.reindex(columns=list(category_order(table.columns)))

@@ -26,7 +26,7 @@ from sciir.backends.base import VisionLanguageModel
 from sciir.catalog.optional_dataset import is_missing_input, mapping_or_empty, required
 from sciir.evaluation.generated_images import ImageFiles, image_source, manifest_entries, missing_image_table
 from sciir.evaluation.judge_validation import known_content_validation
-from sciir.evaluation.judging import judge_images, verdicts_from_file
+from sciir.evaluation.judging import judge_images, no_checklist_questions, verdicts_from_file
 from sciir.evaluation.leaderboard_text import leaderboard_text
 from sciir.evaluation.params import EvaluateParams
 from sciir.evaluation.report import ReportFolder
@@ -62,6 +62,8 @@ def judge_generations(
         return verdicts_from_file(Path(config.verdicts_file), checklists_or_empty(checklists), known)
     why = "to judge images (set evaluate.verdicts_file to re-aggregate verdicts instead)"
     benchmark, checklists = required(benchmark, why), required(checklists, why)
+    if checklists.empty:
+        return no_checklist_questions(checklists, judge)
     images = image_source(mapping_or_empty(generations), config.images_dir)
     images = with_blank(images, [str(sample) for sample in benchmark["sample_id"]], config.blank)
     # The manifest describes the generations folder only, not a folder the user points at.
