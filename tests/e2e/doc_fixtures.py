@@ -16,6 +16,10 @@ names the file, once the default run has produced what they are made from:
 - ``diagram_statements.json``, ``tifa_questions.json``, ``dsg_questions.csv`` (same page, "Importers"):
   the example the page shows right after naming the file, so the documented example is what the
   documented import command converts.
+- ``aibench_papers.jsonl`` (same page, "AIBench's published file"): the papers the page shows spread out,
+  one a line, as AIBench publishes them;
+- ``aibench_images`` (same page): model ``mine``'s drawings of those papers (their quoted labels in
+  boxes) and the papers' own figures in ``reference/``, named by the imported sample ids;
 - ``review_queue.reviewed.csv`` (README, "Reviewing curate's screen by hand"): the default run's review
   queue as a person gives it back: every row decided, KEEP but the first spot check, REJECT.
 
@@ -55,7 +59,11 @@ def write_answers(root: Path) -> None:
 def documented_samples(root: Path) -> list[dict]:
     """The JSON objects of the first ``json`` block of docs/bring_your_own_benchmark.md."""
     text = (root / "docs" / "bring_your_own_benchmark.md").read_text(encoding="utf-8")
-    block = text.split("```json\n", 1)[1].split("```", 1)[0]
+    return json_objects(text.split("```json\n", 1)[1].split("```", 1)[0])
+
+
+def json_objects(block: str) -> list[dict]:
+    """The JSON objects of a block that spreads them over several lines."""
     decoder, samples, position = json.JSONDecoder(), [], 0
     while block[position:].strip():
         position += len(block[position:]) - len(block[position:].lstrip())
@@ -108,6 +116,40 @@ def example_writer(name: str) -> Callable[[Path], None]:
 
 
 IMPORTER_EXAMPLES = ("diagram_statements.json", "tifa_questions.json", "dsg_questions.csv")
+# Examples the page spreads over lines, written one JSON object a line as the format has them.
+JSONL_EXAMPLES = ("aibench_papers.jsonl",)
+
+
+def documented_jsonl(root: Path, name: str) -> str:
+    """The page's example ``name``, one JSON object a line."""
+    return "".join(json.dumps(item) + "\n" for item in json_objects(documented_example(root, name)))
+
+
+def jsonl_writer(name: str) -> Callable[[Path], None]:
+    def write(root: Path) -> None:
+        (root / name).write_text(documented_jsonl(root, name), encoding="utf-8")
+
+    return write
+
+
+AIBENCH_FIGURES = {  # sample id -> (mine's labels, the paper's own figure's labels)
+    "CVPR_2025__2506.00001v1": ("Image Encoder   Fusion Module", "Image Encoder   Fusion Module"),
+    "ICLR_2025__2501.00002v2": ("Planner   Renderer", "Planning: Planner   Rendering: Renderer"),
+}
+
+
+def draw_aibench_images(root: Path) -> None:
+    from PIL import Image, ImageDraw, ImageFont
+
+    font = ImageFont.load_default(size=40)
+    for sample_id, labels in AIBENCH_FIGURES.items():
+        for model, text in zip(("mine", "reference"), labels, strict=True):
+            image = Image.new("RGB", (1100, 400), "white")
+            draw = ImageDraw.Draw(image)
+            draw.rectangle((40, 140, 1060, 260), outline="black", width=4)
+            draw.text((70, 175), text, fill="black", font=font)
+            (root / "aibench_images" / model).mkdir(parents=True, exist_ok=True)
+            image.save(root / "aibench_images" / model / f"{sample_id}.png")
 
 
 def write_reviewed_queue(root: Path) -> None:
@@ -127,6 +169,8 @@ FIXTURES: dict[str, Callable[[Path], None]] = {
     "physics.jsonl": write_benchmark,
     "physics_images": draw_physics_images,
     **{name: example_writer(name) for name in IMPORTER_EXAMPLES},
+    **{name: jsonl_writer(name) for name in JSONL_EXAMPLES},
+    "aibench_images": draw_aibench_images,
 }
 
 if __name__ == "__main__":
