@@ -108,7 +108,11 @@ def test_the_judge_node_reads_a_folder_with_a_local_judge_from_its_catalog_entry
     config = {"model_path": str(model_folder), "batch_size": 2, "max_new_tokens": 256, "max_string_chars": 6}
     judge = BackendDataset(kind="vlm", backend="transformers", config=config).load()
     checklists = CHECKLISTS.assign(parent_ids="[]")
-    params = {"images_dir": str(tmp_path / "images"), "window": 2, "blank": {"enabled": False}}  # the folder only
+    params = {
+        "images_dir": str(tmp_path / "images"),
+        "window": 2,
+        "blank": {"enabled": False},
+    }  # the folder only
 
     verdicts, summary = judge_generations(BENCHMARK, checklists, {}, pd.DataFrame(), judge, params)
 

@@ -71,6 +71,9 @@ def test_programmatic_beats_its_faulty_variant_and_noise_scores_near_zero(first_
     assert board.loc["programmatic", "text"] - board.loc["programmatic_faulty", "text"] >= 0.5
     # Noise passes no text check; where the reader cannot trust itself on noise it abstains (n/a).
     assert not board.loc["tiny_diffusers_lora", "text"] > 0.05
+    # the blank baseline (white images) is scored beside them, never ranked, and the offline judge passes none
+    assert board.loc["blank", "role"] == "reference" and pd.isna(board.loc["blank", "rank"])
+    assert not board.loc["blank", "final"] > 0.0
 
 
 def test_every_figure_is_kept_or_rejected_with_a_reason(first_run, project):
@@ -132,8 +135,10 @@ def test_aibench_examines_every_models_illustrations_of_the_aibench_set(first_ru
              for path in (data / "07_model_output" / "aibench_generations").rglob("*.png")}  # fmt: skip
     ok = manifest[manifest["status"] == "ok"]
     assert {f"{m}/{s}.png" for m, s in zip(ok["model"], ok["sample_id"], strict=True)} <= drawn
-    # each model is examined on the AIBench set's questions; what it could not draw lowers coverage
-    assert set(scores.index) == set(manifest["model"])
+    # each model is examined on the AIBench set's questions, beside the blank baseline (white images, a
+    # reference); what it could not draw lowers coverage
+    assert set(scores.index) == set(manifest["model"]) | {"blank"}
+    roles["blank"] = "reference"
     assert (scores["n_questions"] == qa["sample_id"].isin(aibench_set["sample_id"]).sum()).all()
     for model, rows in manifest.groupby("model"):
         if (rows["status"] == "failed").all():

@@ -56,7 +56,8 @@ def test_offline_judge_on_an_own_benchmark_from_a_fresh_clone(fresh, kedro):
     result = evaluate_physics(kedro, fresh)
     assert result.returncode == 0, result.stderr[-6000:]
     board = pd.read_csv(_results(fresh) / "leaderboard.csv")
-    assert board["benchmark"].tolist() == ["physics"] and board["model"].tolist() == ["mine"]
+    assert board["benchmark"].tolist() == ["physics"] * 2 and board["model"].tolist() == ["mine", "blank"]
+    assert board["role"].tolist() == ["contestant", "reference"]  # the blank baseline, never ranked
     assert {"geometry", "geometry_n", "coverage_geometry"} <= set(board.columns)  # its own category
     said = " ".join(result.stdout.split())
     assert f"Report: {_results(fresh) / 'report' / 'index.html'}" in said  # the closing summary points there
@@ -107,9 +108,10 @@ def test_a_dry_run_lists_the_requests_and_their_cost_and_sends_and_writes_nothin
     table = re.search(row, result.stdout)
     assert table, result.stdout[-3000:]
     requests, images, prompt, completion, cost = table.groups()
-    assert (int(requests), int(images), completion) == (3, 3, "1,200")  # one per image, 400 tokens each
+    # one per image, the blank baseline's three white images too, 400 tokens each
+    assert (int(requests), int(images), completion) == (6, 6, "2,400")
     prompt_tokens = int(prompt.replace(",", ""))
-    assert float(cost) == pytest.approx((prompt_tokens * 1.0 + 1200 * 4.0) / 1e6, abs=0.006)
+    assert float(cost) == pytest.approx((prompt_tokens * 1.0 + 2400 * 4.0) / 1e6, abs=0.006)
     assert "Not counted:" in result.stdout
     after = {path: stamp for path, stamp in _files_under(fresh / "data").items() if "/cache/" not in path}
     assert after == {path: stamp for path, stamp in before.items() if "/cache/" not in path}
@@ -140,7 +142,9 @@ def test_served_judge_on_the_same_benchmark_by_configuration_only(fresh, served_
     result = evaluate_physics(kedro, fresh)
     assert result.returncode == 0, result.stderr[-6000:]
     verdicts = pd.read_parquet(_results(fresh) / "verdicts.parquet")
-    assert len(verdicts) == 9 and set(verdicts["status"]) == {"judged"}  # the server answers every question
+    assert len(verdicts) == 18 and set(verdicts["status"]) == {"judged"}  # the server answers every question
+    # it says yes to everything, so it passes the blank baseline's white images too, and the run says so
+    assert "the judge passes blank images" in " ".join((result.stdout + result.stderr).split())
     assert (fresh / "data" / "cache" / "served.sqlite").exists()
 
 

@@ -34,7 +34,12 @@ from sciir.testing.scripted import LastToFirst
 
 # The blank baseline is tested in tests/pipelines/test_sanity_baselines.py; here the models are the ones drawn.
 NO_BLANK = {"blank": {"enabled": False}}
-PARAMS = {"unjudged_policy": "exclude", "window": 2, "thumbnail_px": 64, "bootstrap": {"n_boot": 100}} | NO_BLANK
+PARAMS = {
+    "unjudged_policy": "exclude",
+    "window": 2,
+    "thumbnail_px": 64,
+    "bootstrap": {"n_boot": 100},
+} | NO_BLANK
 JUDGE_INPUTS = ("benchmark", "checklists", "generations", "generation_manifest", "judge", "params:evaluate")
 SAVED = {
     "verdicts": lambda folder: ParquetDataset(filepath=str(folder / "verdicts.parquet")),
