@@ -4,6 +4,12 @@
     python -m sciir.benchmark_import tifa tifa_v1.0_question_answers.json -o tifa.jsonl
     python -m sciir.benchmark_import dsg dsg-1k-anns.csv -o dsg1k.jsonl
     python -m sciir.benchmark_import release data -o sciir_bench.jsonl
+    python -m sciir.benchmark_import prompts prompts.txt -o prompts.jsonl
+
+``prompts`` has each prompt's checklist written by a model (task ``prompt_checklist``): the offline writer
+by default, ``--backend openai --base-url URL --model NAME`` for a served one, or a vision-language entry of
+the project's catalog (``--catalog-entry annotator``, conf/base and conf/local backends.yml), every reply
+kept in the response cache (``--cache``).
 
 The file written is read back as evaluate reads it before the summary is printed: samples, benchmark
 items, questions by category, and what was left out and why (the full list in
@@ -19,8 +25,16 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
+from kedro.io import DatasetError
+
+from sciir.backends.base import VisionLanguageModel
+from sciir.backends.cache import ResponseCache
+from sciir.backends.registry import resolve_backend
+from sciir.catalog.backend_dataset import configured_backend, make_backend
+from sciir.tasks.prompt_checklist import TASK as PROMPT_CHECKLIST
 from sciir.user_files.benchmark_file import BenchmarkFileError, BenchmarkTables, read_benchmark_file
 from sciir.user_files.importers.common import Imported, ImportFileError, Skipped, write_benchmark
+from sciir.user_files.importers.prompt_lists import PromptFields, import_prompts, read_prompts
 from sciir.user_files.importers.question_files import import_dsg, import_tifa
 from sciir.user_files.importers.sciir_release import import_release
 from sciir.user_files.importers.statements import DEFAULT_CATEGORY, DEFAULT_QUIZ_CATEGORY, import_statements
@@ -35,7 +49,15 @@ FORMATS: dict[str, str] = {
     "category_broad, question_natural_language)",
     "release": "SciIR's release: a folder holding benchmark.parquet and checklists.parquet (or data/ with "
     "05_model_input/ and 04_feature/)",
+    "prompts": "prompts without checklists (a .txt file, one prompt per line, or JSON, JSON Lines, CSV, TSV or "
+    "parquet items with a prompt field); a model writes each prompt's checklist (task prompt_checklist)",
 }
+DEFAULT_CACHE = Path("data/cache/responses.sqlite")
+OPENAI_OPTIONS = {"base_url": "--base-url", "model": "--model", "api_key_env": "--api-key-env"}
+
+
+class WriterSetupError(ValueError):
+    """The checklist writer asked for cannot be built; the message names the option or entry and why."""
 
 
 def parser() -> argparse.ArgumentParser:
@@ -62,7 +84,88 @@ def parser() -> argparse.ArgumentParser:
                 default=DEFAULT_QUIZ_CATEGORY,
                 help=f"category of quiz questions (default: {DEFAULT_QUIZ_CATEGORY})",
             )
+        if name == "prompts":
+            _add_prompts_options(sub)
     return main_parser
+
+
+def _add_prompts_options(sub: argparse.ArgumentParser) -> None:
+    fields = sub.add_argument_group(
+        "fields of JSON and table items (default: the first filled of the aliases)"
+    )
+    for what, aliases in (
+        ("prompt", PromptFields.prompt),
+        ("id", PromptFields.id),
+        ("group", PromptFields.group),
+    ):
+        fields.add_argument(
+            f"--{what}-field", metavar="NAME", help=f"the {what} field (default: {', '.join(aliases)})"
+        )
+    writer = sub.add_argument_group("the checklist writer (default: the offline one)")
+    choice = writer.add_mutually_exclusive_group()
+    choice.add_argument("--backend", help="a registered vision-language backend (offline, openai, ...)")
+    choice.add_argument(
+        "--catalog-entry",
+        metavar="NAME",
+        help="a vision-language entry of conf/base or conf/local backends.yml (e.g. annotator), its cache included",
+    )
+    writer.add_argument("--base-url", help="--backend openai: the server's URL (http://localhost:8000/v1)")
+    writer.add_argument("--model", help="--backend openai: the model's name on that server")
+    writer.add_argument(
+        "--api-key-env", metavar="VAR", help="--backend openai: the variable holding the API key"
+    )
+    writer.add_argument(
+        "--cache",
+        type=Path,
+        default=DEFAULT_CACHE,
+        help=f"the response cache's file (default: {DEFAULT_CACHE})",
+    )
+
+
+def _prompt_fields(arguments: argparse.Namespace) -> PromptFields:
+    """The fields the user named replace their aliases, and every item must fill them."""
+    named = {what: getattr(arguments, f"{what}_field") for what in ("prompt", "id", "group")}
+    named = {what: field for what, field in named.items() if field}
+    return PromptFields(**{what: (field,) for what, field in named.items()}, named=frozenset(named))
+
+
+def checklist_writer(arguments: argparse.Namespace) -> VisionLanguageModel:
+    """The writer the options name, through the response cache (a catalog entry names its own)."""
+    given = {key: getattr(arguments, key) for key in OPENAI_OPTIONS if getattr(arguments, key)}
+    backend = arguments.backend or "offline"
+    try:
+        if arguments.catalog_entry:
+            if given:
+                raise WriterSetupError(
+                    f"--catalog-entry takes its settings from the catalog, not {', '.join(map(OPENAI_OPTIONS.get, given))}"
+                )
+            return configured_backend(arguments.catalog_entry, "vlm")
+        if backend == "openai" and not {"base_url", "model"} <= given.keys():
+            raise WriterSetupError("--backend openai needs --base-url URL and --model NAME")
+        if given and backend != "openai":
+            raise WriterSetupError(
+                f"{', '.join(map(OPENAI_OPTIONS.get, given))}: settings of --backend openai, not {backend}"
+            )
+        resolve_backend("vlm", backend)  # a misspelt name fails before the cache file is made
+        return make_backend(
+            backend, "vlm", {"backend": backend, **given}, ResponseCache(arguments.cache), None
+        )
+    except (DatasetError, KeyError, TypeError) as error:
+        raise WriterSetupError(f"checklist writer {arguments.catalog_entry or backend}: {error}") from None
+
+
+def _import_prompts(arguments: argparse.Namespace) -> Imported:
+    items = read_prompts(arguments.input, _prompt_fields(arguments))  # a bad input stops before any setup
+    writer = checklist_writer(arguments)
+    imported = import_prompts(items, writer)
+    counts = ", ".join(
+        f"{name} {int(count)}" for name, count in writer.stats.items() if name in ("hits", "misses")
+    )
+    print(
+        f"checklist writer: {writer.identity()['backend']} (task {PROMPT_CHECKLIST.name}, prompt "
+        f"{PROMPT_CHECKLIST.version}){f'; cache {counts}' if counts else ''}"
+    )
+    return imported
 
 
 def _importer(arguments: argparse.Namespace) -> Callable[[], Imported]:
@@ -73,6 +176,7 @@ def _importer(arguments: argparse.Namespace) -> Callable[[], Imported]:
         "tifa": lambda: import_tifa(arguments.input),
         "dsg": lambda: import_dsg(arguments.input),
         "release": lambda: import_release(arguments.input),
+        "prompts": lambda: _import_prompts(arguments),
     }
     return importers[arguments.format]
 
@@ -96,6 +200,9 @@ def summary(output: Path, imported: Imported, tables: BenchmarkTables) -> str:
         listing = output.with_name(f"{output.name.split('.')[0]}.skipped.txt")
         listing.write_text("".join(f"{line}\n" for line in shown), encoding="utf-8")
         lines.append(f"  ... and {len(shown) - SHOWN_SKIPPED} more (all listed in {listing})")
+    if imported.notes:
+        lines.append("notes:")
+        lines += [f"  {count} x {note}" for note, count in Counter(imported.notes).most_common()]
     lines.append(
         f"evaluate it: kedro run --pipelines evaluate --params evaluate.benchmark={output},evaluate.images_dir=DIR"
     )
@@ -109,7 +216,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         command.error(f"the output {arguments.output} must be a .jsonl file (a benchmark file in JSON Lines)")
     try:
         imported = _importer(arguments)()
-    except (ImportFileError, TableFileError) as error:
+    except (ImportFileError, TableFileError, WriterSetupError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 1
     if not imported.samples:

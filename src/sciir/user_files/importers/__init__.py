@@ -2,5 +2,6 @@
 
 One module per source: ``statements`` (items with requirement statements and multiple-choice quizzes),
 ``question_files`` (TIFA and DSG question files), ``release`` (SciIR's own benchmark and checklist
-tables); ``common`` holds what they share. The command line is ``python -m sciir.benchmark_import``.
+tables), ``prompt_lists`` (prompts alone, their checklists written by a model); ``common`` holds what
+they share. The command line is ``python -m sciir.benchmark_import``.
 """

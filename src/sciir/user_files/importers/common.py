@@ -47,10 +47,12 @@ class Skipped:
 
 @dataclass
 class Imported:
-    """The samples converted from an input and what was left out."""
+    """The samples converted from an input, what was left out, and what the source said about its items
+    (a checklist writer's notes on what it did not write)."""
 
     samples: list[Sample] = field(default_factory=list)
     skipped: list[Skipped] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
 
 
 # ---- reading
