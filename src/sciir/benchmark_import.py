@@ -29,9 +29,9 @@ from sciir.user_files.importers.sciir_release import import_release
 from sciir.user_files.importers.statements import (
     DEFAULT_CATEGORY,
     DEFAULT_QUIZ_CATEGORY,
+    STATEMENT_FIELDS,
     import_statements,
 )
-from sciir.user_files.importers.statements import FIELDS as STATEMENT_FIELDS
 from sciir.user_files.table_files import TableFileError
 
 SHOWN_SKIPPED = 10

@@ -9,8 +9,8 @@ text to be written (``sciir.tasks.required_text``) also yields a layer-1 text qu
 question 'Judging from the image, is the answer to "<question>" "<correct option>"?', ids ``quiz1``...
 
 The input is a JSON list, JSON Lines or a table (CSV, TSV, parquet), its fields read through
-``FIELDS`` and the user's field map (``field_map``). In a table the rows sharing an id are one item, its
-statements one per row or a JSON list in a cell, its quizzes a JSON list in a cell.
+``STATEMENT_FIELDS`` and the user's field map (``field_map``). In a table the rows sharing an id are one
+item, its statements one per row or a JSON list in a cell, its quizzes a JSON list in a cell.
 """
 
 from __future__ import annotations
@@ -48,7 +48,7 @@ from sciir.user_files.importers.field_map import (
 )
 
 WHAT = "statements file"
-FIELDS = FieldMap(
+STATEMENT_FIELDS = FieldMap(
     {
         "id": ("id", "sample_id", "item_id", "uid"),
         "prompt": ("prompt", "caption", "text", "description", "instruction"),
@@ -77,7 +77,7 @@ def import_statements(
     """The samples of a statement-checklist file; statements get ``category`` unless they name their own,
     quizzes ``quiz_category``; ``field_map`` (role -> field) names fields the built-in spellings miss."""
     path = Path(path)
-    fields = FIELDS.with_user_map(field_map or {}, WHAT)
+    fields = STATEMENT_FIELDS.with_user_map(field_map or {}, WHAT)
     imported = Imported()
     table = is_table(path)
     for rows in _items(read_records(path, WHAT, text_columns=fields.names("id")), fields, table):
