@@ -1,6 +1,7 @@
 """Convert a public benchmark into the benchmark file evaluate reads (docs/bring_your_own_benchmark.md)::
 
     python -m sciir.benchmark_import statements items.json -o diagrams.jsonl
+    python -m sciir.benchmark_import statements items.json --field prompt=question -o diagrams.jsonl
     python -m sciir.benchmark_import tifa tifa_v1.0_question_answers.json -o tifa.jsonl
     python -m sciir.benchmark_import dsg dsg-1k-anns.csv -o dsg1k.jsonl
     python -m sciir.benchmark_import release data -o sciir_bench.jsonl
@@ -14,7 +15,8 @@ kept in the response cache (``--cache``).
 The file written is read back as evaluate reads it before the summary is printed: samples, benchmark
 items, questions by category, and what was left out and why (the full list in
 ``<output stem>.skipped.txt`` when it is long). An input that cannot be converted stops with one line
-naming the file, the item and the field.
+naming the file, the item and the field; a field the importer does not find under any name it knows is
+named with ``--field ROLE=FIELD`` (repeated) or a YAML file of ``ROLE: FIELD`` lines (``--fields``).
 """
 
 from __future__ import annotations
@@ -34,10 +36,16 @@ from sciir.catalog.backend_dataset import configured_backend, make_backend
 from sciir.tasks.prompt_checklist import TASK as PROMPT_CHECKLIST
 from sciir.user_files.benchmark_file import BenchmarkFileError, BenchmarkTables, read_benchmark_file
 from sciir.user_files.importers.common import Imported, ImportFileError, Skipped, write_benchmark
+from sciir.user_files.importers.field_map import FieldMap, field_option, read_field_map
 from sciir.user_files.importers.prompt_lists import PromptFields, import_prompts, read_prompts
-from sciir.user_files.importers.question_files import import_dsg, import_tifa
+from sciir.user_files.importers.question_files import DSG_FIELDS, TIFA_FIELDS, import_dsg, import_tifa
 from sciir.user_files.importers.sciir_release import import_release
-from sciir.user_files.importers.statements import DEFAULT_CATEGORY, DEFAULT_QUIZ_CATEGORY, import_statements
+from sciir.user_files.importers.statements import (
+    DEFAULT_CATEGORY,
+    DEFAULT_QUIZ_CATEGORY,
+    STATEMENT_FIELDS,
+    import_statements,
+)
 from sciir.user_files.table_files import TableFileError
 
 SHOWN_SKIPPED = 10
@@ -60,6 +68,36 @@ class WriterSetupError(ValueError):
     """The checklist writer asked for cannot be built; the message names the option or entry and why."""
 
 
+# The formats whose fields a user may map, with the fields each reads and their built-in names.
+FIELD_MAPS: dict[str, FieldMap] = {"statements": STATEMENT_FIELDS, "tifa": TIFA_FIELDS, "dsg": DSG_FIELDS}
+
+
+def _field_argument(text: str) -> tuple[str, str]:
+    try:
+        return field_option(text)
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
+
+
+def _add_field_map_options(sub: argparse.ArgumentParser, fields: FieldMap) -> None:
+    known = "; ".join(f"{role}: {', '.join(names)}" for role, names in fields.spellings.items())
+    sub.add_argument(
+        "--field",
+        action="append",
+        type=_field_argument,
+        default=[],
+        metavar="ROLE=FIELD",
+        help=f"read ROLE from the input's field FIELD (repeatable; e.g. prompt=question). Roles and the "
+        f"field names tried by default: {known}",
+    )
+    sub.add_argument(
+        "--fields",
+        type=Path,
+        metavar="MAP.yml",
+        help="a YAML file of 'ROLE: FIELD' lines, as --field (a --field given too overrides its role)",
+    )
+
+
 def parser() -> argparse.ArgumentParser:
     main_parser = argparse.ArgumentParser(
         prog="python -m sciir.benchmark_import",
@@ -73,6 +111,8 @@ def parser() -> argparse.ArgumentParser:
         sub.add_argument(
             "-o", "--output", type=Path, required=True, help="the benchmark file to write (.jsonl)"
         )
+        if name in FIELD_MAPS:
+            _add_field_map_options(sub, FIELD_MAPS[name])
         if name == "statements":
             sub.add_argument(
                 "--category",
@@ -168,13 +208,22 @@ def _import_prompts(arguments: argparse.Namespace) -> Imported:
     return imported
 
 
+def user_field_map(arguments: argparse.Namespace) -> dict[str, str]:
+    """Role -> field from ``--fields`` (a YAML file) and then ``--field`` options, the later winning."""
+    field_map = read_field_map(arguments.fields) if arguments.fields else {}
+    return field_map | dict(arguments.field)
+
+
 def _importer(arguments: argparse.Namespace) -> Callable[[], Imported]:
     importers: dict[str, Callable[[], Imported]] = {
         "statements": lambda: import_statements(
-            arguments.input, category=arguments.category, quiz_category=arguments.quiz_category
+            arguments.input,
+            category=arguments.category,
+            quiz_category=arguments.quiz_category,
+            field_map=user_field_map(arguments),
         ),
-        "tifa": lambda: import_tifa(arguments.input),
-        "dsg": lambda: import_dsg(arguments.input),
+        "tifa": lambda: import_tifa(arguments.input, field_map=user_field_map(arguments)),
+        "dsg": lambda: import_dsg(arguments.input, field_map=user_field_map(arguments)),
         "release": lambda: import_release(arguments.input),
         "prompts": lambda: _import_prompts(arguments),
     }

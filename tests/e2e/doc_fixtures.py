@@ -13,9 +13,10 @@ names the file, once the default run has produced what they are made from:
   line, so the documented example is the file the documented command reads;
 - ``physics_images`` (same page): model ``mine``'s images of that benchmark, each with the labels its
   prompt asks for drawn in a box, ``lever__reasoning`` without "Fulcrum";
-- ``diagram_statements.json``, ``tifa_questions.json``, ``dsg_questions.csv``, ``prompts.txt`` (same page,
-  "Importers"): the example the page shows right after naming the file, so the documented example is
-  what the documented import command converts.
+- ``diagram_statements.json``, ``tifa_questions.json``, ``dsg_questions.csv``, ``diagram_elements.json``
+  and its field map ``diagram_fields.yml``, ``prompts.txt`` (same page, "Importers"): the example the
+  page shows right after naming the file, so the documented example is what the documented import
+  command converts.
 - ``review_queue.reviewed.csv`` (README, "Reviewing curate's screen by hand"): the default run's review
   queue as a person gives it back: every row decided, KEEP but the first spot check, REJECT.
 
@@ -111,7 +112,14 @@ def example_writer(name: str) -> Callable[[Path], None]:
     return write
 
 
-IMPORTER_EXAMPLES = ("diagram_statements.json", "tifa_questions.json", "dsg_questions.csv", "prompts.txt")
+IMPORTER_EXAMPLES = (
+    "diagram_statements.json",
+    "tifa_questions.json",
+    "dsg_questions.csv",
+    "diagram_elements.json",
+    "diagram_fields.yml",
+    "prompts.txt",
+)
 
 
 def write_reviewed_queue(root: Path) -> None:
