@@ -37,7 +37,7 @@ from sciir.tasks.prompt_checklist import TASK as PROMPT_CHECKLIST
 from sciir.user_files.benchmark_file import BenchmarkFileError, BenchmarkTables, read_benchmark_file
 from sciir.user_files.importers.common import Imported, ImportFileError, Skipped, write_benchmark
 from sciir.user_files.importers.field_map import FieldMap, field_option, read_field_map
-from sciir.user_files.importers.prompt_lists import PromptFields, import_prompts, read_prompts
+from sciir.user_files.importers.prompt_lists import PROMPT_LIST_FIELDS, import_prompts, read_prompts
 from sciir.user_files.importers.question_files import DSG_FIELDS, TIFA_FIELDS, import_dsg, import_tifa
 from sciir.user_files.importers.sciir_release import import_release
 from sciir.user_files.importers.statements import (
@@ -69,7 +69,12 @@ class WriterSetupError(ValueError):
 
 
 # The formats whose fields a user may map, with the fields each reads and their built-in names.
-FIELD_MAPS: dict[str, FieldMap] = {"statements": STATEMENT_FIELDS, "tifa": TIFA_FIELDS, "dsg": DSG_FIELDS}
+FIELD_MAPS: dict[str, FieldMap] = {
+    "statements": STATEMENT_FIELDS,
+    "tifa": TIFA_FIELDS,
+    "dsg": DSG_FIELDS,
+    "prompts": PROMPT_LIST_FIELDS,
+}
 
 
 def _field_argument(text: str) -> tuple[str, str]:
@@ -130,17 +135,6 @@ def parser() -> argparse.ArgumentParser:
 
 
 def _add_prompts_options(sub: argparse.ArgumentParser) -> None:
-    fields = sub.add_argument_group(
-        "fields of JSON and table items (default: the first filled of the aliases)"
-    )
-    for what, aliases in (
-        ("prompt", PromptFields.prompt),
-        ("id", PromptFields.id),
-        ("group", PromptFields.group),
-    ):
-        fields.add_argument(
-            f"--{what}-field", metavar="NAME", help=f"the {what} field (default: {', '.join(aliases)})"
-        )
     writer = sub.add_argument_group("the checklist writer (default: the offline one)")
     choice = writer.add_mutually_exclusive_group()
     choice.add_argument("--backend", help="a registered vision-language backend (offline, openai, ...)")
@@ -160,13 +154,6 @@ def _add_prompts_options(sub: argparse.ArgumentParser) -> None:
         default=DEFAULT_CACHE,
         help=f"the response cache's file (default: {DEFAULT_CACHE})",
     )
-
-
-def _prompt_fields(arguments: argparse.Namespace) -> PromptFields:
-    """The fields the user named replace their aliases, and every item must fill them."""
-    named = {what: getattr(arguments, f"{what}_field") for what in ("prompt", "id", "group")}
-    named = {what: field for what, field in named.items() if field}
-    return PromptFields(**{what: (field,) for what, field in named.items()}, named=frozenset(named))
 
 
 def checklist_writer(arguments: argparse.Namespace) -> VisionLanguageModel:
@@ -195,7 +182,7 @@ def checklist_writer(arguments: argparse.Namespace) -> VisionLanguageModel:
 
 
 def _import_prompts(arguments: argparse.Namespace) -> Imported:
-    items = read_prompts(arguments.input, _prompt_fields(arguments))  # a bad input stops before any setup
+    items = read_prompts(arguments.input, user_field_map(arguments))  # a bad input stops before any setup
     writer = checklist_writer(arguments)
     imported = import_prompts(items, writer)
     counts = ", ".join(

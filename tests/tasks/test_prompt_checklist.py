@@ -8,13 +8,9 @@ import pytest
 
 from sciir.backends.base import VLMResult
 from sciir.backends.offline import OfflineVLM
-from sciir.tasks.prompt_checklist import (
-    PROMPT_CHECKLIST_TASK,
-    build_prompt_checklist_request,
-    checklist_of,
-    quoted_strings,
-)
+from sciir.tasks.prompt_checklist import PROMPT_CHECKLIST_TASK, build_prompt_checklist_request, checklist_of
 from sciir.tasks.registry import rule_book
+from sciir.tasks.required_text import quoted_strings
 from sciir.tasks.task import TaskReplyError
 
 

@@ -191,7 +191,7 @@ def test_items_with_a_prompt_field_are_read_from_csv_json_lines_and_parquet(tmp_
     table.to_csv(tmp_path / "items.csv", index=False)
     table.to_parquet(tmp_path / "items.parquet")
     (tmp_path / "items.jsonl").write_text("".join(json.dumps(row) + "\n" for row in table.to_dict("records")))
-    names = ["--prompt-field", "text_prompt", "--id-field", "key", "--group-field", "source"]
+    names = ["--field", "prompt=text_prompt", "--field", "id=key", "--field", "group=source"]
     for suffix in (".csv", ".parquet", ".jsonl"):
         output = tmp_path / f"out{suffix.replace('.', '_')}.jsonl"
         assert (
@@ -222,8 +222,8 @@ def test_a_bad_input_or_writer_stops_the_command_with_the_reason(tmp_path, capsy
     items.write_text(json.dumps([{"uid": "a", "question": 'Draw "A"'}]))
     assert main(["prompts", str(items), "-o", str(tmp_path / "out.jsonl")]) == 1
     error = capsys.readouterr().err
-    assert "item 1: no prompt field 'prompt' or 'caption'" in error
-    assert "(the item's fields: ['question', 'uid']; name the prompt field with --prompt-field NAME)" in error
+    assert "item 1: no field 'prompt' (or 'caption'" in error
+    assert "item 1 has fields: uid, question; map one with --field prompt=<name>" in error
     items.write_text(json.dumps([{"id": "a", "prompt": 'Draw "A"'}, {"id": "a", "prompt": 'Draw "B"'}]))
     assert main(["prompts", str(items), "-o", str(tmp_path / "out.jsonl")]) == 1
     assert "item 2 (id 'a'): id 'a' is already used at" in capsys.readouterr().err

@@ -18,26 +18,20 @@ rule can tell the prompt's entities, attributes or relations honestly, so none i
 from __future__ import annotations
 
 import json
-import re
 from typing import Literal
 
 from pydantic import BaseModel, model_validator
 
 from sciir.backends.base import VLMRequest, VLMResult
-from sciir.backends.programmatic import quoted_spans
 from sciir.backends.rule_based import Sight
-from sciir.tasks.annotation import NonEmpty, unique
+from sciir.tasks.annotation import NonEmpty
+from sciir.tasks.required_text import quoted_strings
 from sciir.tasks.task import ModelTask
 
 PROMPT_CHECKLIST_TASK = "prompt_checklist"
 Category = Literal["entity", "attribute", "count", "relation", "text"]
 # Categories whose question is about entities, so it depends on at least one of them.
 NEEDS_PARENTS = ("attribute", "count", "relation")
-# A single-quoted string ('START', ‘Exit’): the quote neither follows nor precedes a letter, so the
-# apostrophes of "kid's" and "dogs'" open nothing.
-_SINGLE_QUOTED = re.compile(
-    r"(?<!\w)['\u2018]([^\s'\u2018\u2019](?:[^'\u2018\u2019\n]*[^\s'\u2018\u2019])?)['\u2019](?!\w)"
-)
 
 
 class PromptQuestion(BaseModel):
@@ -122,20 +116,6 @@ def checklist_of(reply: VLMResult) -> PromptChecklist:
 
 
 # ---- offline: the quoted strings only
-
-
-def quoted_strings(prompt: str) -> list[str]:
-    """The strings a prompt quotes, in order, once each: double-quoted (``"..."``, ``“...”``) and
-    single-quoted (``'...'``, ``‘...’``, an apostrophe inside a word opening none)."""
-    double = quoted_spans(prompt)
-    found = [(start, text) for text, (start, _) in double]
-    found += [
-        (match.start(), match.group(1))
-        for match in _SINGLE_QUOTED.finditer(prompt)
-        # 'x' inside a double-quoted string is part of that string
-        if not any(start < match.start() < end for _, (start, end) in double)
-    ]
-    return unique([text for _, text in sorted(found)])
 
 
 def questions_from_quotes(request: VLMRequest, sight: Sight) -> VLMResult:

@@ -23,7 +23,8 @@ A wrong text question costs more than a missing one: a text check answered "no" 
    without, nor, except, or, either, a word ending in n't): "not labelled 'A'" or "labelled 'A' or 'B'"
    yield nothing.
 
-Each string comes once, in order of appearance.
+Each string comes once, in order of appearance. :func:`quoted_strings` applies rules 1 and 2 alone, for
+text where quoting already means "write this" (a text-to-image prompt: ``a sign that says 'EXIT'``).
 """
 
 from __future__ import annotations
@@ -74,6 +75,15 @@ def required_text(requirement: str) -> list[str]:
     strings = [_drawable(next(group for group in match.groups() if group is not None)) for match in quotes]
     found = [text for text, ok in zip(strings, named, strict=True) if ok and text is not None]
     return list(dict.fromkeys(found))
+
+
+def quoted_strings(text: str) -> list[str]:
+    """Every string ``text`` quotes that reads as text to draw (rules 1 and 2), once each, in order."""
+    strings = (
+        _drawable(next(group for group in match.groups() if group is not None))
+        for match in _QUOTED.finditer(text)
+    )
+    return list(dict.fromkeys(string for string in strings if string is not None))
 
 
 def _words(text: str) -> list[str]:

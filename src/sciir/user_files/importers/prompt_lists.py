@@ -4,8 +4,8 @@ ids), so a plain prompt list is evaluated as any other benchmark (docs/bring_you
 "Checklists from prompts").
 
 The input is a text file (``.txt``: one prompt per line; blank lines and lines starting with ``#``
-skipped) or items with a prompt field (JSON, JSON Lines, CSV, TSV, parquet; ``PromptFields`` says which
-fields hold the prompt, the id and the group). An item without an id gets ``p-`` and the start of its
+skipped) or items with a prompt field (JSON, JSON Lines, CSV, TSV, parquet; ``PROMPT_LIST_FIELDS`` and the
+user's field map say which fields hold the prompt, the id and the group). An item without an id gets ``p-`` and the start of its
 prompt's sha256, so an id names the same prompt whatever the order of the file. The writer is any
 vision-language model (the offline one writes only the text questions of quoted strings); its requests
 stream through ``Model.stream`` (through the response cache when the writer has one). A text question
@@ -17,7 +17,7 @@ reason; what the writer notes about its replies is kept (``Imported.notes``).
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -31,12 +31,16 @@ from sciir.user_files.importers.common import (
     Record,
     Skipped,
     checked_sample_id,
-    first_field,
     layer2_question,
-    optional_field_text,
     read_records,
 )
-from sciir.user_files.importers.statements import GROUP_FIELDS, ID_FIELDS, PROMPT_FIELDS
+from sciir.user_files.importers.field_map import (
+    FieldMap,
+    field_name,
+    optional_field_text,
+    required_field_text,
+)
+from sciir.user_files.importers.statements import STATEMENT_FIELDS
 
 WHAT = "prompts file"
 PROMPT_LIST_SUFFIXES = (".txt",)
@@ -45,16 +49,8 @@ ID_PREFIX = "p-"
 ID_HEX_DIGITS = 10
 
 
-@dataclass(frozen=True)
-class PromptFields:
-    """Which fields of an item hold its prompt, id and group: the first of each tuple the item fills. The
-    prompt is required; so is every field in ``named`` (those the user named: a misspelt one is an error,
-    not a silent default)."""
-
-    prompt: tuple[str, ...] = PROMPT_FIELDS
-    id: tuple[str, ...] = ID_FIELDS
-    group: tuple[str, ...] = GROUP_FIELDS
-    named: frozenset[str] = frozenset()
+# The roles of a prompts file, spelt as a statements file's (``--field`` maps others).
+PROMPT_LIST_FIELDS = FieldMap({role: STATEMENT_FIELDS.names(role) for role in ("prompt", "id", "group")})
 
 
 @dataclass(frozen=True)
@@ -86,36 +82,33 @@ def _prompt_lines(path: Path) -> list[PromptItem]:
     return items
 
 
-def _field_text(record: Record, names: tuple[str, ...], what: str, required: bool) -> str | None:
-    """The item's ``what`` field; when ``required``, an error listing the fields the item does have."""
-    text = optional_field_text(record, names)
-    if text is None and required:
-        spelt = " or ".join(map(repr, names))
-        raise ImportFileError(
-            f"{record.where}: no {what} field {spelt}, or it is empty (the item's fields: "
-            f"{sorted(record.fields)}; name the {what} field with --{what}-field NAME)"
-        )
-    return text
+def _text(record: Record, fields: FieldMap, role: str) -> str | None:
+    """The role's text; required when the user's map names its field (a misspelt field is an error, not
+    a silent default)."""
+    if role in fields.mapped:
+        return required_field_text(record, fields, role)
+    return optional_field_text(record, fields, role)
 
 
-def _item(record: Record, fields: PromptFields) -> PromptItem:
-    prompt = _field_text(record, fields.prompt, "prompt", required=True)
-    own_id = _field_text(record, fields.id, "id", required="id" in fields.named)
-    group = _field_text(record, fields.group, "group", required="group" in fields.named)
+def _item(record: Record, fields: FieldMap) -> PromptItem:
+    prompt = required_field_text(record, fields, "prompt")
+    own_id, group = _text(record, fields, "id"), _text(record, fields, "group")
     if own_id is None:
         return PromptItem(record.where, prompt_id(prompt), group or DEFAULT_GROUP, prompt)
-    id_field = first_field(record, fields.id)[0]
+    id_field = field_name(record, fields, "id")
     where = f"{record.where} ({id_field} {own_id!r})"
     return PromptItem(where, checked_sample_id(where, id_field, own_id), group or DEFAULT_GROUP, prompt)
 
 
-def read_prompts(path: str | Path, fields: PromptFields = PromptFields()) -> list[PromptItem]:
-    """Every prompt of a file, in order (repeats included); two different prompts under one id stop the
-    import before anything is asked."""
+def read_prompts(path: str | Path, field_map: Mapping[str, str] | None = None) -> list[PromptItem]:
+    """Every prompt of a file, in order (repeats included); ``field_map`` (role -> field) names fields the
+    built-in spellings miss. Two different prompts under one id stop the import before anything is
+    asked."""
     path = Path(path)
     if path.suffix.lower() in PROMPT_LIST_SUFFIXES:
         items = _prompt_lines(path)
     else:
+        fields = PROMPT_LIST_FIELDS.with_user_map(field_map or {}, WHAT)
         items = [_item(record, fields) for record in read_records(path, WHAT)]
     first: dict[str, PromptItem] = {}
     for item in items:
