@@ -63,6 +63,10 @@ def test_run_ends_with_the_leaderboard_and_the_report(first_run, project):
     assert f"Report: {report / 'index.html'}" in out
     assert (report / "index.html").stat().st_size > 5_000
     assert list((report / "models").glob("*.html")) and list((report / "thumbnails").glob("*.png"))
+    # The summary shows the run's two plots from its own folder, the same files as the run's PNGs.
+    for name in ("track_pass_rates.png", "group_heatmap.png"):
+        assert f'src="plots/{name}"' in (report / "index.html").read_text()
+        assert (report / "plots" / name).read_bytes() == (report.parent / name).read_bytes()
 
 
 def test_programmatic_beats_its_faulty_variant_and_noise_scores_near_zero(first_run, project):
