@@ -159,9 +159,14 @@ def test_mlflow_holds_params_metrics_and_report(first_run, project):
         params = {k for (k,) in conn.execute("SELECT key FROM params")}
         metrics = {k for (k,) in conn.execute("SELECT key FROM metrics")}
         tags = {k for (k,) in conn.execute("SELECT key FROM tags")}
+        run_names = {name for (name,) in conn.execute("SELECT name FROM runs")}
+        kinds = dict(conn.execute("SELECT key, value FROM experiment_tags"))
     assert any(k.startswith("evaluate.") for k in params) and any(k.startswith("finetune.") for k in params)
     assert "finetune.train_loss" in metrics and any(k.startswith("evaluate.") for k in metrics)
     assert {"git.commit", "git.dirty"} <= tags
+    # The run is named by what it did, each model's nested run by the model; the experiment is model training.
+    assert {"all pipelines", "programmatic"} <= run_names and "__default__" not in run_names
+    assert kinds["mlflow.experimentKind"] == "custom_model_development"
     artifacts = list((project / "mlruns" / "artifacts").rglob("*"))
     names = {p.name for p in artifacts}
     assert {"index.html", "leaderboard.csv", "track_pass_rates.png"} <= names
