@@ -10,6 +10,7 @@ from sciir.runs.mlflow_view import (
     mark_model_training,
     run_name,
     runs_page,
+    runs_page_text,
 )
 
 
@@ -59,3 +60,10 @@ def test_the_runs_page_is_on_the_tracking_server_or_on_a_local_mlflow_ui():
         runs_page("https://mlflow.example.org/", "7") == f"https://mlflow.example.org/#/experiments/7/{view}"
     )
     assert runs_page("sqlite:////p/mlruns/mlflow.db", "1") == f"http://127.0.0.1:5000/#/experiments/1/{view}"
+
+
+def test_the_closing_line_says_how_to_start_a_local_ui_only():
+    served = runs_page_text("https://mlflow.example.org", "7", "evaluate")
+    assert served == f"MLflow run 'evaluate': {runs_page('https://mlflow.example.org', '7')}"
+    local = runs_page_text("sqlite:////p/mlflow.db", "1", "evaluate")
+    assert local.endswith("(start the UI with: mlflow ui --backend-store-uri sqlite:////p/mlflow.db)")

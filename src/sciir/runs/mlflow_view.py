@@ -25,7 +25,7 @@ MODEL_TRAINING = "custom_model_development"
 
 def mark_model_training(experiment_id: str) -> bool:
     """Tag the experiment as model training when it has no kind yet; True when it was tagged. A kind set
-    before (by hand or in the MLflow UI) is kept."""
+    before (by hand, or by another tool or MLflow version) is kept."""
     import mlflow
 
     client = mlflow.MlflowClient()
@@ -35,8 +35,7 @@ def mark_model_training(experiment_id: str) -> bool:
     return True
 
 
-# The name kedro-mlflow gives a run when none is configured: the pipelines joined by "+".
-KEDRO_DEFAULT_PIPELINE = "__default__"
+KEDRO_DEFAULT_PIPELINE = "__default__"  # what `kedro run` runs without --pipelines
 
 
 def kedro_mlflow_run_name(pipeline_names: Sequence[str] | None) -> str:
@@ -70,17 +69,21 @@ def run_name(
 MLFLOW_UI = "http://127.0.0.1:5000"  # where `mlflow ui` serves by default
 
 
-def runs_page_text(tracking_uri: str, experiment_id: str, name: str) -> str:
-    """A line naming the run and where the MLflow UI shows it, with the command that starts a local UI."""
-    text = f"MLflow run '{name}': {runs_page(tracking_uri, experiment_id)}"
-    if tracking_uri.startswith(("http://", "https://")):
-        return text
-    return f"{text} (start the UI with: mlflow ui --backend-store-uri {tracking_uri})"
+def _served(tracking_uri: str) -> bool:
+    """Whether the store is a tracking server, which serves the UI itself."""
+    return tracking_uri.startswith(("http://", "https://"))
 
 
 def runs_page(tracking_uri: str, experiment_id: str) -> str:
     """The MLflow UI's page of the experiment's runs, in its machine-learning view: on the tracking server
     itself, or on ``mlflow ui`` for a local store."""
-    served = tracking_uri.startswith(("http://", "https://"))
-    base = tracking_uri.rstrip("/") if served else MLFLOW_UI
+    base = tracking_uri.rstrip("/") if _served(tracking_uri) else MLFLOW_UI
     return f"{base}/#/experiments/{experiment_id}/runs?workflowType=machine_learning"
+
+
+def runs_page_text(tracking_uri: str, experiment_id: str, name: str) -> str:
+    """A line naming the run and where the MLflow UI shows it, with the command that starts a local UI."""
+    text = f"MLflow run '{name}': {runs_page(tracking_uri, experiment_id)}"
+    if _served(tracking_uri):
+        return text
+    return f"{text} (start the UI with: mlflow ui --backend-store-uri {tracking_uri})"
