@@ -49,11 +49,12 @@ def _import(tmp_path: Path, papers: list[Any], capsys) -> tuple[int, str, str]:
 @pytest.mark.parametrize(
     ("paper", "expected"),
     [
-        (_paper(method_text=None), "line 1 (paper 'CVPR_2025/2506.07857v1'): no field 'method_text'"),
+        (_paper(method_text=None), "line 1 (paper 'CVPR_2025/2506.07857v1'): field 'method_text' is empty"),
+        ({"id": "x", "checklist": []}, "line 1: no field 'method_text'; line 1 has fields: id, checklist"),
         (_paper(checklist="q1"), "field 'checklist': expected a list of questions, found str"),
         ({"method_text": "x", "checklist": []}, "line 1: no field 'id'"),
         (_paper(checklist=[QUESTION, QUESTION]), "checklist question 2: question id 'q1' appears twice"),
-        (_paper(checklist=[{**QUESTION, "question": ""}]), "checklist question 1: no field 'question'"),
+        (_paper(checklist=[{**QUESTION, "question": ""}]), "checklist question 1: field 'question' is empty"),
         (_paper(id="CVPR 2025/x"), "'CVPR 2025__x' cannot name an image file"),
     ],
 )
@@ -136,3 +137,15 @@ def test_the_documented_example_converts_as_the_page_says(tmp_path, capsys) -> N
     tables = read_benchmark_file(tmp_path / "aibench.jsonl")
     assert set(tables.choice_questions["level"]) == {1, 2, 3, 4}
     assert tables.choice_questions["insufficient_option"].notna().all()
+
+
+def test_a_file_that_names_a_field_otherwise_is_read_with_a_field_map(tmp_path, capsys) -> None:
+    paper = _paper()
+    renamed = {"paper": paper["id"], "method": paper["method_text"], "checklist": paper["checklist"]}
+    source = _write(tmp_path / "renamed.jsonl", [renamed])
+    output = str(tmp_path / "out.jsonl")
+    assert main(["aibench", str(source), "-o", output]) == 1
+    assert "no field 'id' and no field 'method_text'" in capsys.readouterr().err
+    fields = ["--field", "id=paper", "--field", "method_text=method"]
+    assert main(["aibench", str(source), "-o", output, *fields]) == 0
+    assert list(read_benchmark_file(output).benchmark["sample_id"]) == ["CVPR_2025__2506.07857v1"]

@@ -15,8 +15,9 @@ from __future__ import annotations
 
 import statistics
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 from sciir.aibench.choices import ChoiceQuestion, choice_problem, level_number
 from sciir.tasks.aibench_illustration import ILLUSTRATION_TASK, illustration_prompt
@@ -30,11 +31,31 @@ from sciir.user_files.importers.common import (
     checked_sample_id,
     read_records,
     refuse_duplicate_samples,
+)
+from sciir.user_files.importers.field_map import (
+    FieldMap,
+    field_name,
+    first_field,
+    require_fields,
     required_field_text,
+    structured_field,
 )
 from sciir.user_files.importers.latex_text import latex_text
 
 WHAT = "AIBench file"
+# AIBench's own field names; ``--field`` maps a file that names one otherwise.
+AIBENCH_FIELDS = FieldMap(
+    {
+        "id": ("id",),
+        "method_text": ("method_text",),
+        "checklist": ("checklist",),
+        "question_id": ("id",),
+        "level": ("level",),
+        "question": ("question",),
+        "options": ("options",),
+        "correct_option": ("correct_option",),
+    }
+)
 ID_SEPARATOR = "/"
 # What a diffusers pipeline's CLIP text encoder reads (77 tokens): about this many English words.
 CLIP_WORDS = 50
@@ -45,20 +66,23 @@ def sample_id_of(paper_id: str) -> str:
     return paper_id.replace(ID_SEPARATOR, SETTING_SEPARATOR)
 
 
-def import_aibench(path: str | Path) -> Imported:
+def import_aibench(path: str | Path, field_map: Mapping[str, str] | None = None) -> Imported:
     """The samples of an AIBench file (JSON Lines, or a JSON list of papers), each paper's questions as
     multiple-choice questions; a question whose level or correct option cannot be used is left out and
-    listed, and so is a paper left without questions."""
+    listed, and so is a paper left without questions. ``field_map`` (role -> field) names fields
+    AIBench's own names miss."""
+    fields = AIBENCH_FIELDS.with_user_map(field_map or {}, WHAT)
     imported = Imported()
     for record in read_records(Path(path), WHAT):
-        paper_id = required_field_text(record, ("id",))
-        paper = Record(f"{record.where} (paper {paper_id!r})", record.fields)
-        choices = _choices(paper, imported.skipped)
+        require_fields(record, fields, ["id", "method_text", "checklist"])
+        paper_id = required_field_text(record, fields, "id")
+        paper = Record(f"{record.where} (paper {paper_id!r})", record.fields, record.name)
+        choices = _choices(paper, fields, imported.skipped)
         if not choices:
             imported.skipped.append(Skipped(paper.where, "no usable checklist question: nothing to ask"))
             continue
-        sample_id = checked_sample_id(paper.where, "id", sample_id_of(paper_id))
-        method_text = latex_text(required_field_text(paper, ("method_text",)))
+        sample_id = checked_sample_id(paper.where, field_name(paper, fields, "id"), sample_id_of(paper_id))
+        method_text = latex_text(required_field_text(paper, fields, "method_text"))
         venue, separator, _ = paper_id.partition(ID_SEPARATOR)
         imported.samples.append(
             Sample(
@@ -77,22 +101,28 @@ def import_aibench(path: str | Path) -> Imported:
     return imported
 
 
-def _choices(paper: Record, skipped: list[Skipped]) -> list[ChoiceQuestion]:
-    checklist = paper.fields.get("checklist")
+def _value(record: Record, fields: FieldMap, role: str) -> Any:
+    found = first_field(record, fields, role)
+    return None if found is None else found[1]
+
+
+def _choices(paper: Record, fields: FieldMap, skipped: list[Skipped]) -> list[ChoiceQuestion]:
+    name, checklist = structured_field(paper, fields, "checklist") or (fields.names("checklist")[0], None)
     if not isinstance(checklist, list):
         raise ImportFileError(
-            f"{paper.where}, field 'checklist': expected a list of questions, found {type(checklist).__name__}"
+            f"{paper.where}, field {name!r}: expected a list of questions, found {type(checklist).__name__}"
         )
     choices: list[ChoiceQuestion] = []
     for number, entry in enumerate(checklist, start=1):
         where = f"{paper.where}, checklist question {number}"
         if not isinstance(entry, dict):
             raise ImportFileError(f"{where}: expected a JSON object, found {type(entry).__name__}")
-        question = Record(where, entry)
-        question_id = required_field_text(question, ("id",))
-        problem = choice_problem(entry.get("level"), entry.get("options"), entry.get("correct_option"))
-        level = level_number(entry.get("level"))
-        if problem is not None or level is None:
+        question = Record(where, entry, f"checklist question {number}")
+        question_id = required_field_text(question, fields, "question_id")
+        level, options = _value(question, fields, "level"), _value(question, fields, "options")
+        correct = _value(question, fields, "correct_option")
+        problem, number = choice_problem(level, options, correct), level_number(level)
+        if problem is not None or number is None:
             skipped.append(Skipped(f"{where} (id {question_id!r})", str(problem)))
             continue
         if question_id in {choice.id for choice in choices}:
@@ -100,10 +130,10 @@ def _choices(paper: Record, skipped: list[Skipped]) -> list[ChoiceQuestion]:
         choices.append(
             ChoiceQuestion(
                 id=question_id,
-                text=required_field_text(question, ("question",)),
-                level=level,
-                options={str(letter): str(text).strip() for letter, text in entry["options"].items()},
-                answer=str(entry["correct_option"]).strip(),
+                text=required_field_text(question, fields, "question"),
+                level=number,
+                options={str(letter): str(text).strip() for letter, text in options.items()},
+                answer=str(correct).strip(),
             )
         )
     return choices
