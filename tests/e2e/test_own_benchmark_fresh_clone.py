@@ -63,7 +63,9 @@ def test_offline_judge_on_an_own_benchmark_from_a_fresh_clone(fresh, kedro):
     assert f"Report: {_results(fresh) / 'report' / 'index.html'}" in said  # the closing summary points there
     summary = (_results(fresh) / "report" / "index.html").read_text()
     assert "<h1>physics: evaluation report</h1>" in summary and "physics (sha256 " in summary
-    verdicts = pd.read_parquet(_results(fresh) / "verdicts.parquet").set_index(["sample_id", "question_id"])
+    every = pd.read_parquet(_results(fresh) / "verdicts.parquet")
+    assert "yes" not in set(every.loc[every["model"] == "blank", "verdict"])  # nothing is read on white
+    verdicts = every[every["model"] == "mine"].set_index(["sample_id", "question_id"])
     # Every label drawn is read; "Fulcrum" is not drawn on lever__reasoning.
     assert verdicts.loc[("lever__plain", "q2"), "verdict"] == "yes"
     assert verdicts.loc[("circuit", "q1"), "verdict"] == "yes"
