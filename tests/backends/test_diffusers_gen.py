@@ -208,9 +208,7 @@ def test_a_t5_encoder_reads_more_of_a_long_prompt_than_clip(tmp_path, capfd):
     inputs = pipeline_text_inputs(generator._loaded_pipeline(), generator.call_kwargs)
     # CLIP's own limit, and T5's from FluxPipeline's default max_sequence_length.
     assert [(i.argument, i.limit) for i in inputs] == [("prompt", 77), ("prompt_2", 512)]
-    (result,) = generator.generate(
-        [GenerationRequest(sample_id="s", prompt=LONG_PROMPT, seed=0, width=32, height=32)]
-    )
+    (result,) = generator.generate([GenerationRequest(sample_id="s", prompt=LONG_PROMPT, seed=0, width=32, height=32)])
     assert result.ok, result.failure
     kept = result.meta["prompt_words_kept_per_encoder"]
     assert 0 < kept["prompt"] < kept["prompt_2"] < result.meta["prompt_words"] == 240

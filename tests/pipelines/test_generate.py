@@ -350,9 +350,7 @@ def test_references_draw_the_logic_graph_of_each_aibench_paper() -> None:
 def test_the_aibench_generation_is_configurable() -> None:
     generators = {"grey": GreySquares(), "other": GreySquares(), "reference": PlanReferenceRenderer()}
     only = PARAMS | {"aibench": {"models": ["other", "reference"]}}
-    _, manifest, _, _ = generate_aibench_images(
-        AIBENCH_SET, AIBENCH_GRAPHS, FINETUNE_SUMMARY, generators, only
-    )
+    _, manifest, _, _ = generate_aibench_images(AIBENCH_SET, AIBENCH_GRAPHS, FINETUNE_SUMMARY, generators, only)
     assert set(manifest["model"]) == {"other", "reference"}
     off = PARAMS | {"aibench": {"enabled": False}}
     images, manifest, _timings, metrics = generate_aibench_images(
