@@ -36,6 +36,10 @@ class MissingInput:
             "or point the stage at your own data"
         )
 
+    def absence(self) -> str:
+        """Where the input was looked for and what writes it, in words."""
+        return f"{self.location} does not exist (written by `kedro run --pipelines {self.written_by}`)"
+
     def __getattr__(self, attribute: str) -> Any:
         if attribute.startswith("__"):  # copy, pickle and numpy probe dunders: plain absence
             raise AttributeError(attribute)
@@ -59,6 +63,14 @@ def required(value: T | MissingInput, why: str) -> T:
     """``value`` itself, or MissingInputError saying what is missing and why it is needed."""
     if isinstance(value, MissingInput):
         raise MissingInputError(f"{value.message()}; it is needed {why}")
+    return value
+
+
+def supplied(value: T | MissingInput, missing: str, alternative: str) -> T:
+    """``value`` itself, or MissingInputError ``<missing>: <where> does not exist (written by ...); or
+    <alternative>``, where ``alternative`` names the parameters that supply the input from a file."""
+    if isinstance(value, MissingInput):
+        raise MissingInputError(f"{missing}: {value.absence()}; or {alternative}")
     return value
 
 
