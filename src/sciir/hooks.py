@@ -11,7 +11,7 @@ from kedro.framework.hooks import hook_impl
 from sciir.backends.dry_run import dry_run_requested
 from sciir.evaluation.leaderboard_text import print_run_summary
 from sciir.runs.dry_run_summary import keep_outputs_in_memory, ledger_text
-from sciir.runs.results_folder import settings_outside_command_line
+from sciir.runs.results_folder import SCOPING_SETTINGS, benchmarks_apart, settings_outside_command_line
 from sciir.runs.system import SYSTEM_PROGRAMS, missing_programs
 from sciir.runs.tracking import provenance_tags
 from sciir.tasks.prompts import prompt_versions
@@ -50,20 +50,27 @@ class ProjectHooks:
     @hook_impl
     def before_pipeline_run(self, run_params: dict[str, Any], pipeline: Any, catalog: Any) -> None:
         """In a dry run, keep every output in memory; refuse a benchmark, image folder or verdicts file set
-        in a conf file (results would land on the default run's)."""
+        in a conf file (evaluate's results or generate's images would land on the default run's), and a run
+        whose evaluate judges the images of another benchmark than its generate draws."""
         if dry_run_requested():
             keep_outputs_in_memory(pipeline, catalog)
-        if "params:evaluate" not in pipeline.inputs():
-            return
-        misplaced = settings_outside_command_line(
-            catalog.load("params:evaluate"), run_params.get("runtime_params") or {}
-        )
+        runtime = run_params.get("runtime_params") or {}
+        misplaced = [
+            setting
+            for section in SCOPING_SETTINGS
+            if f"params:{section}" in pipeline.inputs()
+            for setting in settings_outside_command_line(section, catalog.load(f"params:{section}"), runtime)
+        ]
         if misplaced:
             raise ValueError(
                 f"{', '.join(misplaced)} is set in a conf file; give it on the command line instead "
-                f"(kedro run --params {misplaced[0]}=...): it also names the folder the results go to, "
+                f"(kedro run --params {misplaced[0]}=...): it also names the folder the outputs go to, "
                 "so that they never overwrite the default run's"
             )
+        if {"params:generate", "params:evaluate"} <= pipeline.inputs():
+            apart = benchmarks_apart(catalog.load("params:generate"), catalog.load("params:evaluate"))
+            if apart:
+                raise ValueError(apart)
 
     @hook_impl
     def before_node_run(self) -> None:

@@ -80,7 +80,8 @@ def frame_or_empty(value: pd.DataFrame | MissingInput, columns: tuple[str, ...])
 
 
 def mapping_or_empty(value: dict[str, Any] | MissingInput) -> dict[str, Any]:
-    """The partitions, or none when the folder does not exist or is empty."""
+    """The mapping (a folder's partitions, a JSON summary), or an empty one when it does not exist (an image
+    folder: or is empty)."""
     return {} if isinstance(value, MissingInput) else value
 
 
