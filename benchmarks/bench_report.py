@@ -11,8 +11,8 @@
    ``build_report`` node on the folder (``evaluate.images_dir``, as a user's own images are read),
    then saves its output with the catalog's ``ReportFolderDataset`` twice: cold (every thumbnail made)
    and warm (the same report again: every thumbnail kept);
-4. prints the summary page's size, the model pages' sizes, the thumbnails' count and bytes, the node's
-   and the saves' times;
+4. prints the summary page's size, the model pages' sizes, the plots' and the thumbnails' count and
+   bytes, the node's and the saves' times;
 5. loads the summary page, one model page and the old single file (6.) in headless Chromium, three
    times each, and takes medians of:
    - over the DevTools protocol, in a fresh browser each time: the page's own navigation timing
@@ -425,6 +425,7 @@ def measure_report(
     summary = root / SUMMARY_PAGE
     pages = sorted((root / "models").glob("*.html"))
     thumbnails = sorted((root / "thumbnails").glob("*.png"))
+    plots = sorted((root / "plots").glob("*.png"))
     page_sizes = [path.stat().st_size for path in pages]
     print(
         f"verdict rows: {len(verdicts):,}; build_report node: {node_s:.1f} s (reads and hashes every image)"
@@ -435,11 +436,12 @@ def measure_report(
         f"model pages: {len(pages)}, {megabytes(min(page_sizes))} to {megabytes(max(page_sizes))} "
         f"(median {megabytes(int(statistics.median(page_sizes)))}), {megabytes(sum(page_sizes))} in all"
     )
+    print(f"plots (shown on the summary page): {len(plots)} files, {folder_bytes(plots) / 1e3:,.1f} kB")
     thumbnail_bytes = folder_bytes(thumbnails)
+    whole = summary.stat().st_size + sum(page_sizes) + folder_bytes(plots) + thumbnail_bytes
     print(
         f"thumbnails: {len(thumbnails):,} files, {megabytes(thumbnail_bytes)} "
-        f"({thumbnail_bytes / len(thumbnails) / 1e3:.1f} kB each); whole folder "
-        f"{megabytes(summary.stat().st_size + sum(page_sizes) + thumbnail_bytes)}"
+        f"({thumbnail_bytes / len(thumbnails) / 1e3:.1f} kB each); whole folder {megabytes(whole)}"
     )
 
     old = work / "old_single_file.html"

@@ -1,4 +1,4 @@
-"""Project hooks: start-up checks, run provenance, and the closing summary."""
+"""Project hooks: start-up checks, run provenance and name, and the closing summary."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ from kedro.framework.hooks import hook_impl
 from sciir.backends.dry_run import dry_run_requested
 from sciir.evaluation.leaderboard_text import print_run_summary
 from sciir.runs.dry_run_summary import keep_outputs_in_memory, ledger_text
+from sciir.runs.mlflow_view import kedro_mlflow_run_name, mark_model_training, run_name, runs_page_text
 from sciir.runs.results_folder import SCOPING_SETTINGS, benchmarks_apart, settings_outside_command_line
 from sciir.runs.system import SYSTEM_PROGRAMS, missing_programs
 from sciir.runs.tracking import provenance_tags
@@ -27,12 +28,16 @@ def prompt_version_params() -> dict[str, str]:
 
 
 class ProjectHooks:
-    """Checks system programs at start-up, tags the MLflow run (provenance) and logs the prompt versions
-    as its params, and prints the leaderboard at the end."""
+    """Checks system programs at start-up; tags the MLflow run (provenance), names it by what it does
+    (``sciir.runs.mlflow_view.run_name``), logs the prompt versions as its params and marks its experiment as
+    model training; prints the leaderboard and where the MLflow UI shows the run at the end."""
 
     def __init__(self) -> None:
         self._tagged = False
         self._project_path = Path.cwd()
+        self._run_name: str | None = None  # what the run does, known once the pipeline is
+        self._kedro_mlflow_name: str | None = None  # kedro-mlflow's name, replaced by ours
+        self._page: str | None = None  # where the MLflow UI shows the run
 
     @hook_impl
     def after_context_created(self, context: Any) -> None:
@@ -51,10 +56,18 @@ class ProjectHooks:
     def before_pipeline_run(self, run_params: dict[str, Any], pipeline: Any, catalog: Any) -> None:
         """In a dry run, keep every output in memory; refuse a benchmark, image folder or verdicts file set
         in a conf file (evaluate's results or generate's images would land on the default run's), and a run
-        whose evaluate judges the images of another benchmark than its generate draws."""
+        whose evaluate judges the images of another benchmark than its generate draws; name the run by what
+        it does."""
+        self._tagged, self._page = False, None  # one hooks object serves every run of the process
+        runtime = run_params.get("runtime_params") or {}
+        evaluates = "params:evaluate" in pipeline.inputs()
+        pipelines = run_params.get("pipeline_names")
+        self._kedro_mlflow_name = kedro_mlflow_run_name(pipelines)
+        self._run_name = run_name(
+            pipelines, runtime.get("evaluate") if evaluates else None, dry_run_requested()
+        )
         if dry_run_requested():
             keep_outputs_in_memory(pipeline, catalog)
-        runtime = run_params.get("runtime_params") or {}
         misplaced = [
             setting
             for section in SCOPING_SETTINGS
@@ -74,21 +87,30 @@ class ProjectHooks:
 
     @hook_impl
     def before_node_run(self) -> None:
-        # kedro-mlflow opens the run in its before_pipeline_run; tag it once it exists.
+        # kedro-mlflow opens the run in its before_pipeline_run; tag and name it once it exists.
         if self._tagged:
             return
         import mlflow
 
-        if mlflow.active_run():
-            mlflow.set_tags(provenance_tags(self._project_path) | {"sciir.dry_run": str(dry_run_requested())})
-            mlflow.log_params(prompt_version_params())
-            self._tagged = True
+        run = mlflow.active_run()
+        if run is None:
+            return
+        mlflow.set_tags(provenance_tags(self._project_path) | {"sciir.dry_run": str(dry_run_requested())})
+        mlflow.log_params(prompt_version_params())
+        # A name configured in mlflow.yml (tracking.run.name), or a run opened before kedro's, is kept.
+        renamed = self._run_name is not None and run.info.run_name == self._kedro_mlflow_name
+        if renamed:
+            mlflow.MlflowClient().update_run(run.info.run_id, name=self._run_name)
+        mark_model_training(run.info.experiment_id)
+        name = self._run_name if renamed else run.info.run_name or run.info.run_id
+        self._page = runs_page_text(mlflow.get_tracking_uri(), run.info.experiment_id, name)
+        self._tagged = True
 
     @hook_impl
     def after_pipeline_run(self, run_params: dict[str, Any], pipeline: Any, catalog: Any) -> None:
         if dry_run_requested():
             print(f"\n{ledger_text()}\n")
-            return
-        if "leaderboard" not in pipeline.all_outputs():
-            return
-        print_run_summary(catalog, self._project_path, run_params.get("runtime_params"))
+        elif "leaderboard" in pipeline.all_outputs():
+            print_run_summary(catalog, self._project_path, run_params.get("runtime_params"))
+        if self._page:
+            print(self._page)

@@ -106,7 +106,10 @@ def test_bad_requests_fail_alone(figure: bytes, ocr: OcrVLM) -> None:
         VLMRequest(task="judge", prompt="p", images=[figure], context={"checklist": checklist}),
     ]
     unsupported, unknown, corrupt, empty, good = ocr.generate(requests)
-    assert unsupported.failure == "ocr backend has no rules for task 'reasoning' (answers ['aibench_qa', 'judge'])"
+    assert (
+        unsupported.failure
+        == "ocr backend has no rules for task 'reasoning' (answers ['aibench_qa', 'judge'])"
+    )
     assert unknown.failure.startswith("ocr backend: no task 'jduge' is registered (known: ['abstract_prompt'")
     assert not corrupt.ok and "could not be decoded" in corrupt.failure
     assert not empty.ok and "no checklist" in empty.failure
@@ -334,6 +337,18 @@ def test_the_second_recogniser_answers_only_where_tesseract_leaves_doubt() -> No
     assert answer_component(item, unsure)["answer"] == "yes" and runs == [1]
     sure, runs = _rereading(_reading("Glucose"), "Aspirin")
     assert answer_component(item, sure)["answer"] == "no" and not runs
+
+
+def test_a_lone_glyph_not_read_is_read_again_and_never_answered_absent() -> None:
+    # Tesseract reads no glyph standing alone (a point labelled "A") and counts none among the text-like
+    # marks, so a reading that missed it looks complete: the second recogniser decides, or it is unjudged.
+    sure, runs = _rereading(_reading("Right triangle"), "A", "Right triangle")
+    assert _judge_text(sure, "A")["verdict"] == "yes" and runs == [1]
+    sure, runs = _rereading(_reading("Right triangle"), "Right triangle")
+    answer = _judge_text(sure, "B")
+    assert answer["verdict"] is None and "single glyph" in answer["reasoning"] and runs == [1]
+    # Longer labels keep their "no" from a reliable reading.
+    assert _judge_text(sure, "BC")["verdict"] == "no"
 
 
 def test_the_judge_reads_again_with_the_second_recogniser(monkeypatch: pytest.MonkeyPatch) -> None:

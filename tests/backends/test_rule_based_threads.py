@@ -47,3 +47,19 @@ def test_one_core_answers_on_the_calling_thread(spied_rules, monkeypatch):
     threads, rules = spied_rules
     OfflineVLM(rules).generate([VLMRequest(task="screen", prompt=str(n)) for n in range(3)])
     assert threads == {threading.current_thread().name}
+
+
+def test_a_slow_request_holds_back_no_other_and_results_come_as_they_are_done(monkeypatch):
+    """Answered a window at a time, the requests after the first window would wait for its slowest."""
+    monkeypatch.setattr(rule_based, "answer_threads", lambda: 2)
+
+    def rules(request: VLMRequest, sight: object) -> VLMResult:
+        time.sleep(0.6 if request.prompt == "0" else 0.02)
+        return VLMResult(output={"prompt": request.prompt})
+
+    arrived: list[int] = []
+    model = OfflineVLM(RuleBook("offline", {"screen": rules}, ("screen",)))
+    requests = [VLMRequest(task="screen", prompt=str(n)) for n in range(12)]
+    model.stream(requests, lambda position, result: arrived.append(position), window=4)
+    assert sorted(arrived) == list(range(12))
+    assert arrived.index(0) > arrived.index(8)  # later windows' requests were answered meanwhile

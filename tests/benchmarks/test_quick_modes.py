@@ -236,6 +236,7 @@ def _(output: str) -> None:
     _line(r"^sources: 99 images of 160 px \(.*\), 1 missing; 15 questions per sample$", output)
     _line(r"^verdict rows: 1,500; build_report node: ", output)
     _line(r"^model pages: 2, ", output)
+    _line(r"^plots \(shown on the summary page\): 2 files, ", output)
     _line(r"^thumbnails: 99 files, ", output)
     _line(r"^old single file for model_00's 50 images: ", output)
     if Path("/usr/bin/chromium").exists():

@@ -1,11 +1,13 @@
-"""The evaluation report folder rendered by headless Chromium from disk: the summary page renders and
-links the model pages; a model page's lazily loaded thumbnail file decodes, and its failed check is
-visible with its highlight. Skipped when /usr/bin/chromium is absent."""
+"""The evaluation report folder rendered by headless Chromium from disk: the summary page renders, shows
+its plots (each image file decoded by the browser) and links the model pages; a model page links back to
+the summary and to each plot, its lazily loaded thumbnail file decodes, and its failed check is visible
+with its highlight. Skipped when /usr/bin/chromium is absent."""
 
 from __future__ import annotations
 
 import io
 import subprocess
+from dataclasses import replace
 from pathlib import Path
 from urllib.parse import urljoin, urlparse
 
@@ -15,7 +17,14 @@ from lxml import html
 from PIL import Image
 
 from sciir.catalog.report_dataset import ReportFolderDataset
-from sciir.evaluation.report import image_views, leaderboard_table, missing_images, render_report
+from sciir.evaluation.report import (
+    breakdown_intervals,
+    image_views,
+    leaderboard_table,
+    missing_images,
+    render_report,
+)
+from sciir.evaluation.report_and_plots import report_plots
 from sciir.evaluation.scoring import leaderboard, score_samples, score_table
 from sciir.stats.bootstrap import BootstrapConfig
 
@@ -64,15 +73,21 @@ VERDICTS = pd.DataFrame(
 
 
 def write_report(folder: Path) -> Path:
-    """A report folder of one drawn image (one check passes, one fails) and one missing image, written
-    by the catalog's dataset; the folder."""
+    """A report folder of one drawn image (one check passes, one fails) and one missing image, with the
+    track plot beside the leaderboard and the group heatmap beside the groups' table, written by the
+    catalog's dataset; the folder."""
     scores = score_samples(VERDICTS, BENCHMARK, "exclude")
-    board = leaderboard(score_table(scores, BootstrapConfig(n_boot=50)))
+    table = score_table(scores, BootstrapConfig(n_boot=50))
+    board = leaderboard(table)
     unavailable = {"lost/s1": "no image from model lost for sample s1: OOM"}
     images = {"drawn/s1": lambda: Image.new("RGB", (640, 480), "lightsteelblue")}
     views = image_views(VERDICTS, CHECKLISTS, scores, BENCHMARK, images, unavailable, thumbnail_px=200)
+    track_bars, group_heatmap = report_plots(board, table, "sciir_veto")
     report = render_report(
-        [leaderboard_table("Leaderboard", board)],
+        [
+            replace(leaderboard_table("Leaderboard", board), plot=track_bars),
+            replace(breakdown_intervals("Per group", table, "group"), plot=group_heatmap),
+        ],
         views,
         {"judge": "scripted"},
         [],
@@ -129,18 +144,34 @@ def on_disk(doc: html.HtmlElement, href: str) -> Path:
 def test_summary_renders_and_links_the_model_pages(rendered):
     doc = rendered["summary"]
     assert doc.xpath("//h1")[0].text_content() == "SciIR-Bench evaluation report"
-    assert not doc.xpath("//section") and not doc.xpath("//img")  # images and checklists are on model pages
+    assert not doc.xpath("//section") and not doc.xpath("//img[@class='generated']")  # on model pages
     links = [on_disk(doc, href) for href in doc.xpath("//a[@class='model-page']/@href")]
     assert [link.name for link in links] == ["drawn.html", "lost.html"] and all(
         link.is_file() for link in links
     )
 
 
-def test_model_page_renders_with_a_link_back(rendered):
+def test_summary_shows_its_plots_decoded_by_the_browser(rendered):
+    images = rendered["summary"].xpath("//figure[@class='plot']/img")
+    assert [on_disk(rendered["summary"], img.get("src")).name for img in images] == [
+        "track_pass_rates.png",
+        "group_heatmap.png",
+    ]
+    for img in images:  # marked by the page's own script once the browser has decoded the file
+        assert img.get("data-loaded") == "true" and int(img.get("data-natural-width")) > 300, img.get("src")
+    every = rendered["summary"].xpath("//img")
+    assert len(every) == 2 and all(img.get("data-loaded") == "true" for img in every)
+
+
+def test_model_page_renders_with_links_back_to_the_summary_and_its_plots(rendered):
     doc = rendered["drawn"]
     assert doc.xpath("//h1")[0].text_content() == "Model drawn" and doc.xpath('//section[@id="drawn/s1"]')
     back = on_disk(doc, doc.xpath("//a[@class='summary-page']/@href")[0])
     assert back == rendered["summary_path"] and back.is_file()
+    links = [urlparse(urljoin(doc.base_url, href)) for href in doc.xpath("//a[@class='plot-link']/@href")]
+    assert [Path(link.path) for link in links] == [rendered["summary_path"]] * 2
+    shown = [rendered["summary"].xpath(f'//figure[@id="{link.fragment}"]/img/@src') for link in links]
+    assert shown == [["plots/track_pass_rates.png"], ["plots/group_heatmap.png"]]
 
 
 def test_thumbnail_file_is_loaded_lazily_and_decoded_by_the_browser(rendered):

@@ -1,18 +1,28 @@
-"""The report folder dataset: pages written, thumbnails made once, stale files removed, an MLflow folder artifact."""
+"""The report folder dataset: pages and plots written, thumbnails made once, stale files removed, every image a
+page shows a PNG file beside it that decodes, an MLflow folder artifact."""
 
 from __future__ import annotations
 
+import io
 import logging
+import shutil
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 
 import mlflow
+import pandas as pd
 import pytest
 from kedro.io import DatasetError
 from kedro_mlflow.io.artifacts import MlflowArtifactDataset
+from lxml import html
+from PIL import Image
 
 from sciir.catalog.report_dataset import ReportFolderDataset
-from sciir.evaluation.report import ReportFolder
+from sciir.evaluation.report import ReportFolder, image_views, render_report, table_from_frame
+from sciir.evaluation.report_and_plots import report_plots
+from sciir.evaluation.scoring import leaderboard, score_samples, score_table
+from sciir.stats.bootstrap import BootstrapConfig
 
 PAGES = {"index.html": "<p>summary</p>", "models/a.html": '<img src="../thumbnails/x-256.png">'}
 
@@ -34,6 +44,15 @@ def test_save_then_load_gives_the_same_pages_and_thumbnails(tmp_path):
     assert dict(loaded.pages) == PAGES
     assert {path: make() for path, make in loaded.thumbnails.items()} == {"thumbnails/x-256.png": b"x"}
     assert dataset.exists()
+
+
+def test_plots_are_written_on_every_save_and_loaded_as_bytes(tmp_path):
+    dataset = ReportFolderDataset(path=str(tmp_path / "report"))
+    dataset.save(ReportFolder(PAGES, {}, {"plots/bars.png": b"first", "plots/gone.png": b"old"}))
+    dataset.save(ReportFolder(PAGES, {}, {"plots/bars.png": b"second"}))  # same name, new content
+    assert sorted(path.name for path in (tmp_path / "report" / "plots").iterdir()) == ["bars.png"]
+    loaded = dataset.load()
+    assert dict(loaded.plots) == {"plots/bars.png": b"second"} and not loaded.thumbnails
 
 
 def test_a_thumbnail_already_written_is_kept_not_made_again(tmp_path):
@@ -100,3 +119,65 @@ def test_logged_to_mlflow_as_one_folder_artifact(tmp_path, mlflow_store):
     assert listed() == {"report/index.html", "report/models/a.html", "report/thumbnails/x-256.png"}
     page = mlflow.artifacts.download_artifacts(run_id=run.info.run_id, artifact_path="report/index.html")
     assert Path(page).read_text() == PAGES["index.html"]
+
+
+def _evaluation_report() -> ReportFolder:
+    """The report of one model's one image, a checklist of two questions (one passed, one failed), with the
+    evaluate run's two plots."""
+    benchmark = pd.DataFrame({"sample_id": ["s1"], "group": ["g"], "setting": ["plain"], "prompt": ["Draw"]})
+    checklists = pd.DataFrame(
+        {
+            "sample_id": ["s1"] * 2,
+            "question_id": ["q1", "q2"],
+            "question": ["A?", "B?"],
+            "expected_text": [None] * 2,
+        }
+    )
+    verdicts = pd.DataFrame(
+        {
+            "model": ["m", "m"], "sample_id": ["s1", "s1"], "question_id": ["q1", "q2"], "layer": [2, 2],
+            "track": ["entity", "process"], "verdict": ["yes", "no"], "status": ["judged"] * 2,
+            "evidence": [None] * 2, "reasoning": [None] * 2, "reason": [None] * 2,
+        }
+    )  # fmt: skip
+    scores = score_samples(verdicts, benchmark, "exclude")
+    table = score_table(scores, BootstrapConfig(n_boot=20))
+    board = leaderboard(table)
+    images = {"m/s1": lambda: Image.new("RGB", (300, 200), "navy")}
+    views = image_views(verdicts, checklists, scores, benchmark, images, {}, thumbnail_px=100)
+    track_bars, group_heatmap = report_plots(board, table, "sciir_veto")
+    tables = [
+        replace(table_from_frame("board", board[["model", "final"]]), plot=track_bars),
+        replace(table_from_frame("groups", board[["model", "coverage"]]), plot=group_heatmap),
+    ]
+    return render_report(tables, views, {"judge": "scripted"})
+
+
+def _images_on_disk(root: Path) -> dict[str, list[Path]]:
+    """Per page of the folder at ``root``, the files its ``<img>`` sources point to."""
+    return {
+        page.relative_to(root).as_posix(): [
+            (page.parent / src).resolve() for src in html.fromstring(page.read_text()).xpath("//img/@src")
+        ]
+        for page in sorted(root.rglob("*.html"))
+    }
+
+
+def test_every_image_a_saved_page_shows_is_a_png_file_in_the_folder_that_decodes(tmp_path):
+    root = tmp_path / "report"
+    ReportFolderDataset(path=str(root)).save(_evaluation_report())
+    shown = _images_on_disk(root)
+    assert [len(files) for files in shown.values()] == [2, 1]  # index.html: 2 plots; models/m.html: 1 image
+    for page, files in shown.items():
+        for file in files:
+            assert file.is_file() and file.is_relative_to(root.resolve()), f"{page}: {file} missing"
+            picture = Image.open(io.BytesIO(file.read_bytes()))
+            picture.load()  # every pixel decoded: a truncated file fails here
+            assert picture.format == "PNG" and min(picture.size) > 0, f"{page}: {file}"
+
+
+def test_the_saved_folder_moved_elsewhere_still_finds_every_image(tmp_path):
+    ReportFolderDataset(path=str(tmp_path / "report")).save(_evaluation_report())
+    moved = tmp_path / "elsewhere" / "copy"
+    shutil.move(tmp_path / "report", moved)  # relative links: the folder works wherever it is
+    assert all(file.is_file() for files in _images_on_disk(moved).values() for file in files)

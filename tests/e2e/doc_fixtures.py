@@ -13,9 +13,10 @@ names the file, once the default run has produced what they are made from:
   line, so the documented example is the file the documented command reads;
 - ``physics_images`` (same page): model ``mine``'s images of that benchmark, each with the labels its
   prompt asks for drawn in a box, ``lever__reasoning`` without "Fulcrum";
-- ``diagram_statements.json``, ``tifa_questions.json``, ``dsg_questions.csv`` (same page, "Importers"):
-  the example the page shows right after naming the file, so the documented example is what the
-  documented import command converts.
+- ``diagram_statements.json``, ``tifa_questions.json``, ``dsg_questions.csv``, ``diagram_elements.json``
+  and its field map ``diagram_fields.yml``, ``prompts.txt`` (same page, "Importers"): the example the
+  page shows right after naming the file, so the documented example is what the documented import
+  command converts.
 - ``review_queue.reviewed.csv`` (README, "Reviewing curate's screen by hand"): the default run's review
   queue as a person gives it back: every row decided, KEEP but the first spot check, REJECT.
 - ``metric_scores.csv`` (docs/human_corr.md, "Both from files"): another system's scores in the documented
@@ -56,16 +57,20 @@ def write_answers(root: Path) -> None:
     verdicts[columns].to_csv(root / "answers.csv", index=False)
 
 
+def json_objects(block: str) -> list[dict]:
+    """The JSON objects written one after another in ``block``, each spread over any number of lines."""
+    decoder, objects, position = json.JSONDecoder(), [], 0
+    while block[position:].strip():
+        position += len(block[position:]) - len(block[position:].lstrip())
+        found, position = decoder.raw_decode(block, position)
+        objects.append(found)
+    return objects
+
+
 def documented_samples(root: Path) -> list[dict]:
     """The JSON objects of the first ``json`` block of docs/bring_your_own_benchmark.md."""
     text = (root / "docs" / "bring_your_own_benchmark.md").read_text(encoding="utf-8")
-    block = text.split("```json\n", 1)[1].split("```", 1)[0]
-    decoder, samples, position = json.JSONDecoder(), [], 0
-    while block[position:].strip():
-        position += len(block[position:]) - len(block[position:].lstrip())
-        sample, position = decoder.raw_decode(block, position)
-        samples.append(sample)
-    return samples
+    return json_objects(text.split("```json\n", 1)[1].split("```", 1)[0])
 
 
 def write_benchmark(root: Path) -> None:
@@ -111,7 +116,14 @@ def example_writer(name: str) -> Callable[[Path], None]:
     return write
 
 
-IMPORTER_EXAMPLES = ("diagram_statements.json", "tifa_questions.json", "dsg_questions.csv")
+IMPORTER_EXAMPLES = (
+    "diagram_statements.json",
+    "tifa_questions.json",
+    "dsg_questions.csv",
+    "diagram_elements.json",
+    "diagram_fields.yml",
+    "prompts.txt",
+)
 
 
 def write_reviewed_queue(root: Path) -> None:

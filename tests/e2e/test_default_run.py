@@ -63,6 +63,10 @@ def test_run_ends_with_the_leaderboard_and_the_report(first_run, project):
     assert f"Report: {report / 'index.html'}" in out
     assert (report / "index.html").stat().st_size > 5_000
     assert list((report / "models").glob("*.html")) and list((report / "thumbnails").glob("*.png"))
+    # The summary shows the run's two plots from its own folder, the same files as the run's PNGs.
+    for name in ("track_pass_rates.png", "group_heatmap.png"):
+        assert f'src="plots/{name}"' in (report / "index.html").read_text()
+        assert (report / "plots" / name).read_bytes() == (report.parent / name).read_bytes()
 
 
 def test_programmatic_beats_its_faulty_variant_and_noise_scores_near_zero(first_run, project):
@@ -155,9 +159,14 @@ def test_mlflow_holds_params_metrics_and_report(first_run, project):
         params = {k for (k,) in conn.execute("SELECT key FROM params")}
         metrics = {k for (k,) in conn.execute("SELECT key FROM metrics")}
         tags = {k for (k,) in conn.execute("SELECT key FROM tags")}
+        run_names = {name for (name,) in conn.execute("SELECT name FROM runs")}
+        kinds = dict(conn.execute("SELECT key, value FROM experiment_tags"))
     assert any(k.startswith("evaluate.") for k in params) and any(k.startswith("finetune.") for k in params)
     assert "finetune.train_loss" in metrics and any(k.startswith("evaluate.") for k in metrics)
     assert {"git.commit", "git.dirty"} <= tags
+    # The run is named by what it did, each model's nested run by the model; the experiment is model training.
+    assert {"all pipelines", "programmatic"} <= run_names and "__default__" not in run_names
+    assert kinds["mlflow.experimentKind"] == "custom_model_development"
     artifacts = list((project / "mlruns" / "artifacts").rglob("*"))
     names = {p.name for p in artifacts}
     assert {"index.html", "leaderboard.csv", "track_pass_rates.png"} <= names

@@ -93,6 +93,11 @@ EXEMPT = {
     "brew install graphviz tesseract": "macOS only; this machine has both programs (`make` checks them)",
     "dnf install graphviz tesseract": "Fedora only; this machine has both programs (`make` checks them)",
     "vllm serve Qwen/Qwen3-VL-8B-Instruct --port 8000": "needs the model's weights and a GPU",
+    "python -m sciir.benchmark_import prompts prompts.txt -o prompts_dsg.jsonl --backend openai --base-url "
+    "http://localhost:8000/v1 --model Qwen/Qwen3-8B": (
+        "needs a served language model; the same command runs against the loopback server with scripted "
+        "replies in tests/user_files/test_prompt_checklists.py, which checks the file the page shows"
+    ),
     "--params aibench.baseline_metrics.clip.model_path=/models/clip-vit-base-patch32": (
         "needs CLIP weights; CLIPScore is tested on a tiny local CLIP in tests/evaluation/test_baseline_metrics.py"
     ),

@@ -79,6 +79,8 @@ def test_offline_judge_on_an_own_benchmark_from_a_fresh_clone(fresh, kedro):
     assert tags["sciir.benchmark.name"] == "physics" and re.fullmatch(
         r"[0-9a-f]{64}", tags["sciir.benchmark.sha256"]
     )
+    assert tags["mlflow.runName"] == "evaluate physics on physics_images"  # named by what it did
+    assert "runs?workflowType=machine_learning (start the UI with: mlflow ui --backend-store-uri" in said
 
 
 def _files_under(folder: Path) -> dict[str, int]:

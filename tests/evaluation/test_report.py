@@ -1,15 +1,22 @@
-"""The HTML report: a small summary page (intervals, heatmap, missing images, links to the models) and
-one page per model (thumbnail files loaded lazily, failed checks highlighted)."""
+"""The HTML report: a small summary page (intervals, heatmap, the plots beside their tables, missing
+images, links to the models) and one page per model (links back to the summary and the plots, thumbnail
+files loaded lazily, failed checks highlighted)."""
 
 from __future__ import annotations
 
 import hashlib
 import io
+from dataclasses import replace
+from pathlib import Path, PurePosixPath
+from urllib.parse import urldefrag
 
 import pandas as pd
+import pytest
+import yaml
 from lxml import html
 from PIL import Image
 
+from sciir.evaluation.plots import PNG_SAVE_ARGS
 from sciir.evaluation.report import (
     ReportFolder,
     coverage_table,
@@ -22,6 +29,7 @@ from sciir.evaluation.report import (
     model_page_path,
     render_report,
 )
+from sciir.evaluation.report_and_plots import report_plots
 from sciir.evaluation.scoring import leaderboard, score_samples, score_table
 from sciir.evaluation.thumbnails import thumbnail_path
 from sciir.images.payload import encode
@@ -63,6 +71,7 @@ VERDICTS = pd.DataFrame(
 )
 
 
+REPO = Path(__file__).resolve().parents[2]
 UNAVAILABLE = {"missing/s1": "no image from model missing for sample s1: OOM"}
 
 
@@ -76,8 +85,13 @@ def render_folder(images: dict | None = None) -> ReportFolder:
     board = leaderboard(table)
     images = {"drawn/s1": drawn_image} if images is None else images
     views = image_views(VERDICTS, CHECKLISTS, scores, BENCHMARK, images, UNAVAILABLE, thumbnail_px=256)
+    track_bars, group_heatmap = report_plots(board, table, "sciir_veto")
     return render_report(
-        [leaderboard_table("Leaderboard", board), coverage_table("Coverage", board)],
+        [
+            replace(leaderboard_table("Leaderboard", board), plot=track_bars),
+            coverage_table("Coverage", board),
+            replace(coverage_table("Per group", board), plot=group_heatmap),
+        ],
         views,
         {"judge template": "t1"},
         heatmaps=[heatmap("Per group", table, "group")],
@@ -91,7 +105,71 @@ def render(page: str = "index.html") -> html.HtmlElement:
 
 
 def test_the_report_is_a_summary_and_one_page_per_model():
-    assert list(render_folder().pages) == ["index.html", "models/drawn.html", "models/missing.html"]
+    folder = render_folder()
+    assert list(folder.pages) == ["index.html", "models/drawn.html", "models/missing.html"]
+    assert list(folder.plots) == ["plots/track_pass_rates.png", "plots/group_heatmap.png"]
+
+
+def folder_file(folder: ReportFolder, page: str, src: str) -> bytes:
+    """The bytes of the report file that ``src``, written in ``page``, points to; fails when there is none."""
+    path = PurePosixPath(page).parent.joinpath(src).as_posix()
+    parts: list[str] = []
+    for part in path.split("/"):
+        if part == "..":
+            assert parts, f"{src} in {page} climbs out of the report folder"
+            parts.pop()
+        elif part != ".":
+            parts.append(part)
+    relative = "/".join(parts)
+    files = {**folder.plots, **{name: make() for name, make in folder.thumbnails.items()}}
+    assert relative in files, f"{src} in {page} is no file of the report"
+    return files[relative]
+
+
+@pytest.mark.parametrize("page", ["index.html", "models/drawn.html", "models/missing.html"])
+def test_every_image_of_a_page_is_a_png_file_of_the_folder_that_decodes(page):
+    folder = render_folder()
+    for img in html.fromstring(folder.pages[page]).xpath("//img"):
+        assert img.get("alt"), f"an image of {page} has no alt text"
+        picture = Image.open(io.BytesIO(folder_file(folder, page, img.get("src"))))
+        picture.load()  # decodes every pixel: a truncated or broken file fails here
+        assert picture.format == "PNG" and min(picture.size) > 0
+
+
+def test_the_summary_shows_each_plot_beside_its_table():
+    folder = render_folder()
+    doc = html.fromstring(folder.pages["index.html"])
+    beside = {
+        box.xpath("preceding-sibling::h2[1]")[0].text_content(): box.xpath(".//figure/img/@src")
+        for box in doc.xpath("//div[@class='beside'][table[@class='summary']]")
+    }
+    assert beside == {
+        "Leaderboard": ["plots/track_pass_rates.png"],
+        "Coverage": [],
+        "Per group": ["plots/group_heatmap.png"],
+    }
+    heatmap_png = Image.open(io.BytesIO(folder.plots["plots/group_heatmap.png"]))
+    assert heatmap_png.size[0] > 300 and heatmap_png.size[1] > 150  # a drawn figure, not a placeholder
+
+
+def test_each_model_page_links_back_to_the_summary_and_its_plots():
+    folder = render_folder()
+    summary = html.fromstring(folder.pages["index.html"])
+    for page in ("models/drawn.html", "models/missing.html"):
+        doc = html.fromstring(folder.pages[page])
+        assert doc.xpath("//a[@class='summary-page']/@href") == ["../index.html"]
+        links = [urldefrag(href) for href in doc.xpath("//a[@class='plot-link']/@href")]
+        assert [target for target, _ in links] == ["../index.html"] * 2
+        shown = [summary.xpath(f'//figure[@id="{anchor}"]/img/@src') for _, anchor in links]
+        assert shown == [["plots/track_pass_rates.png"], ["plots/group_heatmap.png"]]
+
+
+def test_the_report_draws_its_plots_as_the_catalog_saves_the_run_s_own():
+    for name in ("catalog.yml", "catalog_evaluate.yml"):
+        entries = yaml.safe_load((REPO / "conf" / "base" / name).read_text())
+        for entry in ("evaluate_plot_tracks", "evaluate_plot_groups"):
+            if entry in entries:
+                assert entries[entry]["dataset"]["save_args"] == PNG_SAVE_ARGS, entry
 
 
 def test_failed_check_is_highlighted_with_evidence():
@@ -127,9 +205,9 @@ def test_another_image_gets_another_thumbnail():
     assert set(black.thumbnails).isdisjoint(render_folder().thumbnails)
 
 
-def test_the_summary_links_each_model_page_with_its_counts_and_shows_no_image():
+def test_the_summary_links_each_model_page_with_its_counts_and_shows_no_thumbnail():
     doc = render()
-    assert not doc.xpath("//img") and not doc.xpath("//table[@class='checklist']")
+    assert doc.xpath("//img/@class") == ["plot", "plot"] and not doc.xpath("//table[@class='checklist']")
     rows = [
         [cell.text_content() for cell in row.xpath("td")]
         for row in doc.xpath("//table[@class='models']//tr[td]")
@@ -204,11 +282,12 @@ def test_model_pages_have_plain_distinct_file_names():
         assert "/" not in name and not name.startswith(".") and name.endswith(".html")
 
 
-def test_images_are_marked_once_decoded_by_the_page_script():
-    doc = render("models/drawn.html")
-    assert doc.xpath("//img[@class='generated']")
+@pytest.mark.parametrize("page", ["index.html", "models/drawn.html"])
+def test_images_are_marked_once_decoded_by_the_page_script(page):
+    doc = render(page)
+    assert doc.xpath("//img")
     script = doc.xpath("//script")[0].text_content()
-    assert 'querySelectorAll("img.generated")' in script and "dataset.loaded" in script
+    assert 'querySelectorAll("img")' in script and "dataset.loaded" in script
 
 
 def test_a_labelled_track_without_questions_is_shown_as_a_checklist_defect():

@@ -27,6 +27,7 @@ from sciir.backends.base import VisionLanguageModel, VLMRequest, VLMResult
 from sciir.backends.cache import CachedVLM, ResponseCache
 from sciir.catalog.report_dataset import ReportFolderDataset
 from sciir.evaluation.params import EvaluateParams
+from sciir.evaluation.plots import figure_png
 from sciir.pipelines.evaluate import create_pipeline
 from sciir.pipelines.evaluate.nodes import judge_generations, plot_tracks, validate_judge
 from sciir.pipelines.evaluate.pipeline import sciir_evaluation_pipeline
@@ -247,7 +248,14 @@ def test_metrics_report_and_plots(outputs):
     assert [link.get("href") for link in summary.xpath("//a[@class='model-page']")] == [
         "models/bad.html", "models/good.html", "models/retired.html"
     ]  # fmt: skip
-    assert not summary.xpath("//img")
+    # The run's two plots beside their tables, drawn exactly as the catalog's PNG files of the run.
+    assert summary.xpath("//figure[@class='plot']/img/@src") == [
+        "plots/track_pass_rates.png", "plots/group_heatmap.png"
+    ]  # fmt: skip
+    assert outputs["report"].plots == {
+        "plots/track_pass_rates.png": figure_png(outputs["evaluate_plot_tracks"]),
+        "plots/group_heatmap.png": figure_png(heat),
+    }
     bad = pages["models/bad.html"]
     failed = bad.xpath('//section[@id="bad/s1"]//tr[contains(concat(" ", @class, " "), " fail ")]')
     assert {row.get("data-question-id") for row in failed} == {"e1", "p1"}

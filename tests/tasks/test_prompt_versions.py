@@ -20,6 +20,7 @@ from sciir.tasks.aibench_graph import build_graph_request
 from sciir.tasks.aibench_qa import build_solver_request
 from sciir.tasks.aibench_questions import build_questions_request
 from sciir.tasks.judge import build_judge_request
+from sciir.tasks.prompt_checklist import build_prompt_checklist_request
 from sciir.tasks.prompts import prompt_versions
 from sciir.tasks.registry import ANNOTATION_TASKS
 from sciir.tasks.registry import ANNOTATION_TASKS as TASKS
@@ -48,6 +49,7 @@ def _every_request():
     yield build_graph_request("ADP is turned into ATP.", "ATP synthase.", ["ATP"])
     yield build_questions_request("s1", build_logic_graph(["ATP"], []), ["NADH"], QuestionSettings())
     yield build_plan_request("Draw ATP.", PlannerSettings())
+    yield build_prompt_checklist_request('Draw "ATP".')
     yield build_score_request('Draw "ATP".', b"png")
     yield build_solver_request(SOLVER_ITEMS, b"png")
     yield build_aesthetics_request(b"png")

@@ -4,7 +4,6 @@ categories, parent ids and prompts of the source; errors name the file, the item
 
 from __future__ import annotations
 
-import importlib.util
 import json
 from pathlib import Path
 
@@ -31,11 +30,6 @@ def failure(capsys, format_name: str, source: Path) -> str:
     """The error line of a conversion that must fail."""
     assert main([format_name, str(source), "-o", str(source.parent / "out.jsonl")]) == 1
     return capsys.readouterr().err
-
-
-def questions_of(tables: BenchmarkTables, sample_id: str) -> pd.DataFrame:
-    checklist = tables.checklists[tables.checklists["sample_id"] == sample_id]
-    return checklist.set_index("question_id")
 
 
 def write_json(path: Path, content: object) -> Path:
@@ -84,7 +78,7 @@ LENS = {
 EMPTY = {"id": "circuit-03", "prompt": "Draw a battery and a bulb.", "requirements": []}
 
 
-def test_statements_become_yes_no_questions_and_each_quiz_one_question(tmp_path, capsys):
+def test_statements_become_yes_no_questions_and_each_quiz_one_question(tmp_path, capsys, questions_of):
     tables, printed = convert(
         capsys, "statements", write_json(tmp_path / "items.json", [INCLINE, LENS, EMPTY])
     )
@@ -119,7 +113,7 @@ def test_statements_become_yes_no_questions_and_each_quiz_one_question(tmp_path,
     assert "item 3 (id 'circuit-03'): no statements and no quizzes" in printed
 
 
-def test_statement_categories_are_configurable_and_jsonl_scoring_points_read(tmp_path, capsys):
+def test_statement_categories_are_configurable_and_jsonl_scoring_points_read(tmp_path, capsys, questions_of):
     exam = {
         "uid": 7,
         "instruction": "Draw resistors R1 and R2 in series with a 9 V battery.",
@@ -158,7 +152,7 @@ def test_statement_categories_are_configurable_and_jsonl_scoring_points_read(tmp
             ["item 2 (id 'a')", "already used at", "item 1"],
         ),
         (
-            [{"id": "a", "prompt": "p", "quizzes": [{"options": ["x"], "answer": "x"}]}],
+            [{"id": "a", "prompt": "p", "checklist": [], "quizzes": [{"options": ["x"], "answer": "x"}]}],
             ["quiz 1", "'question'"],
         ),
         ({"rows": []}, ["expected a JSON list of items", "'items' or 'data'"]),
@@ -205,7 +199,7 @@ def tifa_row(
     }
 
 
-def test_tifa_questions_keep_yes_no_questions_and_rewrite_the_others(tmp_path, capsys):
+def test_tifa_questions_keep_yes_no_questions_and_rewrite_the_others(tmp_path, capsys, questions_of):
     cats = "two cats sleeping on a red sofa"
     rows = [
         tifa_row("drawbench_12", cats, "are there cats?", ["yes", "no"], "yes", "animal/human"),
@@ -293,7 +287,7 @@ def write_dsg(path: Path) -> Path:
 
 
 @pytest.mark.parametrize("name", ["dsg-1k-anns.csv", "dsg.jsonl"])
-def test_dsg_dependencies_become_parent_ids_that_the_dsg_rule_follows(tmp_path, capsys, name):
+def test_dsg_dependencies_become_parent_ids_that_the_dsg_rule_follows(tmp_path, capsys, name, questions_of):
     tables, printed = convert(capsys, "dsg", write_dsg(tmp_path / name))
 
     benchmark = tables.benchmark.set_index("sample_id")
@@ -462,16 +456,7 @@ def test_a_release_folder_without_its_tables_or_with_bad_cells_is_refused(tmp_pa
 # ---- the examples docs/bring_your_own_benchmark.md shows (the documented commands convert the same files)
 
 
-def documented_example(name: str) -> str:
-    """The page's example ``name``, as tests/e2e/doc_fixtures.py writes it for the documented command."""
-    script = Path(__file__).resolve().parents[1] / "e2e" / "doc_fixtures.py"
-    spec = importlib.util.spec_from_file_location("doc_fixtures", script)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module.documented_example(script.parents[2], name)
-
-
-def test_the_documented_examples_convert_as_the_page_says(tmp_path, capsys):
+def test_the_documented_examples_convert_as_the_page_says(tmp_path, capsys, questions_of, documented_example):
     converted = {}
     for format_name, name in [
         ("statements", "diagram_statements.json"),

@@ -6,14 +6,15 @@ with the answerer of the request's task, giving it what the backend can see (``S
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from itertools import count
+from typing import Any, ClassVar, cast
 
 import pytesseract
 
-from sciir.backends.base import VisionLanguageModel, VLMRequest, VLMResult
+from sciir.backends.base import Pending, VisionLanguageModel, VLMRequest, VLMResult, no_request_in_flight
 from sciir.backends.readers.second_reader import second_recogniser_version
 from sciir.backends.readers.tesseract import READER_VERSION, require_tesseract, shared_reader
 from sciir.backends.readers.text import OcrReading
@@ -48,6 +49,13 @@ def answer_threads() -> int:
     return max(1, os.cpu_count() or 1)
 
 
+def _waits(item: VLMRequest | Pending) -> bool:
+    """A waiting source (``PENDING``) when every request it was given is answered already: an error."""
+    if isinstance(item, Pending):
+        raise no_request_in_flight()
+    return False
+
+
 class RuleBasedVLM(VisionLanguageModel):
     """Answers each request by its task's answerer in the rule book, from Tesseract's reading of the image
     (read once per image for all tasks); a task the book has no answerer for, or an image the rules cannot
@@ -76,11 +84,50 @@ class RuleBasedVLM(VisionLanguageModel):
         return {**super().identity(), **rules, **readers}
 
     def generate(self, requests: Sequence[VLMRequest]) -> list[VLMResult]:
-        threads = min(answer_threads(), len(requests))
-        if threads <= 1:
-            return [self._answer(request) for request in requests]
-        with ThreadPoolExecutor(max_workers=threads, thread_name_prefix=f"{self.reader}-rules") as pool:
-            return list(pool.map(self._answer, requests))
+        results: list[VLMResult | None] = [None] * len(requests)
+        self.stream(requests, results.__setitem__)
+        return cast(list[VLMResult], results)
+
+    def stream(
+        self,
+        requests: Iterable[VLMRequest | Pending],
+        on_result: Callable[[int, VLMResult], None],
+        window: int | None = None,
+    ) -> None:
+        """Each request answered on one of ``answer_threads()`` threads as soon as one is free, at most
+        ``window`` taken ahead of their results, each result reported (on this thread) as it is done:
+        no window waits for its slowest request before the next is taken. A source that waits
+        (``PENDING``) waits for the next result."""
+        size = window or self.stream_window
+        if size < 1:
+            raise ValueError(f"a stream's window must be at least 1, got {size}")
+        threads = answer_threads()
+        if threads == 1:  # one core: answered here, each before the next is taken
+            for position, request in enumerate(item for item in requests if not _waits(item)):
+                on_result(position, self._answer(request))
+            return
+        running: dict[Future[VLMResult], int] = {}
+
+        def report_done() -> None:
+            done, _ = wait(running, return_when=FIRST_COMPLETED)
+            for future in sorted(done, key=running.__getitem__):
+                on_result(running.pop(future), future.result())
+
+        with ThreadPoolExecutor(
+            max_workers=answer_threads(), thread_name_prefix=f"{self.reader}-rules"
+        ) as pool:
+            positions = count()
+            for request in requests:
+                if isinstance(request, Pending):
+                    if not running:
+                        raise no_request_in_flight()
+                    report_done()
+                    continue
+                running[pool.submit(self._answer, request)] = next(positions)
+                if len(running) >= size:
+                    report_done()
+            while running:
+                report_done()
 
     def _answer(self, request: VLMRequest) -> VLMResult:
         if request.task not in self.rules.tasks:

@@ -8,8 +8,10 @@ never appear in the dataset's description, logs or MLflow.
 from __future__ import annotations
 
 import os
+from pathlib import Path
 from typing import Any
 
+from kedro.config import MissingConfigException, OmegaConfigLoader
 from kedro.io import AbstractDataset, DatasetError
 
 from sciir.backends.base import GENERATOR_ROLES, Backend, GeneratorRole, ImageGenerator
@@ -76,7 +78,9 @@ def make_backend(
     (a vision-language backend entry, plus ``max_words``): see ``wrapped_generator``.
     """
     config = dict(spec)
-    wrappers = {key: config.pop(key) for key in ("best_of", "planner") if kind == "generator" and key in config}
+    wrappers = {
+        key: config.pop(key) for key in ("best_of", "planner") if kind == "generator" and key in config
+    }
     if wrappers:
         return wrapped_generator(name, config, wrappers, cache, credentials)
     backend_name = config.pop("backend", None)
@@ -95,7 +99,9 @@ def make_backend(
 
 def _wrapper_entry(name: str, key: str, entry: Any) -> dict[str, Any]:
     if not isinstance(entry, dict):
-        raise DatasetError(f"generator {name!r}: {key} must be a backend entry (backend, config), got {entry!r}")
+        raise DatasetError(
+            f"generator {name!r}: {key} must be a backend entry (backend, config), got {entry!r}"
+        )
     return dict(entry)
 
 
@@ -195,3 +201,41 @@ class BackendSetDataset(AbstractDataset[None, dict[str, Backend]]):
 
     def _describe(self) -> dict[str, Any]:
         return {"kind": self._kind, "members": sorted(self._members), "cache_path": self._cache_path}
+
+
+def configured_backend(name: str, kind: Kind, conf_source: str | Path = "conf") -> Backend:
+    """The backend entry ``name`` of the project's ``backends.yml`` (conf/local's replaces conf/base's, as in a
+    run), loaded outside a Kedro run (a command line's), with its credentials from conf/local.
+
+    Raises:
+        DatasetError: no conf folder, no such entry of ``kind``, or credentials it names that are not there.
+    """
+    loader = OmegaConfigLoader(
+        str(conf_source),
+        base_env="base",
+        default_run_env="local",
+        config_patterns={"backends": ["backends*", "**/backends*"]},
+    )
+    try:
+        entries = loader["backends"]
+    except (MissingConfigException, ValueError) as error:
+        raise DatasetError(
+            f"backend entry {name!r}: no {conf_source}/base/backends.yml here ({error})"
+        ) from None
+    entry = dict(entries.get(name) or {})
+    if entry.pop("type", None) != f"{__name__}.{BackendDataset.__name__}" or entry.get("kind") != kind:
+        known = [
+            key for key, value in entries.items() if isinstance(value, dict) and value.get("kind") == kind
+        ]
+        raise DatasetError(
+            f"{name!r} is not a {kind} backend entry of {conf_source}'s backends.yml (those: {known})"
+        )
+    credentials = entry.pop("credentials", None)
+    if credentials is not None:
+        try:
+            credentials = loader["credentials"][credentials]
+        except (MissingConfigException, KeyError):
+            raise DatasetError(
+                f"backend entry {name!r}: its credentials {credentials!r} are not in {conf_source}/local/credentials.yml"
+            ) from None
+    return BackendDataset(**entry, credentials=credentials).load()

@@ -1,14 +1,15 @@
-"""A Kedro dataset of an HTML report written as a folder: pages and the thumbnails they show.
+"""A Kedro dataset of an HTML report written as a folder: pages, the thumbnails and the plots they show.
 
 A :class:`sciir.evaluation.report.ReportFolder` holds the pages (HTML text by path relative to the
-folder, ``index.html`` the summary) and the thumbnails, each with a function that makes its bytes. A
+folder, ``index.html`` the summary), the plots (PNG bytes, ``plots/``, written on every save: their
+names say what they plot, not what they show) and the thumbnails, each with a function that makes its bytes. A
 thumbnail's path names its content (``sciir.evaluation.thumbnails`` names it by the source image's
 sha256 and size), so a thumbnail already in the folder is kept and its function never called: a rerun
 makes only the thumbnails of new images.
 Missing ones are made in threads (Pillow decodes, resizes and encodes without holding the GIL) and
 written under a temporary name first, so a killed run never leaves a truncated file to be reused.
 
-Files that an earlier save wrote below the folder's top level (``models/``, ``thumbnails/``) and this
+Files that an earlier save wrote below the folder's top level (``models/``, ``plots/``, ``thumbnails/``) and this
 report no longer lists are removed: the folder holds exactly this report, so the MLflow artifact that
 kedro-mlflow logs from it (``MlflowArtifactDataset`` logs a folder dataset's whole folder, whatever
 it holds) is this report and no earlier one.
@@ -25,6 +26,7 @@ from typing import Any
 
 from kedro.io import AbstractDataset
 
+from sciir.evaluation.plots import PLOTS
 from sciir.evaluation.report import SUMMARY_PAGE, ReportFolder
 
 logger = logging.getLogger(__name__)
@@ -48,7 +50,7 @@ def _write_atomically(path: Path, content: bytes) -> None:
 
 class ReportFolderDataset(AbstractDataset[ReportFolder, ReportFolder]):
     """A report folder at ``path`` (local): saves a :class:`ReportFolder`, making only the thumbnails
-    not there yet with ``workers`` threads (default: one per CPU); loads the pages and thumbnail files."""
+    not there yet with ``workers`` threads (default: one per CPU); loads the pages, thumbnail and plot files."""
 
     def __init__(
         self, *, path: str, workers: int | None = None, metadata: dict[str, Any] | None = None
@@ -61,29 +63,35 @@ class ReportFolderDataset(AbstractDataset[ReportFolder, ReportFolder]):
     def load(self) -> ReportFolder:
         root = Path(self._path)
         files = sorted(path for path in root.rglob("*") if path.is_file() and not path.name.startswith("."))
-        pages = {
-            path.relative_to(root).as_posix(): path.read_text() for path in files if path.suffix == ".html"
-        }
+        relative = {path.relative_to(root).as_posix(): path for path in files}
+        pages = {name: path.read_text() for name, path in relative.items() if path.suffix == ".html"}
+        plots = {name: path.read_bytes() for name, path in relative.items() if name.startswith(f"{PLOTS}/")}
         thumbnails = {
-            path.relative_to(root).as_posix(): path.read_bytes for path in files if path.suffix != ".html"
+            name: path.read_bytes
+            for name, path in relative.items()
+            if path.suffix != ".html" and name not in plots
         }
-        return ReportFolder(pages=pages, thumbnails=thumbnails)
+        return ReportFolder(pages=pages, thumbnails=thumbnails, plots=plots)
 
     def save(self, data: ReportFolder) -> None:
         root = Path(self._path)
         for relative, text in data.pages.items():
             _write_atomically(_inside(root, relative), text.encode("utf-8"))
+        for relative, png in data.plots.items():
+            _write_atomically(_inside(root, relative), png)
         missing = {
             relative: make
             for relative, make in data.thumbnails.items()
             if not _inside(root, relative).exists()
         }
         made = self._make(root, missing)
-        removed = self._remove_stale(root, set(data.pages) | set(data.thumbnails))
+        removed = self._remove_stale(root, set(data.pages) | set(data.thumbnails) | set(data.plots))
         logger.info(
-            "report in %s: %d pages, %d thumbnails (%d made, %d kept from before), %d stale files removed",
+            "report in %s: %d pages, %d plots, %d thumbnails (%d made, %d kept from before), "
+            "%d stale files removed",
             root,
             len(data.pages),
+            len(data.plots),
             len(data.thumbnails),
             made,
             len(data.thumbnails) - len(missing),

@@ -1,13 +1,16 @@
 """Figures for the evaluation and the human-correlation study.
 
 Figures are built with ``matplotlib.figure.Figure`` directly (no pyplot state), so they render
-headless and are saved by the catalog's MatplotlibDataset.
+headless and are saved by the catalog's MatplotlibDataset; the report shows the same figures as
+:class:`Plot` files of its own folder (``figure_png`` writes them as that dataset does).
 """
 
 from __future__ import annotations
 
+import io
 import math
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -15,6 +18,35 @@ import pandas as pd
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
+
+PLOTS = "plots"  # the report folder's folder of plots
+# The save_args of the plots' MatplotlibDataset entries (conf/base/catalog*.yml): the report's copies match.
+PNG_SAVE_ARGS = {"dpi": 110, "bbox_inches": "tight"}
+
+
+@dataclass(frozen=True)
+class Plot:
+    """A figure as a file of the report folder: its name (the file ``plots/<name>.png``, the anchor
+    ``plot-<name>`` on the summary page), its caption and its PNG bytes."""
+
+    name: str
+    caption: str
+    png: bytes
+
+    @property
+    def path(self) -> str:
+        return f"{PLOTS}/{self.name}.png"
+
+    @property
+    def anchor(self) -> str:
+        return f"plot-{self.name}"
+
+
+def figure_png(figure: Figure) -> bytes:
+    """The figure as PNG bytes, drawn as the catalog's MatplotlibDataset saves it (``PNG_SAVE_ARGS``)."""
+    buffer = io.BytesIO()
+    figure.savefig(buffer, format="png", **PNG_SAVE_ARGS)
+    return buffer.getvalue()
 
 
 def _whiskers(board: pd.DataFrame, track: str, rates: np.ndarray) -> np.ndarray | None:

@@ -2,11 +2,12 @@
 
 The summary page (``index.html``) stays small whatever the benchmark's size: the leaderboard with
 bootstrap intervals, coverage, the breakdowns, a models x groups heatmap, the images that were missing,
-and one link per model with its counts. Each model's page (``models/<model>.html``) shows, per sample,
-the image's thumbnail (a PNG file in ``thumbnails/``, loaded lazily by the browser) beside its
+and one link per model with its counts; a table may have a plot beside it (a PNG file in ``plots/``).
+Each model's page (``models/<model>.html``) links back to the summary and to each plot, and shows, per
+sample, the image's thumbnail (a PNG file in ``thumbnails/``, loaded lazily by the browser) beside its
 checklist: failed checks carry the class ``fail``, abstained or failed questions the class
 ``unjudged`` with their reason, and each row the judge's evidence and reasoning. A small script marks
-each image ``data-loaded`` once the browser has decoded it.
+each image of a page ``data-loaded`` once the browser has decoded it.
 
 A thumbnail (``sciir.evaluation.thumbnails``) is named by the sha256 of its source image and its size,
 so the folder dataset (``sciir.catalog.report_dataset``) keeps the thumbnails already written and makes
@@ -28,6 +29,7 @@ import pandas as pd
 from jinja2 import Environment, PackageLoader, select_autoescape
 
 from sciir.evaluation.generated_images import ImageLoaders
+from sciir.evaluation.plots import Plot
 from sciir.evaluation.scoring import breakdown_table, rules_in
 from sciir.evaluation.thumbnails import Thumbnail, thumbnail_or_note
 from sciir.evaluation.tracks import CATEGORIES, FINAL, SCORE_CATEGORIES
@@ -40,20 +42,23 @@ SUMMARY_PAGE = "index.html"
 
 @dataclass(frozen=True)
 class ReportFolder:
-    """A report as files: ``pages`` (HTML text) and ``thumbnails`` (a maker of each file's bytes), both
-    by path relative to the folder, ``/``-separated (written by ``sciir.catalog.report_dataset``)."""
+    """A report as files by path relative to the folder, ``/``-separated (written by
+    ``sciir.catalog.report_dataset``): ``pages`` (HTML text), ``thumbnails`` (a maker of each file's
+    bytes, called only for a file not written yet) and ``plots`` (PNG bytes, written on every save)."""
 
     pages: Mapping[str, str]
     thumbnails: Mapping[str, Callable[[], bytes]]
+    plots: Mapping[str, bytes] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
 class Table:
-    """A table ready to print: a title, column names and rows of display strings."""
+    """A table ready to print: a title, column names, rows of display strings and the plot shown beside it."""
 
     title: str
     columns: list[str]
     rows: list[list[str]]
+    plot: Plot | None = None
 
 
 @dataclass(frozen=True)
@@ -364,12 +369,14 @@ def render_report(
     missing: Sequence[MissingImages] = (),
     title: str = DEFAULT_TITLE,
 ) -> ReportFolder:
-    """The report's files: the summary page (tables, heatmaps, missing images, run facts, links to the
-    model pages), one page per model with its image views, and the thumbnails those pages show."""
+    """The report's files: the summary page (tables with their plots, heatmaps, missing images, run facts,
+    links to the model pages), one page per model with its image views and links back to the summary and
+    its plots, and the thumbnails and plots those pages show."""
     by_model: dict[str, list[ImageView]] = {}
     for view in views:
         by_model.setdefault(view.model, []).append(view)
     pages = [model_page(model, model_views) for model, model_views in by_model.items()]
+    plots = [table.plot for table in tables if table.plot is not None]
     environment = _environment()
     summary = environment.get_template("report_summary.html").render(
         tables=tables,
@@ -383,9 +390,14 @@ def render_report(
     model_template = environment.get_template("report_model.html")
     files = {SUMMARY_PAGE: summary} | {
         page.path: model_template.render(
-            page=page, views=by_model[page.model], meta=meta, root=_to_root(page.path), title=title
+            page=page,
+            views=by_model[page.model],
+            plots=plots,
+            meta=meta,
+            root=_to_root(page.path),
+            title=title,
         )
         for page in pages
     }
     thumbnails = {view.thumbnail.path: view.thumbnail.make for view in views if view.thumbnail is not None}
-    return ReportFolder(pages=files, thumbnails=thumbnails)
+    return ReportFolder(files, thumbnails, {plot.path: plot.png for plot in plots})

@@ -1,11 +1,12 @@
 """What an evaluate run shows: the track and group plots, and the HTML report put together from the run's
 tables (leaderboards per rule, coverage, breakdowns with intervals, the group heatmap, every image beside
-its checklist, the missing images, and the run facts at the top). The pieces are drawn by
-``sciir.evaluation.plots`` and rendered by ``sciir.evaluation.report``."""
+its checklist, the missing images, and the run facts at the top) and the same two plots beside their
+tables. The pieces are drawn by ``sciir.evaluation.plots`` and rendered by ``sciir.evaluation.report``."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import replace
 from typing import Any
 
 import pandas as pd
@@ -13,7 +14,7 @@ import pandas as pd
 from sciir.backends.base import CONTESTANT
 from sciir.evaluation.generated_images import ImageFiles
 from sciir.evaluation.params import EvaluateParams
-from sciir.evaluation.plots import plot_group_heatmap, plot_track_pass_rates
+from sciir.evaluation.plots import Plot, figure_png, plot_group_heatmap, plot_track_pass_rates
 from sciir.evaluation.report import (
     ReportFolder,
     breakdown_intervals,
@@ -54,6 +55,24 @@ def group_plot(evaluate_scores: pd.DataFrame, rule: str) -> Any:
     return plot_group_heatmap(breakdown_table(evaluate_scores, "group"), f"Final {label} per group")
 
 
+def report_plots(leaderboard: pd.DataFrame, evaluate_scores: pd.DataFrame, rule: str) -> tuple[Plot, Plot]:
+    """The track plot and the group heatmap under ``rule`` as the report's files, named as the run's own
+    PNG files (``track_pass_rates.png``, ``group_heatmap.png``) and drawn the same way."""
+    label = RULE_LABELS[rule]
+    return (
+        Plot(
+            "track_pass_rates",
+            f"Score per track, {label} (whiskers: bootstrap 95% interval)",
+            figure_png(track_plot(leaderboard, rule)),
+        ),
+        Plot(
+            "group_heatmap",
+            f"Final {label} per group (heatmap)",
+            figure_png(group_plot(evaluate_scores, rule)),
+        ),
+    )
+
+
 def report_facts(
     config: EvaluateParams, judge_summary: Mapping[str, Any], source: Mapping[str, str] | None
 ) -> dict[str, str]:
@@ -83,19 +102,27 @@ def evaluate_report(
     config: EvaluateParams,
     source: Mapping[str, str] | None = None,
 ) -> ReportFolder:
-    """The HTML report as a folder: a summary page with scores and intervals, coverage, the group heatmap
-    and the missing images, then one page per model with every image's thumbnail beside its checklist."""
-    label = RULE_LABELS[config.primary_rule]
+    """The HTML report as a folder: a summary page with scores and intervals (the primary rule's
+    leaderboard beside its track plot, the groups' scores beside their heatmap), coverage, the group
+    heatmap and the missing images, then one page per model with every image's thumbnail beside its
+    checklist."""
+    rule = config.primary_rule
+    label = RULE_LABELS[rule]
+    track_bars, group_heatmap = report_plots(leaderboard, evaluate_scores, rule)
     boards = [
-        leaderboard_table(f"Leaderboard ({RULE_LABELS[rule]}, 95% interval, n = samples counted)", rows)
-        for rule, rows in leaderboard.groupby("aggregation", sort=False)
+        replace(
+            leaderboard_table(f"Leaderboard ({RULE_LABELS[name]}, 95% interval, n = samples counted)", rows),
+            plot=track_bars if name == rule else None,
+        )
+        for name, rows in leaderboard.groupby("aggregation", sort=False)
     ]
-    primary = leaderboard[leaderboard["aggregation"] == config.primary_rule]
+    primary = leaderboard[leaderboard["aggregation"] == rule]
+    by_group = breakdown_intervals(f"Final {label} per group", evaluate_scores, "group")
     tables = [
         *boards,
         coverage_table("Coverage (judged / all questions)", primary),
         breakdown_intervals(f"Final {label} per setting", evaluate_scores, "setting"),
-        breakdown_intervals(f"Final {label} per group", evaluate_scores, "group"),
+        replace(by_group, plot=group_heatmap),
     ]
     views = image_views(
         verdicts,

@@ -21,6 +21,7 @@ from sciir.tasks import (
     checklist,
     judge,
     planner,
+    prompt_checklist,
     reasoning,
     screen,
     track_scores,
@@ -46,6 +47,7 @@ TASKS: dict[str, ModelTask] = {
         aesthetics.TASK,
         planner.TASK,
         candidate_score.TASK,
+        prompt_checklist.TASK,
         aibench_illustration.TASK,
         vqascore.TASK,
     )

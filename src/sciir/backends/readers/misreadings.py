@@ -1,7 +1,7 @@
 """Whether a label OCR did not find may still be drawn: the reading is not reliable, the label has glyphs OCR
-does not read, text read close to it may be it misread (a lookalike glyph, or read with little
-confidence), or its words were read apart (``doubt_about_absence``). A confident misspelling ("Glucse"
-read where "Glucose" is asked) is a different text drawn instead: no doubt.
+does not read or is a lone glyph, text read close to it may be it misread (a lookalike glyph, or read
+with little confidence), or its words were read apart (``doubt_about_absence``). A confident misspelling
+("Glucse" read where "Glucose" is asked) is a different text drawn instead: no doubt.
 """
 
 from __future__ import annotations
@@ -59,15 +59,19 @@ def _near_misses(reading: OcrReading, label: str) -> Iterator[str]:
 
 def doubt_about_absence(reading: OcrReading, label: str) -> str | None:
     """Why ``label``, not found in ``reading``, may still be drawn (None: it is absent, as far as OCR can
-    tell): the reading is not reliable, the label has glyphs OCR does not read, text read close to it may
-    be it misread (a lookalike glyph, or read with little confidence), or its words were read apart.
-    Text read close to it with confidence and no lookalike glyph ("Glucse" for "Glucose") is a
-    misspelling drawn instead: no doubt."""
+    tell): the reading is not reliable, the label has glyphs OCR does not read or is one glyph, text read
+    close to it may be it misread (a lookalike glyph, or read with little confidence), or its words were
+    read apart. Text read close to it with confidence and no lookalike glyph ("Glucse" for "Glucose") is
+    a misspelling drawn instead: no doubt."""
     if not reading.reliable:
         return f'"{label}" was not read, but {reading.why_unreliable()}'
     unreadable = sorted({c for c in label if not (c.isascii() and c.isprintable())})
     if unreadable:
         return f'"{label}" has glyphs OCR does not read ({" ".join(unreadable)})'
+    if len(normalise_whitespace(label)) == 1:
+        # Tesseract reads no glyph standing alone (a point labelled "A"), and one glyph is no row of
+        # text-like marks, so a reading that missed it still looks complete.
+        return f'"{label}" is a single glyph, which OCR does not read on its own'
     misspelt = False
     for span in _near_misses(reading, label):
         confidence = reading.span_confidence(span)

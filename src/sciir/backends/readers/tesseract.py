@@ -5,25 +5,25 @@ Figures scatter small labels among drawing, and one Tesseract pass misses most o
 2. rescales the image so that those marks are about ``_TARGET_GLYPH_PX`` tall (web renditions of
    figures are upscaled up to ``_MAX_UPSCALE`` times) and reads it in sparse-text mode (--psm 11);
 3. stops there when every text-like mark lies inside a word read with confidence; otherwise reads
-   the image again, two passes at a time: turned for each direction of unread rows (a quarter for
-   labels written upwards, 45 degrees for slanted ones), with drawing ink erased, as one block of
-   text, binarised;
+   the image again: turned for each direction of unread rows (a quarter for labels written upwards,
+   45 degrees for slanted ones), with drawing ink erased, as one block of text, binarised (the views
+   read in sparse-text mode by one process, the block of text by another, at the same time);
 4. merges the passes' lines by place (the most confident reading of each place wins), word boxes in
    pixels of the original image, and keeps each pass's own text as an alternative reading in which
    a label may be found;
 5. records how many text-like marks were left unread, which decides whether "not found" may be "no".
-Each pass is one Tesseract process, single-threaded (its own OpenMP threads cost more CPU than they save).
+The passes with the same Tesseract settings are read by one process, each view a page read as if alone
+(``sciir.backends.readers.tesseract_process``).
 """
 
 from __future__ import annotations
 
 import io
 import logging
-import os
 import shutil
 import threading
 from collections import Counter, OrderedDict
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from typing import Any
@@ -33,6 +33,7 @@ import pytesseract
 from PIL import Image
 
 from sciir.backends.base import sha256_hex
+from sciir.backends.readers.tesseract_process import Words, read_views
 from sciir.backends.readers.text import OcrLine, OcrReading, OcrWord, stacked_rows
 from sciir.backends.readers.text_layout import MAX_GLYPH_HEIGHT, MAX_GLYPH_WIDTH, TextLayout, text_layout
 
@@ -57,27 +58,6 @@ _MIN_SLANTED_MARKS = 10
 
 class OcrUnavailableError(RuntimeError):
     """The Tesseract binary or its language data is not installed."""
-
-
-class _SingleThreadedEnvironment(Mapping[str, str]):
-    """The process environment for Tesseract runs, with OpenMP limited to one thread unless the user set
-    a limit: the passes run two at a time, and OpenMP's own threads cost more CPU than they save."""
-
-    def _merged(self) -> dict[str, str]:
-        return {"OMP_THREAD_LIMIT": "1", **os.environ}
-
-    def __getitem__(self, key: str) -> str:
-        return self._merged()[key]
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self._merged())
-
-    def __len__(self) -> int:
-        return len(self._merged())
-
-
-# pytesseract starts every Tesseract process with this module-level environment.
-pytesseract.pytesseract.environ = _SingleThreadedEnvironment()
 
 
 def require_tesseract(lang: str = "eng") -> None:
@@ -131,6 +111,11 @@ class _Pass:
     # does, for light text on dark; later passes do not (most such lines are drawing, and it is slow).
     invert: bool = False
 
+    @property
+    def config(self) -> str:
+        """Tesseract's settings for the pass (passes with the same settings share a process)."""
+        return f"--psm {self.psm} -c tessedit_do_invert={int(self.invert)}"
+
 
 _FIRST_PASS = _Pass("sparse", invert=True)
 # Run when text-like marks are left unread: the upright views, and one turned view per direction of
@@ -147,11 +132,10 @@ def _turned_pass(angle: int) -> _Pass:
 
 
 @dataclass(frozen=True)
-class _View:
-    """An image prepared for one pass, and how its pixels map back onto the original image: original
-    pixel p (x, y) is at ``rotation @ (scale * p) + shift`` in the view."""
+class _ViewFrame:
+    """How the pixels of the image prepared for one pass (its view) map back onto the original image:
+    original pixel p (x, y) is at ``rotation @ (scale * p) + shift`` in the view."""
 
-    image: Image.Image
     scale: float
     rotation: np.ndarray
     shift: np.ndarray
@@ -208,7 +192,8 @@ def _without_drawing(grey: np.ndarray) -> np.ndarray:
     return np.where(erase, 255, grey).astype(np.uint8)
 
 
-def _view(grey: np.ndarray, scale: float, spec: _Pass) -> _View:
+def _view(grey: np.ndarray, scale: float, spec: _Pass) -> tuple[Image.Image, _ViewFrame]:
+    """The image one pass reads, and its frame."""
     import cv2
 
     pixels = _without_drawing(grey) if spec.erase_drawing else grey
@@ -240,7 +225,7 @@ def _view(grey: np.ndarray, scale: float, spec: _Pass) -> _View:
         canvas = cv2.warpAffine(
             pixels, matrix, (int(size[0]), int(size[1])), flags=cv2.INTER_LINEAR, borderValue=255
         )
-    return _View(Image.fromarray(canvas), actual, rotation, shift, grey.shape)
+    return Image.fromarray(canvas), _ViewFrame(actual, rotation, shift, grey.shape)
 
 
 @dataclass(frozen=True)
@@ -280,16 +265,32 @@ def _frame_lines(data: dict[str, list[Any]]) -> list[list[tuple[OcrWord, tuple[i
     return lines
 
 
-def _read_pass(grey: np.ndarray, scale: float, spec: _Pass, lang: str) -> _PassReading:
-    view = _view(grey, scale, spec)
-    # pytesseract hands the image over as a file in the image's format: uncompressed is fastest.
-    view.image.format = "BMP"
-    data = pytesseract.image_to_data(
-        view.image,
-        lang=lang,
-        config=f"--psm {spec.psm} -c tessedit_do_invert={int(spec.invert)}",
-        output_type=pytesseract.Output.DICT,
-    )
+def _read_passes(grey: np.ndarray, scale: float, specs: Sequence[_Pass], lang: str) -> list[_PassReading]:
+    """The passes ``specs``, in order: those with the same Tesseract settings read by one process (each
+    view made only when its process takes it), two such processes at a time."""
+    groups: dict[str, list[int]] = {}
+    for index, spec in enumerate(specs):
+        groups.setdefault(spec.config, []).append(index)
+    frames: dict[int, _ViewFrame] = {}
+
+    def read_group(config: str, indexes: list[int]) -> dict[int, Words]:
+        def views() -> Iterator[Image.Image]:
+            for index in indexes:
+                image, frames[index] = _view(grey, scale, specs[index])
+                yield image
+
+        return dict(zip(indexes, read_views(views(), lang, config), strict=True))
+
+    if len(groups) == 1:
+        words = read_group(*next(iter(groups.items())))
+    else:
+        with ThreadPoolExecutor(max_workers=_PARALLEL_PASSES) as pool:
+            read = [pool.submit(read_group, config, indexes) for config, indexes in groups.items()]
+            words = {index: data for future in read for index, data in future.result().items()}
+    return [_pass_reading(spec, frames[index], words[index]) for index, spec in enumerate(specs)]
+
+
+def _pass_reading(spec: _Pass, view: _ViewFrame, data: Words) -> _PassReading:
     frame_lines = _frame_lines(data)
     rows = stacked_rows(
         [
@@ -338,14 +339,14 @@ def read_text(png: bytes, lang: str = "eng") -> OcrReading:
     grey = _grey_on_white(decode_png(png))
     layout = text_layout(grey)
     scale = reading_scale(layout, grey.shape)
-    passes = [_read_pass(grey, scale, _FIRST_PASS, lang)]
+    passes = _read_passes(grey, scale, [_FIRST_PASS], lang)
     unread = layout.unread({0: passes[0].lines})
     if not layout.busy and unread.any():
         counts = Counter(int(angle) for angle in layout.angles[unread])
         angles = sorted(a for a, n in counts.items() if a == -90 or (a != 0 and n >= _MIN_SLANTED_MARKS))
-        jobs = [*(_turned_pass(angle) for angle in angles), *_UPRIGHT_PASSES]
-        with ThreadPoolExecutor(max_workers=_PARALLEL_PASSES) as pool:
-            passes += list(pool.map(lambda spec: _read_pass(grey, scale, spec, lang), jobs))
+        passes += _read_passes(
+            grey, scale, [*(_turned_pass(angle) for angle in angles), *_UPRIGHT_PASSES], lang
+        )
     # A turned view reads the rest of the image as garbage: its lines count only where its marks are.
     placed = [replace(p, lines=layout.holding(p.lines, p.angle)) if p.angle else p for p in passes]
     return OcrReading(

@@ -1,5 +1,5 @@
-"""What every importer shares: the input read as records, fields under their common spellings, yes/no
-questions from answered questions, and the benchmark file (JSON Lines) written from the samples.
+"""What every importer shares: the input read as records, yes/no questions from answered questions, and
+the benchmark file (JSON Lines) written from the samples. Which field holds what is ``field_map``'s.
 
 Samples and questions are ``sciir.user_files.benchmark_file``'s own types, written in the form its reader reads.
 """
@@ -18,7 +18,6 @@ from sciir.user_files.table_files import (
     TEXT_SUFFIXES,
     TableFile,
     TableFileError,
-    is_missing,
 )
 
 # Keys under which a JSON file may wrap its list of items ({"data": [...]}, as exported datasets do).
@@ -31,10 +30,12 @@ class ImportFileError(ValueError):
 
 @dataclass(frozen=True)
 class Record:
-    """One item of an input file and where it is (``<what> <path>, line 3``), for messages."""
+    """One item of an input file, where it is (``<what> <path>, line 3``) and what it is called (``line
+    3``, ``item 2``, ``quiz 1``), for messages."""
 
     where: str
     fields: Mapping[str, Any]
+    name: str = "the item"
 
 
 @dataclass(frozen=True)
@@ -47,10 +48,12 @@ class Skipped:
 
 @dataclass
 class Imported:
-    """The samples converted from an input and what was left out."""
+    """The samples converted from an input, what was left out, and what the source said about its items
+    (a checklist writer's notes on what it did not write)."""
 
     samples: list[Sample] = field(default_factory=list)
     skipped: list[Skipped] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
 
 
 # ---- reading
@@ -67,14 +70,14 @@ def read_records(path: Path, what: str, text_columns: Sequence[str] = ()) -> lis
         return _json_records(path, label)
     if suffix == ".jsonl":
         return _jsonl_records(path, label)
-    if suffix in TEXT_SUFFIXES or suffix in PARQUET_SUFFIXES:
+    if is_table(path):
         table_file = TableFile(path, what)
         try:
             table = table_file.read([], text_columns=text_columns)
         except TableFileError as error:
             raise ImportFileError(str(error)) from None
         return [
-            Record(f"{label}, {table_file.row(int(index))}", row)
+            Record(f"{label}, {table_file.row(int(index))}", row, table_file.row(int(index)))
             for index, row in zip(table.index, table.to_dict("records"), strict=True)
         ]
     raise ImportFileError(
@@ -103,22 +106,28 @@ def _json_records(path: Path, label: str) -> list[Record]:
         items = items[wrapped[0]]
     if not isinstance(items, list):
         raise ImportFileError(f"{label}: expected a JSON list of items, found {type(items).__name__}")
-    return [_object_record(f"{label}, item {number}", item) for number, item in enumerate(items, start=1)]
+    return [_object_record(label, f"item {number}", item) for number, item in enumerate(items, start=1)]
 
 
 def _jsonl_records(path: Path, label: str) -> list[Record]:
     records = []
     for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
         if line.strip():
-            where = f"{label}, line {number}"
-            records.append(_object_record(where, _parsed_json(line, where)))
+            records.append(
+                _object_record(label, f"line {number}", _parsed_json(line, f"{label}, line {number}"))
+            )
     return records
 
 
-def _object_record(where: str, item: Any) -> Record:
+def _object_record(label: str, name: str, item: Any) -> Record:
     if not isinstance(item, dict):
-        raise ImportFileError(f"{where}: expected a JSON object, found {type(item).__name__}")
-    return Record(where, item)
+        raise ImportFileError(f"{label}, {name}: expected a JSON object, found {type(item).__name__}")
+    return Record(f"{label}, {name}", item, name)
+
+
+def is_table(path: Path) -> bool:
+    """Whether ``read_records`` reads ``path`` as a table (CSV, TSV, parquet): one row per record."""
+    return path.suffix.lower() in TEXT_SUFFIXES or path.suffix.lower() in PARQUET_SUFFIXES
 
 
 def grouped(records: Iterable[Record], key: Callable[[Record], str]) -> dict[str, list[Record]]:
@@ -129,41 +138,7 @@ def grouped(records: Iterable[Record], key: Callable[[Record], str]) -> dict[str
     return groups
 
 
-# ---- fields
-
-
-def first_field(record: Record, names: Sequence[str]) -> tuple[str, Any] | None:
-    """The first of ``names`` (spellings of one field) that the record fills, with its value."""
-    for name in names:
-        value = record.fields.get(name)
-        if not is_missing(value):
-            return name, value
-    return None
-
-
-def _spellings(names: Sequence[str]) -> str:
-    return repr(names[0]) + (f" (or {', '.join(map(repr, names[1:]))})" if len(names) > 1 else "")
-
-
-def optional_field_text(record: Record, names: Sequence[str]) -> str | None:
-    """The text of the first filled field of ``names``; None when none is; an error for a list or object."""
-    found = first_field(record, names)
-    if found is None:
-        return None
-    name, value = found
-    if isinstance(value, dict | list):
-        raise ImportFileError(
-            f"{record.where}, field {name!r}: expected a text, found {type(value).__name__}"
-        )
-    return id_text(value)
-
-
-def required_field_text(record: Record, names: Sequence[str]) -> str:
-    """As ``optional_field_text``, with an error naming the field when the record fills none of ``names``."""
-    text = optional_field_text(record, names)
-    if text is None:
-        raise ImportFileError(f"{record.where}: no field {_spellings(names)}, or it is empty")
-    return text
+# ---- values
 
 
 def id_text(value: Any) -> str:
@@ -181,19 +156,6 @@ def checked_sample_id(where: str, field_name: str, sample_id: str) -> str:
             "'-' and '.' only, not starting with '.' or '-')"
         )
     return sample_id
-
-
-def agreed_text(records: Sequence[Record], names: Sequence[str]) -> str:
-    """A field that every record of one sample repeats (e.g. its caption); an error when they differ."""
-    values = {record.where: required_field_text(record, names) for record in records}
-    first_where, first = next(iter(values.items()))
-    for where, value in values.items():
-        if value != first:
-            raise ImportFileError(
-                f"{where}, field {names[0]!r}: {value[:60]!r} differs from {first[:60]!r} at {first_where}; "
-                "the rows of one item must agree"
-            )
-    return first
 
 
 # ---- questions
@@ -221,6 +183,20 @@ def layer2_question(
         category=category,
         expected_text=None,
         parent_ids=tuple(parent_ids),
+        polarity="positive",
+    )
+
+
+def text_question(question_id: str, expected_text: str) -> FileQuestion:
+    """A layer-1 question checking that ``expected_text`` is written with exactly this spelling (the
+    wording of SciIR's own checklists, ``sciir.tasks.checklist``)."""
+    return FileQuestion(
+        id=question_id,
+        text=f'Is the text "{expected_text}" rendered with exactly this spelling?',
+        layer=1,
+        category="text",
+        expected_text=expected_text,
+        parent_ids=(),
         polarity="positive",
     )
 

@@ -3,17 +3,24 @@ with optional multiple-choice quizzes, into benchmark samples (docs/bring_your_o
 "Importers").
 
 Every statement becomes a layer-2 yes/no question "Does the image satisfy: <statement>?" (a statement
-already worded as a question is kept as it is), ids ``s1``, ``s2``...; every quiz becomes one yes/no
+already worded as a question is kept as it is), ids ``s1``, ``s2``...; a statement that asks for quoted
+text to be written (``sciir.tasks.required_text``) also yields a layer-1 text question per string, ids
+``s2-text1``..., a string that several statements ask for checked once. Every quiz becomes one yes/no
 question 'Judging from the image, is the answer to "<question>" "<correct option>"?', ids ``quiz1``...
+
+The input is a JSON list, JSON Lines or a table (CSV, TSV, parquet), its fields read through
+``STATEMENT_FIELDS`` and the user's field map (``field_map``). In a table the rows sharing an id are one
+item, its statements one per row or a JSON list in a cell, its quizzes a JSON list in a cell.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from sciir.tasks.required_text import required_text
 from sciir.user_files.benchmark_file import DEFAULT_GROUP, DEFAULT_SETTING, FileQuestion, Sample
 from sciir.user_files.importers.common import (
     Imported,
@@ -21,24 +28,40 @@ from sciir.user_files.importers.common import (
     Record,
     Skipped,
     checked_sample_id,
-    first_field,
+    grouped,
+    is_table,
     layer2_question,
-    optional_field_text,
     read_records,
     refuse_duplicate_samples,
-    required_field_text,
+    text_question,
     yes_no_question,
+)
+from sciir.user_files.importers.field_map import (
+    FieldMap,
+    agreed_text,
+    field_name,
+    missing_field,
+    optional_field_text,
+    require_fields,
+    required_field_text,
+    structured_field,
 )
 
 WHAT = "statements file"
-ID_FIELDS = ("id", "sample_id", "item_id", "uid")
-PROMPT_FIELDS = ("prompt", "caption", "text", "description", "instruction")
-GROUP_FIELDS = ("group", "subject", "domain")
-STATEMENT_LIST_FIELDS = ("checklist", "statements", "requirements", "scoring_points", "criteria")
-STATEMENT_TEXT_FIELDS = ("statement", "text", "requirement", "question", "content")
-QUIZ_LIST_FIELDS = ("quizzes", "quiz", "mcq", "multiple_choice")
-OPTION_FIELDS = ("options", "choices")
-ANSWER_FIELDS = ("answer", "correct_answer", "correct")
+STATEMENT_FIELDS = FieldMap(
+    {
+        "id": ("id", "sample_id", "item_id", "uid"),
+        "prompt": ("prompt", "caption", "text", "description", "instruction"),
+        "group": ("group", "subject", "domain"),
+        "statements": ("checklist", "statements", "requirements", "scoring_points", "criteria"),
+        "statement": ("statement", "text", "requirement", "question", "content"),
+        "category": ("category",),
+        "quizzes": ("quizzes", "quiz", "mcq", "multiple_choice"),
+        "question": ("question",),
+        "options": ("options", "choices"),
+        "answer": ("answer", "correct_answer", "correct"),
+    }
+)
 DEFAULT_CATEGORY = "statement"
 DEFAULT_QUIZ_CATEGORY = "quiz"
 # An option written with its own label: "A. 30°", "(B) 45°", "C) 60°", "D: none".
@@ -46,53 +69,83 @@ _OPTION_LABEL = re.compile(r"^\(?([A-Za-z])[).:]\s+")
 
 
 def import_statements(
-    path: str | Path, category: str = DEFAULT_CATEGORY, quiz_category: str = DEFAULT_QUIZ_CATEGORY
+    path: str | Path,
+    category: str = DEFAULT_CATEGORY,
+    quiz_category: str = DEFAULT_QUIZ_CATEGORY,
+    field_map: Mapping[str, str] | None = None,
 ) -> Imported:
-    """The samples of a statement-checklist file (JSON list or JSON Lines); statements get ``category``
-    unless they name their own, quizzes ``quiz_category``."""
+    """The samples of a statement-checklist file; statements get ``category`` unless they name their own,
+    quizzes ``quiz_category``; ``field_map`` (role -> field) names fields the built-in spellings miss."""
+    path = Path(path)
+    fields = STATEMENT_FIELDS.with_user_map(field_map or {}, WHAT)
     imported = Imported()
-    for record in read_records(Path(path), WHAT):
-        sample_id = required_field_text(record, ID_FIELDS)
-        item = Record(f"{record.where} (id {sample_id!r})", record.fields)
-        questions = [
-            *_statement_questions(item, category, imported.skipped),
-            *_quiz_questions(item, quiz_category, imported.skipped),
-        ]
-        if not questions:
-            imported.skipped.append(Skipped(item.where, "no statements and no quizzes: nothing to judge"))
-            continue
-        imported.samples.append(
-            Sample(
-                where=item.where,
-                sample_id=checked_sample_id(item.where, _field_name(item, ID_FIELDS), sample_id),
-                group=optional_field_text(item, GROUP_FIELDS) or DEFAULT_GROUP,
-                prompts={DEFAULT_SETTING: required_field_text(item, PROMPT_FIELDS)},
-                tracks=None,
-                questions=tuple(questions),
-            )
-        )
+    table = is_table(path)
+    for rows in _items(read_records(path, WHAT, text_columns=fields.names("id")), fields, table):
+        sample = _sample(rows, fields, table, (category, quiz_category), imported.skipped)
+        if sample is not None:
+            imported.samples.append(sample)
     refuse_duplicate_samples(imported.samples)
     return imported
 
 
-def _field_name(record: Record, names: Sequence[str]) -> str:
-    found = first_field(record, names)
-    return found[0] if found else names[0]
+def _items(records: Sequence[Record], fields: FieldMap, table: bool) -> list[list[Record]]:
+    """The records of each item, each named with its id: a table's rows sharing an id, else one record."""
+    named = [
+        Record(
+            f"{record.where} (id {required_field_text(record, fields, 'id')!r})", record.fields, record.name
+        )
+        for record in records
+    ]
+    if not table:
+        return [[record] for record in named]
+    return list(grouped(named, lambda record: required_field_text(record, fields, "id")).values())
 
 
-def _entries(record: Record, names: Sequence[str], what: str) -> list[Any]:
-    """The list under the first filled field of ``names`` (one object stands for a list of one)."""
-    found = first_field(record, names)
+def _sample(
+    rows: Sequence[Record],
+    fields: FieldMap,
+    table: bool,
+    categories: tuple[str, str],
+    skipped: list[Skipped],
+) -> Sample | None:
+    """One item's sample (``categories``: of statements, of quizzes); None (and the reason in
+    ``skipped``) when it has nothing to judge."""
+    item = rows[0]
+    require_fields(item, fields, ("prompt", "statements"))
+    statements = [entry for row in rows for entry in _entries(row, fields, "statements", text_ok=table)]
+    quizzes = [entry for row in rows for entry in _entries(row, fields, "quizzes", text_ok=False)]
+    questions = [
+        *_statement_questions(statements, fields, categories[0], skipped),
+        *_quiz_questions(quizzes, fields, categories[1], skipped),
+    ]
+    if not questions:
+        skipped.append(Skipped(item.where, "no statements and no quizzes: nothing to judge"))
+        return None
+    sample_id = required_field_text(item, fields, "id")
+    return Sample(
+        where=item.where,
+        sample_id=checked_sample_id(item.where, field_name(item, fields, "id"), sample_id),
+        group=optional_field_text(item, fields, "group") or DEFAULT_GROUP,
+        prompts={DEFAULT_SETTING: agreed_text(rows, fields, "prompt")},
+        tracks=None,
+        questions=tuple(questions),
+    )
+
+
+def _entries(record: Record, fields: FieldMap, role: str, text_ok: bool) -> list[tuple[Record, Any]]:
+    """The entries under ``role`` with the record holding them: a list, one object (a list of one), or
+    for a table row one text."""
+    found = structured_field(record, fields, role)
     if found is None:
         return []
     name, value = found
-    if isinstance(value, dict):
-        return [value]
+    if isinstance(value, dict) or (text_ok and isinstance(value, str)):
+        return [(record, value)]
     if not isinstance(value, list):
         raise ImportFileError(
-            f"{record.where}, field {name!r}: expected a list of {what}, found {type(value).__name__}"
+            f"{record.where}, field {name!r}: expected a list of {role}, found {type(value).__name__}"
         )
-    return value
+    return [(record, entry) for entry in value]
 
 
 # ---- statements
@@ -106,40 +159,55 @@ def statement_question(statement: str) -> str:
     return f"Does the image satisfy: {statement.rstrip('.;')}?"
 
 
-def _statement_questions(item: Record, category: str, skipped: list[Skipped]) -> list[FileQuestion]:
-    questions = []
-    for number, entry in enumerate(_entries(item, STATEMENT_LIST_FIELDS, "statements"), start=1):
-        where = f"{item.where}, statement {number}"
-        if isinstance(entry, dict):
-            entry_record = Record(where, entry)
-            text = optional_field_text(entry_record, STATEMENT_TEXT_FIELDS)
-            own_category = optional_field_text(entry_record, ("category",))
-        elif isinstance(entry, str):
-            text, own_category = entry.strip() or None, None
-        else:
-            raise ImportFileError(f"{where}: expected a text or an object, found {type(entry).__name__}")
+def _statement_text(where: str, entry: Any, fields: FieldMap, number: int) -> tuple[str | None, str | None]:
+    """A statement's text (None when empty) and its own category."""
+    if isinstance(entry, str):
+        return entry.strip() or None, None
+    if not isinstance(entry, dict):
+        raise ImportFileError(f"{where}: expected a text or an object, found {type(entry).__name__}")
+    statement = Record(where, entry, f"statement {number}")
+    require_fields(statement, fields, ("statement",))
+    text = optional_field_text(statement, fields, "statement")
+    return text, optional_field_text(statement, fields, "category")
+
+
+def _statement_questions(
+    entries: Sequence[tuple[Record, Any]], fields: FieldMap, category: str, skipped: list[Skipped]
+) -> list[FileQuestion]:
+    questions: list[FileQuestion] = []
+    checked: set[str] = set()
+    for number, (record, entry) in enumerate(entries, start=1):
+        where = f"{record.where}, statement {number}"
+        text, own_category = _statement_text(where, entry, fields, number)
         if text is None:
-            skipped.append(Skipped(where, f"no statement text (fields {', '.join(STATEMENT_TEXT_FIELDS)})"))
+            skipped.append(Skipped(where, "no statement text"))
             continue
         questions.append(layer2_question(f"s{number}", statement_question(text), own_category or category))
+        new_texts = [expected for expected in required_text(text) if expected not in checked]
+        for index, expected in enumerate(new_texts, start=1):
+            questions.append(text_question(f"s{number}-text{index}", expected))
+        checked.update(new_texts)
     return questions
 
 
 # ---- quizzes
 
 
-def _quiz_questions(item: Record, category: str, skipped: list[Skipped]) -> list[FileQuestion]:
+def _quiz_questions(
+    entries: Sequence[tuple[Record, Any]], fields: FieldMap, category: str, skipped: list[Skipped]
+) -> list[FileQuestion]:
     questions = []
-    for number, entry in enumerate(_entries(item, QUIZ_LIST_FIELDS, "quizzes"), start=1):
-        where = f"{item.where}, quiz {number}"
+    for number, (record, entry) in enumerate(entries, start=1):
+        where = f"{record.where}, quiz {number}"
         if not isinstance(entry, dict):
             raise ImportFileError(f"{where}: expected an object, found {type(entry).__name__}")
-        quiz = Record(where, entry)
-        question = required_field_text(quiz, ("question",))
-        options = _options(quiz)
-        found = first_field(quiz, ANSWER_FIELDS)
+        quiz = Record(where, entry, f"quiz {number}")
+        require_fields(quiz, fields, ("question", "answer"))
+        question = required_field_text(quiz, fields, "question")
+        options = _options(quiz, fields)
+        found = structured_field(quiz, fields, "answer")
         if found is None:
-            raise ImportFileError(f"{quiz.where}: no field 'answer' (or 'correct_answer', 'correct')")
+            raise missing_field(quiz, fields, "answer")
         correct = correct_option(options, found[1])
         if correct is None:
             skipped.append(
@@ -154,15 +222,16 @@ def _label(index: int) -> str:
     return chr(ord("A") + index) if index < 26 else str(index + 1)
 
 
-def _options(quiz: Record) -> dict[str, str]:
+def _options(quiz: Record, fields: FieldMap) -> dict[str, str]:
     """Label -> option text: a list's options labelled A, B, C... (an option's own "A." label dropped),
-    an object's by its keys; empty when the quiz has none (its answer is then the answer text)."""
-    found = first_field(quiz, OPTION_FIELDS)
+    an object's by its keys (keys without an option left out); empty when the quiz has none (its answer
+    is then the answer text)."""
+    found = structured_field(quiz, fields, "options")
     if found is None:
         return {}
     name, value = found
     if isinstance(value, dict):
-        return {str(key).strip(): str(text).strip() for key, text in value.items()}
+        return {str(key).strip(): str(text).strip() for key, text in value.items() if text is not None}
     if not isinstance(value, list):
         raise ImportFileError(
             f"{quiz.where}, field {name!r}: expected a list of options or an object of label -> option"
@@ -182,6 +251,8 @@ def correct_option(options: dict[str, str], answer: Any) -> str | None:
     or its 0-based position; the answer itself when the quiz has no options; None when it names none."""
     if isinstance(answer, bool):
         return None
+    if isinstance(answer, float) and answer.is_integer():  # a position in a table column with gaps
+        answer = int(answer)
     texts = list(options.values())
     if isinstance(answer, int):
         return texts[answer] if 0 <= answer < len(texts) else None
