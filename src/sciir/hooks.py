@@ -12,7 +12,7 @@ from sciir.backends.dry_run import dry_run_requested
 from sciir.evaluation.leaderboard_text import print_run_summary
 from sciir.runs.dry_run_summary import keep_outputs_in_memory, ledger_text
 from sciir.runs.mlflow_view import kedro_mlflow_run_name, mark_model_training, run_name, runs_page_text
-from sciir.runs.results_folder import settings_outside_command_line
+from sciir.runs.results_folder import SCOPING_SETTINGS, benchmarks_apart, settings_outside_command_line
 from sciir.runs.system import SYSTEM_PROGRAMS, missing_programs
 from sciir.runs.tracking import provenance_tags
 from sciir.tasks.prompts import prompt_versions
@@ -55,7 +55,9 @@ class ProjectHooks:
     @hook_impl
     def before_pipeline_run(self, run_params: dict[str, Any], pipeline: Any, catalog: Any) -> None:
         """In a dry run, keep every output in memory; refuse a benchmark, image folder or verdicts file set
-        in a conf file (results would land on the default run's); name the run by what it does."""
+        in a conf file (evaluate's results or generate's images would land on the default run's), and a run
+        whose evaluate judges the images of another benchmark than its generate draws; name the run by what
+        it does."""
         self._tagged, self._page = False, None  # one hooks object serves every run of the process
         runtime = run_params.get("runtime_params") or {}
         evaluates = "params:evaluate" in pipeline.inputs()
@@ -66,15 +68,22 @@ class ProjectHooks:
         )
         if dry_run_requested():
             keep_outputs_in_memory(pipeline, catalog)
-        if not evaluates:
-            return
-        misplaced = settings_outside_command_line(catalog.load("params:evaluate"), runtime)
+        misplaced = [
+            setting
+            for section in SCOPING_SETTINGS
+            if f"params:{section}" in pipeline.inputs()
+            for setting in settings_outside_command_line(section, catalog.load(f"params:{section}"), runtime)
+        ]
         if misplaced:
             raise ValueError(
                 f"{', '.join(misplaced)} is set in a conf file; give it on the command line instead "
-                f"(kedro run --params {misplaced[0]}=...): it also names the folder the results go to, "
+                f"(kedro run --params {misplaced[0]}=...): it also names the folder the outputs go to, "
                 "so that they never overwrite the default run's"
             )
+        if {"params:generate", "params:evaluate"} <= pipeline.inputs():
+            apart = benchmarks_apart(catalog.load("params:generate"), catalog.load("params:evaluate"))
+            if apart:
+                raise ValueError(apart)
 
     @hook_impl
     def before_node_run(self) -> None:

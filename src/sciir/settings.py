@@ -4,7 +4,7 @@ import os
 from pathlib import Path
 
 from sciir.hooks import ProjectHooks
-from sciir.runs.results_folder import results_folder
+from sciir.runs.results_folder import generated_folder, results_folder
 
 HOOKS = (ProjectHooks(),)
 
@@ -34,6 +34,8 @@ CONFIG_LOADER_ARGS = {
     "custom_resolvers": {
         # Results of a run on another benchmark or other images go to their own folder (catalog paths).
         "sciir.results": results_folder,
+        # Generate's images for a benchmark file go to their own folder, where evaluate finds them.
+        "sciir.generated": generated_folder,
         "sciir.tracking_uri": _tracking_uri,
         "sciir.artifact_uri": _artifact_uri,
     },

@@ -23,6 +23,10 @@ names the file, once the default run has produced what they are made from:
   boxes) and the papers' own figures in ``reference/``, named by the imported sample ids;
 - ``review_queue.reviewed.csv`` (README, "Reviewing curate's screen by hand"): the default run's review
   queue as a person gives it back: every row decided, KEEP but the first spot check, REJECT.
+- ``metric_scores.csv`` (docs/human_corr.md, "Both from files"): another system's scores in the documented
+  layout (image_id, metric, score): the default run's final score per image under each aggregation rule;
+- ``my_pairs`` (docs/finetune.md, "Training data"): a folder of image + caption pairs, the first four
+  train samples' curated images (``<sample_id>.png``) beside their prompts (``<sample_id>.txt``).
 
 Usage: ``python doc_fixtures.py <name>`` from the project root.
 """
@@ -169,6 +173,28 @@ def write_reviewed_queue(root: Path) -> None:
     queue.to_csv(root / "review_queue.reviewed.csv", index=False)
 
 
+def write_metric_scores(root: Path) -> None:
+    scores = pd.read_parquet(root / "data" / "08_reporting" / "sample_scores.parquet")
+    final = scores[scores["track"] == "final"]
+    table = pd.DataFrame(
+        {
+            "image_id": final["model"] + "/" + final["sample_id"],
+            "metric": final["aggregation"] + ".final",
+            "score": final["score"],
+        }
+    )
+    table.to_csv(root / "metric_scores.csv", index=False)
+
+
+def write_pairs(root: Path) -> None:
+    train = pd.read_parquet(root / "data" / "05_model_input" / "train_split.parquet").head(4)
+    folder = root / "my_pairs"
+    folder.mkdir(exist_ok=True)
+    for sample_id, prompt, image_path in train[["sample_id", "prompt", "image_path"]].itertuples(index=False):
+        shutil.copyfile(root / image_path, folder / f"{sample_id}.png")
+        (folder / f"{sample_id}.txt").write_text(prompt, encoding="utf-8")
+
+
 FIXTURES: dict[str, Callable[[Path], None]] = {
     "ratings.csv": write_ratings,
     "my_images": copy_images,
@@ -179,6 +205,8 @@ FIXTURES: dict[str, Callable[[Path], None]] = {
     **{name: example_writer(name) for name in IMPORTER_EXAMPLES},
     **{name: jsonl_writer(name) for name in JSONL_EXAMPLES},
     "aibench_images": draw_aibench_images,
+    "metric_scores.csv": write_metric_scores,
+    "my_pairs": write_pairs,
 }
 
 if __name__ == "__main__":

@@ -160,8 +160,12 @@ def _file_catalog(root: Path, params: dict[str, dict[str, Any]]) -> DataCatalog:
     config = {}
     for name in ("articles", "figures", "curated", "curated_images"):
         entry = dict(entries[name])
-        location_key = "path" if "path" in entry else "filepath"
-        entry[location_key] = str(root / Path(entry[location_key]).name)
+        # An OptionalDataset (figures, curated) names its file in the dataset it wraps.
+        located = entry
+        if "written_by" in entry:
+            located = entry["dataset"] = dict(entry["dataset"])
+        location_key = "path" if "path" in located else "filepath"
+        located[location_key] = str(root / Path(located[location_key]).name)
         config[name] = entry
     catalog = DataCatalog.from_config(config)
     for name, value in params.items():

@@ -12,6 +12,7 @@ import mlflow
 import pandas as pd
 import pytest
 import yaml
+from kedro.config import OmegaConfigLoader
 from kedro.io import AbstractDataset, DataCatalog, MemoryDataset
 from kedro.runner import SequentialRunner
 from kedro_datasets.partitions import PartitionedDataset
@@ -26,7 +27,9 @@ from sciir.generation.manifest import MANIFEST_COLUMNS, TIMING_COLUMNS
 from sciir.pipelines.generate import create_pipeline
 from sciir.pipelines.generate.aibench_nodes import generate_aibench_images
 from sciir.pipelines.generate.nodes import generate_images
+from sciir.settings import CONFIG_LOADER_ARGS
 from sciir.tasks.prompts import prompt_template
+from sciir.user_files.benchmark_file import BenchmarkFileError
 
 REPO = Path(__file__).resolve().parents[2]
 PARAMS = {"seed": 7, "width": 256, "height": 256, "models": None}
@@ -64,6 +67,14 @@ class Crashing(ImageGenerator):
 
     def generate(self, requests: Sequence[GenerationRequest]) -> list[GenerationResult]:
         raise MemoryError("out of device memory")
+
+
+def catalog_entries(runtime_params: dict | None = None) -> dict:
+    """The project's catalog entries as ``kedro run --params`` resolves them (the project's resolvers)."""
+    loader = OmegaConfigLoader(
+        conf_source=str(REPO / "conf"), runtime_params=runtime_params or {}, **CONFIG_LOADER_ARGS
+    )
+    return loader["catalog"]
 
 
 def plan(labels: list[str], edges: list[list[str]]) -> str:
@@ -146,14 +157,9 @@ def test_the_seconds_of_each_image_are_a_table_of_their_own(benchmark: pd.DataFr
     assert aibench_timings[["model", "sample_id"]].equals(aibench_manifest[["model", "sample_id"]])
 
 
-@pytest.mark.parametrize(
-    ("catalog_file", "name"),
-    [("catalog.yml", "generation_timings"), ("catalog_aibench.yml", "aibench_generation_timings")],
-)
-def test_the_timings_are_an_mlflow_artifact_and_no_dvc_out(
-    catalog_file: str, name: str, tmp_path: Path, mlflow_store
-) -> None:
-    entry = yaml.safe_load((REPO / "conf/base" / catalog_file).read_text())[name]
+@pytest.mark.parametrize("name", ["generation_timings", "aibench_generation_timings"])
+def test_the_timings_are_an_mlflow_artifact_and_no_dvc_out(name: str, tmp_path: Path, mlflow_store) -> None:
+    entry = catalog_entries()[name]
     configured = entry["dataset"]["filepath"]
     stages = yaml.safe_load((REPO / "dvc.yaml").read_text())["stages"]
     outs = {str(out) for stage in stages.values() for out in stage.get("outs", [])}
@@ -214,17 +220,130 @@ def test_unreadable_plans_corrupt_images_and_crashes_become_failed_rows(benchmar
     )
 
 
-def test_adapter_of_the_finetune_run_is_recorded_for_generators_that_load_it(benchmark: pd.DataFrame) -> None:
-    generators = {"tuned": GreySquares(lora_path="data/06_models/lora"), "grey": GreySquares()}
-    _, _plans, manifest, _, _ = generate_images(benchmark, FINETUNE_SUMMARY, generators, PARAMS)
+def test_adapter_of_the_finetune_run_is_recorded_for_generators_that_load_it(
+    benchmark: pd.DataFrame, tmp_path: Path
+) -> None:
+    adapter = tmp_path / "lora"
+    adapter.mkdir()
+    generators = {"tuned": GreySquares(lora_path=str(adapter)), "grey": GreySquares()}
+    summary = FINETUNE_SUMMARY | {"adapter_path": str(adapter)}
+    _, _plans, manifest, _, _ = generate_images(benchmark, summary, generators, PARAMS)
     metas = {row["model"]: json.loads(row["meta"]) for _, row in manifest.iterrows()}
     assert metas["tuned"]["adapter"] == {
-        "lora_path": "data/06_models/lora",
-        "adapter_path": "data/06_models/lora",
+        "lora_path": str(adapter),
+        "adapter_path": str(adapter),
         "steps": 8,
         "final_loss": 0.5,
     }
     assert "adapter" not in metas["grey"]
+
+
+def test_without_its_adapter_a_finetuned_generator_fails_each_sample_naming_finetune(
+    benchmark: pd.DataFrame, tmp_path: Path
+) -> None:
+    tuned = GreySquares(lora_path=str(tmp_path / "lora"))
+    never_run = MissingInput(location="data/06_models/finetune_summary.json", written_by="finetune")
+    images, _plans, manifest, _, metrics = generate_images(
+        benchmark, never_run, {"tuned": tuned, "grey": GreySquares()}, PARAMS
+    )
+    assert tuned.seen == [] and sorted(images) == [
+        f"grey/{sample}" for sample in sorted(benchmark["sample_id"])
+    ]
+    failed = manifest[manifest["model"] == "tuned"]
+    assert list(failed["status"]) == ["failed"] * 3 and list(failed["sample_id"]) == list(
+        benchmark["sample_id"]
+    )
+    assert set(failed["reason"]) == {
+        f"generator tuned loads the LoRA adapter {tmp_path / 'lora'}, which does not exist: `kedro run "
+        "--pipelines finetune` writes it (to finetune.adapter_path), or leave tuned out with generate.models"
+    }
+    assert (metrics["tuned.failed"], metrics["grey.ok"]) == (3, 3)
+
+
+BENCHMARK_FILE = [
+    {"sample_id": "lever", "prompts": {"plain": 'Draw "Effort" -> "Load".', "reasoning": "Draw a lever."},
+     "questions": [{"id": "q1", "text": "Is Effort written?", "expected_text": "Effort"}]},
+    {"sample_id": "circuit", "prompt": 'A "Battery" feeding a "Resistor".',
+     "questions": [{"id": "q1", "text": "Is Resistor written?", "expected_text": "Resistor"}]},
+]  # fmt: skip
+
+
+def test_a_benchmark_file_is_drawn_by_the_contestants_with_nothing_else_run(tmp_path: Path, caplog) -> None:
+    path = tmp_path / "physics.jsonl"
+    path.write_text("".join(json.dumps(sample) + "\n" for sample in BENCHMARK_FILE))
+    grey = GreySquares()
+    generators = {"grey": grey, "programmatic": ProgrammaticGenerator(), "reference": PlanReferenceRenderer()}
+    never_run = MissingInput(location="data/05_model_input/benchmark.parquet", written_by="bench_select")
+    with caplog.at_level("INFO"):
+        images, _plans, manifest, _, _ = generate_images(
+            never_run, {}, generators, PARAMS | {"benchmark": str(path)}
+        )
+    items = ["lever__plain", "lever__reasoning", "circuit"]
+    assert [request.sample_id for request in grey.seen] == items
+    assert [request.prompt for request in grey.seen] == [
+        'Draw "Effort" -> "Load".',
+        "Draw a lever.",
+        BENCHMARK_FILE[1]["prompt"],
+    ]
+    assert set(manifest["model"]) == {"grey", "programmatic"} and set(manifest["role"]) == {"contestant"}
+    assert json.loads(manifest.set_index(["model", "sample_id"]).loc[("programmatic", "circuit"), "meta"])[
+        "drawn_labels"
+    ] == ["Battery", "Resistor"]
+    assert set(images) == {f"{model}/{item}" for model in ("grey", "programmatic") for item in items} - {
+        "programmatic/lever__reasoning"  # quotes no label: the baseline draws nothing, and says so
+    }
+    said = " ".join(caplog.text.split())
+    assert f"reference(s) reference skipped: the benchmark file {path} has no plans, which they draw" in said
+
+
+def test_generate_without_a_benchmark_names_bench_select_and_the_benchmark_file_parameter(
+    tmp_path: Path,
+) -> None:
+    never_run = MissingInput(location="data/05_model_input/benchmark.parquet", written_by="bench_select")
+    with pytest.raises(
+        Exception,
+        match=r"generate: no benchmark: data/05_model_input/benchmark.parquet does not "
+        r"exist \(written by `kedro run --pipelines bench_select`\); or give a benchmark file "
+        r"with generate.benchmark=FILE",
+    ):
+        generate_images(never_run, {}, {"grey": GreySquares()}, PARAMS)
+    with pytest.raises(BenchmarkFileError, match=r"nope.jsonl does not exist \(generate.benchmark\)"):
+        generate_images(
+            never_run, {}, {"grey": GreySquares()}, PARAMS | {"benchmark": str(tmp_path / "nope.jsonl")}
+        )
+
+
+def test_a_benchmark_files_images_go_to_its_own_folder_where_evaluate_finds_them() -> None:
+    default = catalog_entries()
+    drawn = catalog_entries({"generate": {"benchmark": "physics.jsonl"}})
+    judged = catalog_entries({"evaluate": {"benchmark": "benchmarks/physics.jsonl"}})
+    locations = {
+        "generations": ("dataset", "path"),
+        "generation_manifest": ("dataset", "filepath"),
+        "generate_metrics": ("filepath",),
+        "aibench_generation_manifest": ("dataset", "filepath"),
+    }
+
+    def where(entries: dict, name: str) -> str:
+        entry = entries[name]
+        for key in locations[name]:
+            entry = entry[key]
+        return entry
+
+    assert where(default, "generations") == "data/07_model_output/generations"
+    assert where(drawn, "generations") == "data/07_model_output/benchmarks/physics/generations"
+    assert (
+        where(drawn, "generation_manifest")
+        == "data/07_model_output/benchmarks/physics/generation_manifest.parquet"
+    )
+    assert where(drawn, "generate_metrics") == "data/08_reporting/benchmarks/physics/generate.json"
+    assert where(drawn, "aibench_generation_manifest").startswith("data/07_model_output/benchmarks/physics/")
+    # evaluate on that benchmark file reads what generate drew, with its manifest
+    for name in ("generations", "generation_manifest"):
+        assert where(judged, name) == where(drawn, name)
+    assert where(judged, "generate_metrics") == where(default, "generate_metrics")  # evaluate writes none
+    with pytest.raises(Exception, match="name different benchmarks"):
+        catalog_entries({"generate": {"benchmark": "physics.jsonl"}, "evaluate": {"benchmark": "chem.jsonl"}})
 
 
 def test_pipeline_runs_in_kedro_and_saves_png_partitions(benchmark: pd.DataFrame, tmp_path: Path) -> None:
@@ -350,7 +469,9 @@ def test_references_draw_the_logic_graph_of_each_aibench_paper() -> None:
 def test_the_aibench_generation_is_configurable() -> None:
     generators = {"grey": GreySquares(), "other": GreySquares(), "reference": PlanReferenceRenderer()}
     only = PARAMS | {"aibench": {"models": ["other", "reference"]}}
-    _, manifest, _, _ = generate_aibench_images(AIBENCH_SET, AIBENCH_GRAPHS, FINETUNE_SUMMARY, generators, only)
+    _, manifest, _, _ = generate_aibench_images(
+        AIBENCH_SET, AIBENCH_GRAPHS, FINETUNE_SUMMARY, generators, only
+    )
     assert set(manifest["model"]) == {"other", "reference"}
     off = PARAMS | {"aibench": {"enabled": False}}
     images, manifest, _timings, metrics = generate_aibench_images(
@@ -387,7 +508,7 @@ def test_a_rerun_of_the_aibench_generation_draws_nothing_again(tmp_path: Path) -
 
 def _catalog_entry(name: str, tmp_path: Path) -> tuple[str, AbstractDataset]:
     """The conf/base catalog's dataset ``name`` with its data/ path moved under ``tmp_path``; and that path."""
-    entry = yaml.safe_load((REPO / "conf/base/catalog_aibench.yml").read_text())[name]
+    entry = catalog_entries()[name]
     inner = entry["dataset"]
     key = "path" if "path" in inner else "filepath"
     configured = inner[key]

@@ -10,13 +10,14 @@ from pathlib import Path
 import pandas as pd
 import pytest
 import yaml
-from kedro.io import DataCatalog, MemoryDataset
+from kedro.io import AbstractDataset, DataCatalog, MemoryDataset
 from kedro.runner import SequentialRunner
 from kedro_datasets.pandas import CSVDataset, ParquetDataset
 from matplotlib.figure import Figure
 from pydantic import ValidationError
 from scipy import stats
 
+from sciir.catalog.optional_dataset import MissingInputError, OptionalDataset
 from sciir.evaluation.human_corr_inputs import HumanCorrParams
 from sciir.evaluation.image_metrics import evaluate_metric_scores
 from sciir.evaluation.scoring import score_samples
@@ -115,8 +116,13 @@ def inputs(tmp_path, params: dict) -> dict:
 
 
 def run(tmp_path, params: dict, **overrides) -> dict:
+    """The pipeline on ``inputs`` with ``overrides`` (data, or a dataset used as it is)."""
+    given = inputs(tmp_path, params) | overrides
     catalog = DataCatalog(
-        {name: MemoryDataset(data) for name, data in (inputs(tmp_path, params) | overrides).items()}
+        {
+            name: data if isinstance(data, AbstractDataset) else MemoryDataset(data)
+            for name, data in given.items()
+        }
     )
     catalog["ratings"] = ParquetDataset(filepath=str(tmp_path / "ratings.parquet"))
     tables = ("correlations", "rater_agreement", "metric_comparisons")
@@ -420,3 +426,78 @@ def test_every_rule_evaluate_computed_is_a_metric_by_name():
     assert by_name["sciir_veto.final"] == 0.0 and by_name["sciir_veto.text"] == 1.0
     assert by_name["final_pass"] == 0.0 and by_name["checklist_pass_rate"] == pytest.approx(2 / 3)
     assert set(scores["image_id"]) == {"m/s0"} and set(scores["model"]) == {"m"}
+
+
+# The inputs human_corr may do without, as the catalog declares them (OptionalDataset), and who writes them.
+WRITTEN_BY = {
+    "sample_scores": "evaluate",
+    "generation_manifest": "generate",
+    "benchmark": "bench_select",
+    "curated": "curate",
+    "figures": "ingest",
+}
+
+
+def never_written(tmp_path, *names: str) -> dict[str, OptionalDataset]:
+    """Catalog entries of ``names`` whose files no pipeline has written (a fresh clone)."""
+    return {
+        name: OptionalDataset(
+            dataset={
+                "type": "pandas.ParquetDataset",
+                "filepath": str(tmp_path / "absent" / f"{name}.parquet"),
+            },
+            written_by=WRITTEN_BY[name],
+        )
+        for name in names
+    }
+
+
+def test_a_ratings_file_and_a_scores_file_need_no_other_pipeline(tmp_path, caplog):
+    with caplog.at_level(logging.INFO):
+        outputs = run(tmp_path, user_files(tmp_path), **never_written(tmp_path, *WRITTEN_BY))
+    table = outputs["correlations"].set_index("metric")
+    assert table.loc["our_judge", "n"] == 7 and table.loc["clip", "n"] == 8
+    assert table.loc["clip", "spearman_rho"] == pytest.approx(
+        stats.spearmanr([31, 25, 30, 24, 29, 28, 26, 27], [5, 1, 4, 2, 5, 1, 4, 2]).statistic
+    )
+    assert outputs["human_corr_metrics"]["raters"] == 3.0
+    assert "absent" not in caplog.text  # no absent table was looked at
+
+
+def test_a_ratings_file_with_evaluate_scores_and_no_benchmark_is_paired_unchecked(tmp_path, caplog):
+    rows = [("programmatic/s0", "r1", 5), ("programmatic/s1", "r1", 2), ("faulty/s2", "r1", 1)]
+    with caplog.at_level(logging.INFO):
+        outputs = run(
+            tmp_path,
+            file_ratings(tmp_path, rows),
+            **never_written(tmp_path, "benchmark", "curated", "figures"),
+        )
+    assert outputs["correlations"].iloc[0].n == 3
+    assert "image ids not checked against a benchmark (none exists)" in caplog.text
+
+
+def _said(error: pytest.ExceptionInfo) -> str:
+    """The message of the exception Kedro's runner raised, or of the one it wraps."""
+    chained = error.value.__cause__ or error.value
+    return str(chained)
+
+
+def test_oracle_ratings_without_curate_name_the_pipeline_and_the_ratings_file_parameters(tmp_path):
+    with pytest.raises(MissingInputError) as error:
+        run(tmp_path, ORACLE_PARAMS, **never_written(tmp_path, "curated"))
+    assert _said(error) == (
+        f"human_corr: no oracle ratings: {tmp_path / 'absent' / 'curated.parquet'} does not exist (written by "
+        "`kedro run --pipelines curate`); or give a ratings file with "
+        "human_corr.ratings.source=file,human_corr.ratings.path=FILE"
+    )
+
+
+def test_evaluate_scores_that_do_not_exist_name_evaluate_and_the_scores_file_parameters(tmp_path):
+    rows = [("programmatic/s0", "r1", 5)]
+    with pytest.raises(MissingInputError) as error:
+        run(tmp_path, file_ratings(tmp_path, rows), **never_written(tmp_path, "sample_scores"))
+    assert _said(error) == (
+        f"human_corr: no metric scores: {tmp_path / 'absent' / 'sample_scores.parquet'} does not exist "
+        "(written by `kedro run --pipelines evaluate`); or give a file with "
+        "human_corr.metric_scores.source=file,human_corr.metric_scores.path=FILE"
+    )

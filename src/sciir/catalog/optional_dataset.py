@@ -36,6 +36,10 @@ class MissingInput:
             "or point the stage at your own data"
         )
 
+    def absence(self) -> str:
+        """Where the input was looked for and what writes it, in words."""
+        return f"{self.location} does not exist (written by `kedro run --pipelines {self.written_by}`)"
+
     def __getattr__(self, attribute: str) -> Any:
         if attribute.startswith("__"):  # copy, pickle and numpy probe dunders: plain absence
             raise AttributeError(attribute)
@@ -62,13 +66,22 @@ def required(value: T | MissingInput, why: str) -> T:
     return value
 
 
+def supplied(value: T | MissingInput, missing: str, alternative: str) -> T:
+    """``value`` itself, or MissingInputError ``<missing>: <where> does not exist (written by ...); or
+    <alternative>``, where ``alternative`` names the parameters that supply the input from a file."""
+    if isinstance(value, MissingInput):
+        raise MissingInputError(f"{missing}: {value.absence()}; or {alternative}")
+    return value
+
+
 def frame_or_empty(value: pd.DataFrame | MissingInput, columns: tuple[str, ...]) -> pd.DataFrame:
     """The table, or an empty one with ``columns`` when it does not exist."""
     return pd.DataFrame(columns=list(columns)) if isinstance(value, MissingInput) else value
 
 
 def mapping_or_empty(value: dict[str, Any] | MissingInput) -> dict[str, Any]:
-    """The partitions, or none when the folder does not exist or is empty."""
+    """The mapping (a folder's partitions, a JSON summary), or an empty one when it does not exist (an image
+    folder: or is empty)."""
     return {} if isinstance(value, MissingInput) else value
 
 

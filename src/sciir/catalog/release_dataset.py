@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import json
 import shutil
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -82,6 +82,20 @@ def write_shard(rows: pd.DataFrame, features: dict[str, Any], path: Path) -> Non
 
 def shard_names(split: str, count: int) -> list[str]:
     return [f"data/{split}-{index:05d}-of-{count:05d}.parquet" for index in range(count)]
+
+
+def split_shards(root: str | Path, split: str) -> list[Path]:
+    """The parquet shards of ``split`` in a release folder, in order (none when it has no such split)."""
+    return sorted((Path(root) / "data").glob(f"{split}-*.parquet"))
+
+
+def split_row_groups(root: str | Path, split: str) -> Iterator[pd.DataFrame]:
+    """The rows of ``split``, one row group at a time (``image`` cells as ``{"bytes", "path"}``), so a
+    reader of a large release holds one group's images at once."""
+    for shard in split_shards(root, split):
+        parquet = pq.ParquetFile(shard)
+        for group in range(parquet.num_row_groups):
+            yield parquet.read_row_group(group).to_pandas()
 
 
 class ReleaseFolderDataset(AbstractDataset[Release, Release]):

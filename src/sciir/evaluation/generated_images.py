@@ -25,7 +25,7 @@ from PIL import Image
 
 from sciir.evaluation.known_files import KnownFiles, KnownPayload, checked_payload, payload_or_known
 from sciir.images.conversion_workers import prepare_payloads
-from sciir.images.payload import ImageFile, ImageLimits, Payload, image_file
+from sciir.images.payload import FOLDER_IMAGE_SUFFIXES, ImageFile, ImageLimits, Payload, image_file
 from sciir.runs.long_lists import log_list
 
 logger = logging.getLogger(__name__)
@@ -41,7 +41,6 @@ PayloadLoaders = Mapping[str, Callable[[], Payload | KnownPayload]]
 # (model, sample_id) -> that pair's generation manifest row (with ``status`` and ``reason``).
 ManifestEntries = Mapping[tuple[str, str], Any]
 
-FOLDER_IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".webp")
 MISSING_IMAGE_COLUMNS = ("model", "sample_id", "reason")
 
 

@@ -9,21 +9,23 @@ from the ground-truth oracle (``sciir.sample.oracle``), whose rows carry the rat
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 from typing import Annotated, Literal
 
 import pandas as pd
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from sciir.evaluation.image_metrics import evaluate_metric_scores
 from sciir.evaluation.rating_pairs import refuse_unknown_samples
-from sciir.sample.oracle import OracleConfig, oracle_ratings
+from sciir.sample.oracle import OracleConfig
 from sciir.stats.agreement import Level
 from sciir.stats.bootstrap import BootstrapConfig
 from sciir.stats.correlation import Coefficient, KendallVariant
 from sciir.stats.correlation_table import CorrelationSettings, FisherZ
 from sciir.user_files.rating_files import read_metric_scores_file, read_ratings_file
 from sciir.user_files.table_files import TableFile
+
+logger = logging.getLogger(__name__)
 
 
 class RatingsParams(OracleConfig):
@@ -103,30 +105,24 @@ class HumanCorrParams(BaseModel):
         return f"{scored} and {self.ratings.describe()}"
 
 
-def configured_ratings(
-    config: HumanCorrParams,
-    generation_manifest: pd.DataFrame,
-    benchmark: pd.DataFrame,
-    curated: pd.DataFrame,
-    figures: pd.DataFrame,
-) -> pd.DataFrame:
-    """The ``ratings`` table from the configured source (oracle or file).
+def file_ratings(config: HumanCorrParams, benchmark: pd.DataFrame | None) -> pd.DataFrame:
+    """The ``ratings`` table of the configured ratings file (``ratings.source: file``).
 
     A ratings file correlated with evaluate's scores must rate images ``<model>/<sample_id>`` of
-    benchmark samples: a row that does not is refused naming the file, its line and the value.
+    benchmark samples: a row that does not is refused naming the file, its line and the value. Without a
+    benchmark (``None``: none was built) the ids are not checked, as one log line says; the pairing still
+    counts the images without a score, and no image in common is an error.
     """
-    source = config.ratings
-    if source.source == "oracle":
-        return oracle_ratings(generation_manifest, benchmark, curated, figures, source)
-    ratings = read_ratings_file(source.path)
+    path = str(config.ratings.path)
+    ratings = read_ratings_file(path)
     if isinstance(config.metric_scores, EvaluateScoresParams):
-        refuse_unknown_samples(ratings, TableFile(Path(source.path), "ratings file"), benchmark)
+        if benchmark is None:
+            logger.info("ratings file %s: image ids not checked against a benchmark (none exists)", path)
+        else:
+            refuse_unknown_samples(ratings, TableFile(Path(path), "ratings file"), benchmark)
     return ratings
 
 
-def configured_metric_scores(config: HumanCorrParams, sample_scores: pd.DataFrame) -> pd.DataFrame:
-    """Metric scores from the configured source (evaluate's sample_scores or a file)."""
-    source = config.metric_scores
-    if isinstance(source, FileScoresParams):
-        return read_metric_scores_file(source.path)
-    return evaluate_metric_scores(sample_scores)
+def file_metric_scores(config: FileScoresParams) -> pd.DataFrame:
+    """The metric scores of the configured file (``metric_scores.source: file``)."""
+    return read_metric_scores_file(config.path)

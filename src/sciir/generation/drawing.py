@@ -131,9 +131,27 @@ def plan_text(result: GenerationResult) -> str | None:
     return planner.get("plan") if isinstance(planner, dict) else None
 
 
+def lora_path_of(generator: ImageGenerator) -> str | None:
+    """The LoRA adapter a generator loads (its ``lora_path``), or None."""
+    return generator.identity().get("config", {}).get("lora_path")
+
+
+def missing_adapter(model: str, generator: ImageGenerator) -> str | None:
+    """Why a generator that loads a LoRA adapter cannot draw: the adapter does not exist (finetune writes
+    it); None when it loads none or the adapter is there."""
+    lora_path = lora_path_of(generator)
+    if lora_path is None or Path(lora_path).exists():
+        return None
+    return (
+        f"generator {model} loads the LoRA adapter {lora_path}, which does not exist: "
+        f"`kedro run --pipelines finetune` writes it (to finetune.adapter_path), or leave {model} out "
+        "with generate.models"
+    )
+
+
 def adapter_record(generator: ImageGenerator, finetune_summary: dict[str, Any]) -> dict[str, Any] | None:
     """For a generator that loads a LoRA: its path, plus the finetune run's facts when it is that run's adapter."""
-    lora_path = generator.identity().get("config", {}).get("lora_path")
+    lora_path = lora_path_of(generator)
     if lora_path is None:
         return None
     record: dict[str, Any] = {"lora_path": str(lora_path)}
@@ -204,7 +222,8 @@ def draw_every_sample(
 ) -> Drawn:
     """Each generator on the requests ``requests_of`` gives it (with the samples never sent and why),
     manifest and timing rows in ``sample_order`` per model; ``meta`` is added to every row's meta, and so
-    is the adapter record of a generator that loads the finetuned LoRA."""
+    is the adapter record of a generator that loads the finetuned LoRA. A generator whose LoRA adapter does
+    not exist (finetune has not run) is sent nothing: each of its samples fails with that reason."""
     position = {sample_id: index for index, sample_id in enumerate(sample_order)}
 
     def in_sample_order(model_rows: Rows) -> Rows:
@@ -218,6 +237,10 @@ def draw_every_sample(
     for model, generator in generators.items():
         began = time.perf_counter()
         requests, unsent = requests_of(generator)
+        if (reason := missing_adapter(model, generator)) is not None:
+            logger.warning("generate %s: nothing drawn: %s", model, reason)
+            unsent = {**dict.fromkeys((request.sample_id for request in requests), reason), **unsent}
+            requests = []
         logger.info("generate %s (%s): %d samples", model, generator.role, len(requests))
         adapter = adapter_record(generator, finetune_summary)
         row_meta = {**(meta or {}), **({"adapter": adapter} if adapter is not None else {})}

@@ -1,5 +1,5 @@
-"""``params:generate`` (conf/base/parameters_generate.yml): seed, size, generators, stream window, and the
-AIBench drawing."""
+"""``params:generate`` (conf/base/parameters_generate.yml): the benchmark, seed, size, generators, stream
+window, and the AIBench drawing."""
 
 from __future__ import annotations
 
@@ -23,6 +23,8 @@ class GenerateParams(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
+    # A benchmark file (``sciir.user_files.benchmark_file``) drawn instead of the catalog's SciIR-Bench.
+    benchmark: str | None = None
     seed: int = 0
     width: int = Field(default=1024, gt=0)
     height: int = Field(default=1024, gt=0)

@@ -4,6 +4,7 @@ generator whose role is ``reference`` also the sample's plan (the annotation's l
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Sequence
 from typing import Any
 
@@ -11,6 +12,8 @@ import pandas as pd
 
 from sciir.backends.base import GenerationRequest, GeneratorRole, ImageGenerator, PlanRequest
 from sciir.generation.params import GenerateParams
+
+logger = logging.getLogger(__name__)
 
 
 def select_generators(
@@ -27,6 +30,15 @@ def select_generators(
     if unknown:
         raise ValueError(f"{setting} names unknown generator(s) {unknown}; available: {sorted(generators)}")
     return {name: generators[name] for name in models}
+
+
+def contestants_only(generators: dict[str, ImageGenerator], why: str) -> dict[str, ImageGenerator]:
+    """The generators that are not references; the references left out are named in one log line, with
+    ``why``."""
+    references = [name for name, generator in generators.items() if generator.role == "reference"]
+    if references:
+        logger.info("generate: reference(s) %s skipped: %s", ", ".join(references), why)
+    return {name: generator for name, generator in generators.items() if generator.role != "reference"}
 
 
 def refuse_repeated_samples(table: pd.DataFrame, name: str, unit: str) -> None:

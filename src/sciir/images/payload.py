@@ -39,6 +39,8 @@ from PIL import Image, UnidentifiedImageError
 from sciir.images.bit_depth import eight_bit
 
 ACCEPTED_FORMATS = ("PNG", "JPEG", "WEBP")
+# The image files a folder a user hands in may hold (their own images to judge, training pairs).
+FOLDER_IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".webp")
 MIME_TYPES = {"PNG": "image/png", "JPEG": "image/jpeg", "WEBP": "image/webp"}
 # Modes every judge reads as they are; anything else (16-bit, CMYK, float ...) is converted.
 _PLAIN_MODES = frozenset({"1", "L", "LA", "P", "RGB", "RGBA"})

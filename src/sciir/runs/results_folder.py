@@ -1,4 +1,5 @@
-"""Where a run's results go, so runs on other benchmarks or other images never write over the default run.
+"""Where a run's results go, so runs on other benchmarks or other images never write over the default run:
+evaluate's results (``results_folder``) and generate's images for a benchmark file (``generated_folder``).
 
 Imported by the project settings (a catalog resolver), so it stays free of heavy imports.
 """
@@ -33,16 +34,55 @@ def results_folder(
     return f"{folder}/{Path(str(images_dir)).name}" if images_dir else folder
 
 
-# Settings that move a run's results to their own folder; the catalog sees only those given on the command
-# line (``--params``), so a value set in a conf file would leave the results on top of the default run's.
-SCOPING_SETTINGS = ("benchmark", "images_dir", "verdicts_file")
+def generated_folder(
+    generate_benchmark: str | None, evaluate_benchmark: str | None, default: str, layer: str
+) -> str:
+    """Where generate's outputs for a benchmark file go, and where evaluate finds them: ``default`` for the
+    catalog's benchmark (the tracked default run), else ``<layer>/benchmarks/<benchmark>`` (images and
+    manifests under ``data/07_model_output``, metrics and timings under ``data/08_reporting``), so drawing
+    another benchmark never writes over the default run's images. Generate names the benchmark with
+    ``generate.benchmark``; evaluate, reading that folder, with ``evaluate.benchmark``. A catalog resolver
+    (``sciir.generated``).
+
+    Raises:
+        ValueError: both are set and name different benchmarks.
+    """
+    names = {benchmark_name(path) for path in (generate_benchmark, evaluate_benchmark) if path}
+    if len(names) > 1:
+        raise ValueError(
+            f"generate.benchmark ({generate_benchmark}) and evaluate.benchmark ({evaluate_benchmark}) name "
+            "different benchmarks: give both the same file, or run generate and evaluate apart"
+        )
+    return f"{layer}/benchmarks/{names.pop()}" if names else default
 
 
-def settings_outside_command_line(evaluate: dict[str, Any], runtime: dict[str, Any]) -> list[str]:
-    """The scoping settings of ``params:evaluate`` that differ from what the command line gave."""
-    given = runtime.get("evaluate") or {}
+def benchmarks_apart(generate: dict[str, Any], evaluate: dict[str, Any]) -> str | None:
+    """Why generate and evaluate cannot run together: evaluate judges the generated images (neither
+    ``images_dir`` nor ``verdicts_file`` set) of another benchmark than generate draws. None when they agree."""
+    if evaluate.get("images_dir") or evaluate.get("verdicts_file"):
+        return None
+    drawn, judged = (
+        benchmark_name(section["benchmark"]) if section.get("benchmark") else SAMPLE_BENCHMARK
+        for section in (generate, evaluate)
+    )
+    if drawn == judged:
+        return None
+    return (
+        f"generate draws {drawn} (generate.benchmark) and evaluate judges the images drawn for {judged} "
+        "(evaluate.benchmark): give both the same benchmark, or run generate and evaluate apart"
+    )
+
+
+# Settings that move a run's outputs to their own folder, by section; the catalog sees only those given on the
+# command line (``--params``), so a value set in a conf file would leave the outputs on top of the default run's.
+SCOPING_SETTINGS = {"evaluate": ("benchmark", "images_dir", "verdicts_file"), "generate": ("benchmark",)}
+
+
+def settings_outside_command_line(section: str, values: dict[str, Any], runtime: dict[str, Any]) -> list[str]:
+    """The scoping settings of ``params:<section>`` that differ from what the command line gave."""
+    given = runtime.get(section) or {}
     return [
-        f"evaluate.{name}"
-        for name in SCOPING_SETTINGS
-        if evaluate.get(name) and str(evaluate.get(name)) != str(given.get(name) or "")
+        f"{section}.{name}"
+        for name in SCOPING_SETTINGS[section]
+        if values.get(name) and str(values.get(name)) != str(given.get(name) or "")
     ]

@@ -1,11 +1,12 @@
-"""The finetune stage's parameters (``params:finetune``: a training run plus where the base model and the
-adapter live) and the base pipeline folder they name."""
+"""The finetune stage's parameters (``params:finetune``: a training run plus what it trains on and where the
+base model and the adapter live) and the base pipeline folder they name."""
 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Literal
 
-from pydantic import PositiveInt
+from pydantic import BaseModel, ConfigDict, PositiveInt, model_validator
 
 from sciir.training.config import Family, LoraTrainConfig
 from sciir.training.distributed import LaunchParams
@@ -16,9 +17,35 @@ TINY_BASE_MODEL = "tiny"
 TINY_DEFAULT_FAMILY: Family = "noise_prediction"
 
 
-class FinetuneParams(LoraTrainConfig):
-    """``params:finetune``: the training run plus where the base model and the adapter live."""
+class TrainDataParams(BaseModel):
+    """``params:finetune.train_data``: what the LoRA is trained on. ``train_split``: bench_select's train
+    split; ``release``: the train split of the release folder ``path`` (its images written into
+    ``release_images`` for training); ``folder``: the image + caption pairs of the folder ``path``
+    (``sciir.user_files.training_pairs``). ``path`` is required by a folder source and refused with
+    ``train_split`` (it would otherwise be silently unused)."""
 
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    source: Literal["train_split", "release", "folder"] = "train_split"
+    path: str | None = None
+    release_images: str = "data/05_model_input/release_images"
+
+    @model_validator(mode="after")
+    def _path_matches_source(self) -> TrainDataParams:
+        if self.source != "train_split" and not self.path:
+            raise ValueError(f"train_data.source is {self.source!r} but train_data.path is not set")
+        if self.source == "train_split" and self.path:
+            raise ValueError(
+                f"train_data.path is {self.path!r} but train_data.source is 'train_split': "
+                "set train_data.source=release or folder"
+            )
+        return self
+
+
+class FinetuneParams(LoraTrainConfig):
+    """``params:finetune``: the training run plus what it trains on, where the base model and the adapter live."""
+
+    train_data: TrainDataParams = TrainDataParams()
     base_model: str
     tiny_model_path: str
     adapter_path: str

@@ -37,20 +37,20 @@ ADAPTER_ARTIFACT = "finetune/adapter"
 
 
 def training_rows(train_split: pd.DataFrame, limit: int) -> list[dict[str, Any]]:
-    """The first ``limit`` rows of the train split as records.
+    """The first ``limit`` rows of the train split (or of the training data a user brought) as records.
 
     Raises:
         ValueError: a required column is missing.
     """
     missing = [column for column in TRAIN_COLUMNS if column not in train_split.columns]
     if missing:
-        raise ValueError(f"train_split lacks column(s) {missing}; expected {list(TRAIN_COLUMNS)}")
+        raise ValueError(f"the training data lacks column(s) {missing}; expected {list(TRAIN_COLUMNS)}")
     return train_split.loc[:, list(TRAIN_COLUMNS)].head(limit).to_dict("records")
 
 
 def _no_usable_images_error(n_rows: int, skipped: list[SkippedImage]) -> ValueError:
-    reasons = "; ".join(s.reason for s in skipped[:3]) or "the train split is empty"
-    return ValueError(f"no usable training image among {n_rows} train_split row(s): {reasons}")
+    reasons = "; ".join(s.reason for s in skipped[:3]) or "there are none"
+    return ValueError(f"no usable training image among {n_rows} training row(s): {reasons}")
 
 
 def step_series(records: list[StepRecord], field: str) -> list[dict[str, float]]:

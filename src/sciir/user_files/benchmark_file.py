@@ -111,12 +111,13 @@ class BenchmarkTables:
     choice_questions: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=list(QA_COLUMNS)))
 
 
-def read_benchmark_file(path: str | Path) -> BenchmarkTables:
+def read_benchmark_file(path: str | Path, setting: str = "evaluate.benchmark") -> BenchmarkTables:
     """The benchmark and checklists of a JSONL / CSV / TSV / parquet benchmark file; BenchmarkFileError
-    naming the file, the line or row and the field when something is wrong."""
+    naming the file, the line or row and the field when something is wrong (a missing file, also the
+    ``setting`` that names it)."""
     path = Path(path)
     if not path.is_file():
-        raise BenchmarkFileError(f"benchmark file {path} does not exist (evaluate.benchmark)")
+        raise BenchmarkFileError(f"benchmark file {path} does not exist ({setting})")
     suffix = path.suffix.lower()
     if suffix == ".jsonl":
         samples = list(_jsonl_samples(path))

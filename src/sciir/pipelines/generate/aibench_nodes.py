@@ -18,7 +18,7 @@ import pandas as pd
 
 from sciir.backends.base import ImageGenerator
 from sciir.catalog.image_dataset import EncodedImage
-from sciir.catalog.optional_dataset import MissingInput, is_missing_input
+from sciir.catalog.optional_dataset import MissingInput, is_missing_input, mapping_or_empty
 from sciir.generation.aibench_requests import aibench_generators, aibench_reference_requests, aibench_requests
 from sciir.generation.drawing import draw_every_sample
 from sciir.generation.manifest import (
@@ -44,8 +44,8 @@ def _nothing_drawn(reason: str) -> AIBenchDrawn:
 
 def generate_aibench_images(
     aibench_set: pd.DataFrame | MissingInput,
-    aibench_graphs: pd.DataFrame,
-    finetune_summary: dict[str, Any],
+    aibench_graphs: pd.DataFrame | MissingInput,
+    finetune_summary: dict[str, Any] | MissingInput,
     generators: dict[str, ImageGenerator],
     params: dict[str, Any],
 ) -> AIBenchDrawn:
@@ -57,11 +57,16 @@ def generate_aibench_images(
         manifest (the columns of ``generation_manifest``; each row's meta names the prompt version), the
         seconds each image took (``aibench_generation_timings``, MLflow only) and its metrics per model
         (ok, failed, seconds, cache hits and misses). Nothing when ``generate.aibench.enabled`` is false,
-        the AIBench set does not exist yet or no generator is selected (one log line says which).
+        ``generate.benchmark`` names a benchmark file, the AIBench set does not exist yet or no generator
+        is selected (one log line says which).
     """
     config = GenerateParams.model_validate(params)
     if not config.aibench.enabled:
         return _nothing_drawn("generate.aibench.enabled is false")
+    if config.benchmark is not None:
+        return _nothing_drawn(
+            f"generate.benchmark is set ({config.benchmark}): the AIBench set is SciIR-Bench's"
+        )
     if is_missing_input(aibench_set):
         return _nothing_drawn(f"aibench_set ({aibench_set.location}) not found")
     selected = aibench_generators(generators, config)
@@ -75,7 +80,7 @@ def generate_aibench_images(
         lambda generator: by_role[generator.role],
         [str(sample) for sample in aibench_set["sample_id"]],
         config,
-        finetune_summary,
+        mapping_or_empty(finetune_summary),
         meta={"prompt_version": prompt_template(ILLUSTRATION_TASK).version},
     )
     log_aibench_failures(drawn.manifest)

@@ -1,6 +1,9 @@
 """Human-correlation nodes: ratings and metric scores per image, correlations, agreement, comparisons.
 
-Where the two inputs come from: ``sciir.evaluation.human_corr_inputs``; how they are paired image by
+Where the two inputs come from: ``sciir.evaluation.human_corr_inputs``. Only the tables the configured
+sources need are used: with a ratings file and a metric-scores file nothing else has to have run
+(``sciir.catalog.optional_dataset``), and a table a source needs that does not exist is named with the
+pipeline that writes it and the parameters that give a file instead. How the inputs are paired image by
 image: ``sciir.evaluation.rating_pairs``; the statistics: ``sciir.stats``; the metrics logged:
 ``sciir.evaluation.correlation_summary``. File formats: docs/human_corr.md.
 """
@@ -12,12 +15,15 @@ from typing import Any
 
 import pandas as pd
 
+from sciir.catalog.optional_dataset import MissingInput, is_missing_input, supplied
 from sciir.evaluation.correlation_summary import correlations_text
 from sciir.evaluation.human_corr_inputs import (
+    FileScoresParams,
     HumanCorrParams,
-    configured_metric_scores,
-    configured_ratings,
+    file_metric_scores,
+    file_ratings,
 )
+from sciir.evaluation.image_metrics import evaluate_metric_scores
 from sciir.evaluation.plots import plot_metric_scatter
 from sciir.evaluation.rating_pairs import (
     checked_group_by,
@@ -25,11 +31,16 @@ from sciir.evaluation.rating_pairs import (
     pair_metrics_with_ratings,
     rating_label,
 )
+from sciir.sample.oracle import oracle_ratings
 from sciir.stats.agreement import agreement_table
 from sciir.stats.correlation_table import correlation_table
 from sciir.stats.metric_comparison import comparison_table
 
 logger = logging.getLogger(__name__)
+
+# What supplies each input from a file instead of an earlier pipeline.
+RATINGS_FILE = "give a ratings file with human_corr.ratings.source=file,human_corr.ratings.path=FILE"
+SCORES_FILE = "give a file with human_corr.metric_scores.source=file,human_corr.metric_scores.path=FILE"
 
 
 def _params(params: dict[str, Any]) -> HumanCorrParams:
@@ -37,19 +48,31 @@ def _params(params: dict[str, Any]) -> HumanCorrParams:
 
 
 def collect_ratings(
-    generation_manifest: pd.DataFrame,
-    benchmark: pd.DataFrame,
-    curated: pd.DataFrame,
-    figures: pd.DataFrame,
+    generation_manifest: pd.DataFrame | MissingInput,
+    benchmark: pd.DataFrame | MissingInput,
+    curated: pd.DataFrame | MissingInput,
+    figures: pd.DataFrame | MissingInput,
     params: dict[str, Any],
 ) -> pd.DataFrame:
-    """The ``ratings`` table from the configured source (oracle or file)."""
-    return configured_ratings(_params(params), generation_manifest, benchmark, curated, figures)
+    """The ``ratings`` table from the configured source: the oracle (which needs the generation manifest,
+    the benchmark, curate's and ingest's tables) or a ratings file (which needs none of them)."""
+    config = _params(params)
+    if config.ratings.source == "file":
+        return file_ratings(config, None if is_missing_input(benchmark) else benchmark)
+    missing = "human_corr: no oracle ratings"
+    tables = [
+        supplied(table, missing, RATINGS_FILE) for table in (generation_manifest, benchmark, curated, figures)
+    ]
+    return oracle_ratings(*tables, config.ratings)
 
 
-def collect_metric_scores(sample_scores: pd.DataFrame, params: dict[str, Any]) -> pd.DataFrame:
-    """Metric scores from the configured source (evaluate's sample_scores or a file)."""
-    return configured_metric_scores(_params(params), sample_scores)
+def collect_metric_scores(sample_scores: pd.DataFrame | MissingInput, params: dict[str, Any]) -> pd.DataFrame:
+    """Metric scores from the configured source: evaluate's sample_scores or a file (then sample_scores
+    is not needed)."""
+    config = _params(params)
+    if isinstance(config.metric_scores, FileScoresParams):
+        return file_metric_scores(config.metric_scores)
+    return evaluate_metric_scores(supplied(sample_scores, "human_corr: no metric scores", SCORES_FILE))
 
 
 def select_metrics(metric_scores: pd.DataFrame, params: dict[str, Any]) -> list[str]:
