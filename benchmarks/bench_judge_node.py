@@ -243,13 +243,19 @@ def write_judge_entry(root: Path, base_url: str, concurrency: int, cache_name: s
 
 def kedro_command(root: Path, concurrency: int) -> list[str]:
     """The user's command, with ``evaluate.batch_size`` (or ``evaluate.window``, its later name) set to the
-    concurrency when parameters_evaluate.yml has it."""
+    concurrency when parameters_evaluate.yml has it, and the blank baseline off where there is one."""
     command = ["kedro", "run", "--pipelines", "evaluate", "--nodes", "evaluation_inputs,judge_generations"]
     params = (root / "conf" / "base" / "parameters_evaluate.yml").read_text()
-    for name in ("batch_size", "window"):
-        if re.search(rf"^\s*{name}:", params, re.MULTILINE):
-            return [*command, "--params", f"evaluate.{name}={concurrency}"]
-    return command
+    settings = [
+        f"evaluate.{name}={concurrency}"
+        for name in ("batch_size", "window")
+        if re.search(rf"^\s*{name}:", params, re.MULTILINE)
+    ][:1]
+    # The blank baseline's white images are requests the plain client does not send: off, so both send
+    # the same requests.
+    if re.search(r"^\s*blank:", params, re.MULTILINE):
+        settings.append("evaluate.blank.enabled=false")
+    return [*command, "--params", ",".join(settings)] if settings else command
 
 
 # ---- the fake server in its own process

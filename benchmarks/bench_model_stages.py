@@ -354,8 +354,13 @@ def run_examine(root: Path, count: int, window: int) -> tuple[float, float]:
     with KedroSession.create(project_path=root) as session:
         catalog = session.load_context().catalog
         images, judge = catalog.load("aibench_generations"), catalog.load("judge")
+        generations, generation_manifest = catalog.load("generations"), catalog.load("generation_manifest")
+        evaluate_params = catalog.load("params:evaluate")  # the blank baseline's white images included
         start, cpu = time.perf_counter(), time.process_time()
-        examine_images(images, manifest, aibench_set, qa, judge, {"window": window})
+        examine_images(
+            images, manifest, generations, generation_manifest, aibench_set, qa, judge, {"window": window},
+            evaluate_params,
+        )  # fmt: skip
         seconds, cpu = time.perf_counter() - start, time.process_time() - cpu
     end_mlflow_runs()
     return seconds, cpu

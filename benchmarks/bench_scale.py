@@ -171,15 +171,16 @@ def write_model_images(root: Path, models: int) -> Path:
 
 def items_of(root: Path, stage: str) -> int:
     """What the stage handled: figures (ingest, curate), curated samples (annotate, bench_select), images
-    judged (evaluate)."""
+    judged (evaluate, the blank baseline's included)."""
     tables = {
         "ingest": "data/02_intermediate/figures.parquet",
         "curate": "data/02_intermediate/figures.parquet",
         "annotate": "data/04_feature/annotations.parquet",
         "bench_select": "data/04_feature/annotations.parquet",
     }
-    if stage == "evaluate":
-        return sum(1 for _ in (root / "data/07_model_output/scale_images").glob("*/*.png"))
+    if stage == "evaluate":  # the models' images and the blank baseline's white image of each sample
+        models = sum(1 for _ in (root / "data/07_model_output/scale_images").glob("*/*.png"))
+        return models + len(pd.read_parquet(root / "data/05_model_input/benchmark.parquet"))
     return len(pd.read_parquet(root / tables[stage]))
 
 

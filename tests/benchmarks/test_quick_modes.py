@@ -321,7 +321,9 @@ def _(output: str) -> None:
     assert rows["ingest"][0] == rows["curate"][0] >= 100  # every figure of the one copy
     assert rows["ingest"][4] == rows["bench_select"][4] == 0  # stages that call no model
     assert rows["curate"][4] > 0 and rows["annotate"][4] >= 2 * rows["annotate"][0]  # screen; the task chain
-    assert rows["evaluate"][0] == rows["evaluate"][4]  # each model's image one request, none from the cache
+    # Each image judged is one request at most, none from the cache: the models' images are all distinct, the
+    # blank baseline's white ones repeat a request where two samples share a prompt and checklist.
+    assert 0.9 * rows["evaluate"][0] <= rows["evaluate"][4] <= rows["evaluate"][0]
     (times,) = _line(rf"^projection to 360,000 figures \({NUMBER}x the largest size", output)
     assert times == round(360_000 / rows["ingest"][0])
     _line(r"^  whole build: [0-9.]+ h", output)

@@ -27,6 +27,7 @@ from sciir.tasks.aibench_graph import build_graph_request, parse_graph_reply
 from sciir.tasks.aibench_qa import build_solver_request, solver_items
 from sciir.tasks.aibench_questions import build_questions_request, parse_questions_reply
 from sciir.tasks.judge import build_judge_request, checklist_items
+from sciir.tasks.prompt_checklist import build_prompt_checklist_request
 from sciir.tasks.registry import ANNOTATION_TASKS, rule_book
 from sciir.tasks.registry import ANNOTATION_TASKS as TASKS
 from sciir.tasks.registry import TASKS as REGISTERED
@@ -348,6 +349,7 @@ def _every_task_with_an_offline_answer() -> dict[str, tuple[VLMRequest, dict]]:
     _answered(backend, build_aesthetics_request(png), answers)
     _answered(backend, screen_request(png, texts["caption"], ScreenParams()), answers)
     _answered(backend, build_score_request("Draw \"Glucose\" -> \"Pyruvate\".", png), answers)
+    _answered(backend, build_prompt_checklist_request('A flow diagram from "Glucose" to "Pyruvate".'), answers)
     # No rule writes a plan (it takes a language model's knowledge): a plan as a planner model writes one.
     plan = 'Style: flow diagram on white. Required text: "Glucose", "Pyruvate". "Glucose" -> "Pyruvate".'
     answers["planner"] = (build_plan_request(abstract["prompt"], PlannerSettings()), {"plan": plan})

@@ -31,7 +31,7 @@ from abc import abstractmethod
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from types import MappingProxyType
-from typing import Any, ClassVar, Final, Generic, Literal, TypeVar
+from typing import Any, ClassVar, Final, Generic, Literal, TypeVar, cast
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
@@ -314,6 +314,16 @@ class Model(Backend, Generic[Req, Res]):
         for index, result in enumerate(results):
             on_result(index, result)
         return results
+
+
+def streamed(model: Model[Req, Res], requests: Sequence[Req], window: int | None = None) -> list[Res]:
+    """``model.stream`` over a batch, the results in request order: the ``generate`` of a model whose
+    work is its stream."""
+    results: list[Res | None] = [None] * len(requests)
+    model.stream(requests, results.__setitem__, window)
+    if any(result is None for result in results):
+        raise RuntimeError(f"{type(model).__name__} left requests of the batch without a result")
+    return cast(list[Res], results)
 
 
 def _take_window(iterator: Iterator[Req | Pending], size: int) -> tuple[list[Req], bool]:

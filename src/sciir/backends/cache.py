@@ -38,6 +38,7 @@ from sciir.backends.base import (
     VLMRequest,
     VLMResult,
     sha256_hex,
+    streamed,
 )
 from sciir.images.payload import ImageLimits
 
@@ -182,11 +183,7 @@ class CachedModel(Model[Req, Res]):
 
     def generate(self, requests: Sequence[Req]) -> list[Res]:
         """:meth:`stream` over a batch, its results returned in order."""
-        results: list[Res | None] = [None] * len(requests)
-        self.stream(requests, results.__setitem__, self.window)
-        if any(result is None for result in results):
-            raise RuntimeError(f"{type(self.inner).__name__} left requests of the batch without a result")
-        return cast(list[Res], results)
+        return streamed(self, requests, self.window)
 
     def stream(
         self,

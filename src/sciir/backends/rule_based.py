@@ -10,11 +10,18 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from itertools import count
-from typing import Any, ClassVar, cast
+from typing import Any, ClassVar
 
 import pytesseract
 
-from sciir.backends.base import Pending, VisionLanguageModel, VLMRequest, VLMResult, no_request_in_flight
+from sciir.backends.base import (
+    Pending,
+    VisionLanguageModel,
+    VLMRequest,
+    VLMResult,
+    no_request_in_flight,
+    streamed,
+)
 from sciir.backends.readers.second_reader import second_recogniser_version
 from sciir.backends.readers.tesseract import READER_VERSION, require_tesseract, shared_reader
 from sciir.backends.readers.text import OcrReading
@@ -84,9 +91,7 @@ class RuleBasedVLM(VisionLanguageModel):
         return {**super().identity(), **rules, **readers}
 
     def generate(self, requests: Sequence[VLMRequest]) -> list[VLMResult]:
-        results: list[VLMResult | None] = [None] * len(requests)
-        self.stream(requests, results.__setitem__)
-        return cast(list[VLMResult], results)
+        return streamed(self, requests)
 
     def stream(
         self,

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, cast
+from typing import Any
 
 from pydantic import BaseModel, Field
 
@@ -22,6 +22,7 @@ from sciir.backends.base import (
     Pending,
     VisionLanguageModel,
     VLMResult,
+    streamed,
 )
 from sciir.runs.model_chain import stream_through_two
 from sciir.tasks.candidate_score import build_score_request, score_of
@@ -58,9 +59,7 @@ class BestOfNGenerator(ImageGenerator):
         return self.inner.stats
 
     def generate(self, requests: Sequence[GenerationRequest]) -> list[GenerationResult]:
-        results: list[GenerationResult | None] = [None] * len(requests)
-        self.stream(requests, results.__setitem__)
-        return cast(list[GenerationResult], results)
+        return streamed(self, requests)
 
     def stream(
         self,

@@ -11,7 +11,7 @@ prompt is never drawn in its place, so a planned model is always judged on its p
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from typing import Any, cast
+from typing import Any
 
 from sciir.backends.base import (
     GenerationRequest,
@@ -20,6 +20,7 @@ from sciir.backends.base import (
     Pending,
     VisionLanguageModel,
     VLMResult,
+    streamed,
 )
 from sciir.runs.model_chain import stream_through_two
 from sciir.tasks.planner import PlannerSettings, build_plan_request, plan_of
@@ -48,9 +49,7 @@ class PlannedGenerator(ImageGenerator):
         return self.inner.stats
 
     def generate(self, requests: Sequence[GenerationRequest]) -> list[GenerationResult]:
-        results: list[GenerationResult | None] = [None] * len(requests)
-        self.stream(requests, results.__setitem__)
-        return cast(list[GenerationResult], results)
+        return streamed(self, requests)
 
     def stream(
         self,
