@@ -43,11 +43,13 @@ import importlib.util
 import json
 import os
 import shutil
+import struct
 import subprocess
 import sys
 import tempfile
 import threading
 import time
+import zlib
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -118,6 +120,15 @@ def link_images(pool_dir: Path, target_dir: Path, names: Sequence[str], offset: 
     pool = sorted(pool_dir.glob("*.png"))
     for index, name in enumerate(names):
         os.link(pool[(index + offset) % len(pool)], target_dir / f"{name}.png")
+
+
+def model_png(png: bytes, model: str) -> bytes:
+    """The PNG with a text chunk naming ``model`` after its header: the same pixels, other bytes, so every
+    model's image of a sample is a request of its own (sent as it is, cached under its own key)."""
+    data = b"Software\x00" + model.encode()
+    chunk = struct.pack(">I", len(data)) + b"tEXt" + data + struct.pack(">I", zlib.crc32(b"tEXt" + data))
+    header_end = 8 + 25  # signature, then the IHDR chunk (length, type, 13 bytes, CRC)
+    return png[:header_end] + chunk + png[header_end:]
 
 
 def write_pool(root: Path, side: int) -> Path:
@@ -317,8 +328,8 @@ def examination_tables(
     root: Path, count: int, window: int
 ) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
     """An AIBench set of ``count`` papers drawn by ``count // 200`` models (at least one), with eight
-    questions each (two per level), the images linked into the AIBench generations folder; the set, its
-    questions and the generation manifest."""
+    questions each (two per level), each image distinct (``model_png``) in the AIBench generations
+    folder; the set, its questions and the generation manifest."""
     models = [judge_bench.model_name(m) for m in range(max(1, count // 200))]
     papers = [f"p{window}-{n:05d}" for n in range(-(-count // len(models)))]
     aibench_set = pd.DataFrame({"sample_id": papers, "methods_text": "The method.", "venue": "Journal"})
@@ -333,8 +344,14 @@ def examination_tables(
     folder = root / "data/07_model_output/aibench_generations"
     shutil.rmtree(folder, ignore_errors=True)
     manifest = []
+    pool = sorted((root / "pool").glob("*.png"))
     for offset, model in enumerate(models):
-        link_images(root / "pool", folder / model, papers, offset=offset)
+        # An aesthetics request is the image alone: each illustration's bytes are its own (the pool's
+        # pixels, a text chunk naming it), so none repeats another's request.
+        (folder / model).mkdir(parents=True, exist_ok=True)
+        for index, paper in enumerate(papers):
+            png = pool[(index + offset) % len(pool)].read_bytes()
+            (folder / model / f"{paper}.png").write_bytes(model_png(png, f"{model}/{paper}"))
         manifest += [
             {"model": model, "sample_id": paper, "backend": "openai_images", "role": "contestant", "seed": 0,
              "status": "ok", "reason": None, "meta": "{}"}

@@ -39,12 +39,10 @@ import os
 import re
 import resource
 import shutil
-import struct
 import subprocess
 import sys
 import tempfile
 import time
-import zlib
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -146,18 +144,9 @@ def write_local_conf(root: Path, copies: int) -> None:
         (local / name).write_text(yaml.safe_dump(content), encoding="utf-8")
 
 
-def model_png(png: bytes, model: str) -> bytes:
-    """The PNG with a text chunk naming ``model`` after its header: the same pixels, other bytes, so every
-    model's image of a sample is a request of its own (sent as it is, cached under its own key)."""
-    data = b"Software\x00" + model.encode()
-    chunk = struct.pack(">I", len(data)) + b"tEXt" + data + struct.pack(">I", zlib.crc32(b"tEXt" + data))
-    header_end = 8 + 25  # signature, then the IHDR chunk (length, type, 13 bytes, CRC)
-    return png[:header_end] + chunk + png[header_end:]
-
-
 def write_model_images(root: Path, models: int) -> Path:
     """An images folder of ``models`` models, each holding every benchmark sample's curated image, marked
-    with the model's name (``model_png``)."""
+    with the model's name (``bench_model_stages.model_png``)."""
     benchmark = pd.read_parquet(root / "data/05_model_input/benchmark.parquet")
     folder = root / "data/07_model_output/scale_images"
     for model in range(models):
@@ -165,7 +154,7 @@ def write_model_images(root: Path, models: int) -> Path:
         (folder / name).mkdir(parents=True, exist_ok=True)
         for sample_id in benchmark["sample_id"]:
             png = (root / "data/03_primary/images" / f"{sample_id}.png").read_bytes()
-            (folder / name / f"{sample_id}.png").write_bytes(model_png(png, name))
+            (folder / name / f"{sample_id}.png").write_bytes(stages_bench.model_png(png, name))
     return folder
 
 
