@@ -29,8 +29,8 @@ planner and best-of-N), and the client CPU per request. Images are distinct PNGs
 stays small while every request differs.
 
 Usage, from the repository root:
-    .venv/bin/python benchmarks/bench_model_stages.py            # both windows, every stage (about 20 min)
-    .venv/bin/python benchmarks/bench_model_stages.py --quick    # seconds: tiny sizes, 50 ms median
+    .venv/bin/python benchmarks/bench_model_stages.py --ideal-s 240  # both windows, every stage (about 75 min)
+    .venv/bin/python benchmarks/bench_model_stages.py --quick        # seconds: tiny sizes, 50 ms median
 Options: --windows 64 256, --stages annotate screen judge generate aibench planner best_of examine,
 --median-s 2, --p95-s 8, --side 1024,
 --ideal-s 90 (the size of each run: requests = ideal seconds x bound).
