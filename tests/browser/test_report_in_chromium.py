@@ -17,14 +17,9 @@ from lxml import html
 from PIL import Image
 
 from sciir.catalog.report_dataset import ReportFolderDataset
-from sciir.evaluation.report import (
-    breakdown_intervals,
-    image_views,
-    leaderboard_table,
-    missing_images,
-    render_report,
-)
+from sciir.evaluation.report import breakdown_intervals, leaderboard_table, missing_images, render_report
 from sciir.evaluation.report_and_plots import report_plots
+from sciir.evaluation.report_views import image_views
 from sciir.evaluation.scoring import leaderboard, score_samples, score_table
 from sciir.stats.bootstrap import BootstrapConfig
 

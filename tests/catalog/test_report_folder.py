@@ -19,8 +19,9 @@ from lxml import html
 from PIL import Image
 
 from sciir.catalog.report_dataset import ReportFolderDataset
-from sciir.evaluation.report import ReportFolder, image_views, render_report, table_from_frame
+from sciir.evaluation.report import ReportFolder, render_report, table_from_frame
 from sciir.evaluation.report_and_plots import report_plots
+from sciir.evaluation.report_views import image_views
 from sciir.evaluation.scoring import leaderboard, score_samples, score_table
 from sciir.stats.bootstrap import BootstrapConfig
 

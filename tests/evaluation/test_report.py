@@ -22,14 +22,13 @@ from sciir.evaluation.report import (
     coverage_table,
     heat_colour,
     heatmap,
-    image_views,
     interval_text,
     leaderboard_table,
     missing_images,
-    model_page_path,
     render_report,
 )
 from sciir.evaluation.report_and_plots import report_plots
+from sciir.evaluation.report_views import image_views, model_page_path
 from sciir.evaluation.scoring import leaderboard, score_samples, score_table
 from sciir.evaluation.thumbnails import thumbnail_path
 from sciir.images.payload import encode

@@ -11,32 +11,28 @@ each image of a page ``data-loaded`` once the browser has decoded it.
 
 A thumbnail (``sciir.evaluation.thumbnails``) is named by the sha256 of its source image and its size,
 so the folder dataset (``sciir.catalog.report_dataset``) keeps the thumbnails already written and makes
-only those of new images.
+only those of new images. A model page is rendered when the dataset writes it, from that model's views
+alone (``sciir.evaluation.report_views``), so the report's memory does not grow with the number of models.
 """
 
 from __future__ import annotations
 
-import hashlib
 import math
-import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from functools import cache
+from functools import cache, partial
 from pathlib import PurePosixPath
 from typing import Any
 
 import pandas as pd
 from jinja2 import Environment, PackageLoader, select_autoescape
 
-from sciir.evaluation.generated_images import ImageLoaders
 from sciir.evaluation.plots import Plot
-from sciir.evaluation.scoring import breakdown_table, rules_in
-from sciir.evaluation.thumbnails import Thumbnail, thumbnail_or_note
+from sciir.evaluation.report_views import ImageViews, ModelPage, model_page
+from sciir.evaluation.scoring import breakdown_table
 from sciir.evaluation.tracks import CATEGORIES, FINAL, SCORE_CATEGORIES
 from sciir.runs.results_folder import SAMPLE_BENCHMARK
 
-CHECK_CLASS = {"yes": "pass", "no": "fail"}
-MODEL_PAGES = "models"  # folder of the per-model pages
 SUMMARY_PAGE = "index.html"
 
 
@@ -59,38 +55,6 @@ class Table:
     columns: list[str]
     rows: list[list[str]]
     plot: Plot | None = None
-
-
-@dataclass(frozen=True)
-class CheckView:
-    """One checklist question of one image with the judge's answer."""
-
-    question_id: str
-    track: str
-    constraint: str  # e.g. "relation, negative" from the question's kind and polarity, when known
-    question: str
-    expected_text: str | None
-    verdict: str
-    css_class: str
-    evidence: str | None
-    reasoning: str | None
-    reason: str | None
-
-
-@dataclass(frozen=True)
-class ImageView:
-    """One generated image (or why there is none), its category results and its checks."""
-
-    model: str
-    sample_id: str
-    group: str
-    setting: str
-    prompt: str
-    thumbnail: Thumbnail | None
-    image_note: str | None
-    # (track, pass / fail / unjudged, a note such as a checklist defect or "")
-    results: list[tuple[str, str, str]] = field(default_factory=list)
-    checks: list[CheckView] = field(default_factory=list)
 
 
 def format_cell(value: Any) -> str:
@@ -223,121 +187,6 @@ def missing_images(unavailable: Mapping[str, str]) -> list[MissingImages]:
     return [MissingImages(model, items) for model, items in by_model.items()]
 
 
-def _result_label(passed: Any) -> str:
-    """pass / fail / unjudged for a nullable boolean."""
-    if passed is None or passed is pd.NA:
-        return "unjudged"
-    return "pass" if passed else "fail"
-
-
-def _defect_note(track: str, checklist_defect: bool) -> str:
-    """Why a result is what it is when the checklist lacks questions for a labelled track."""
-    if not checklist_defect:
-        return ""
-    return "a labelled track has no questions" if track == FINAL else "no questions (checklist defect)"
-
-
-def _constraint(kind: Any, polarity: Any) -> str:
-    """``relation, negative``: what a question checks, from its structured fields (empty when unknown)."""
-    return ", ".join(str(value) for value in (kind, polarity) if isinstance(value, str) and value)
-
-
-def _check_view(row: Any) -> CheckView:
-    """A display row of one verdict joined with its question."""
-    verdict = row.verdict if row.status == "judged" else row.status
-    return CheckView(
-        question_id=row.question_id,
-        track=row.track,
-        constraint=_constraint(getattr(row, "kind", None), getattr(row, "polarity", None)),
-        question=row.question,
-        expected_text=None if pd.isna(row.expected_text) else row.expected_text,
-        verdict=verdict,
-        css_class=CHECK_CLASS.get(row.verdict, "unjudged") if row.status == "judged" else "unjudged",
-        evidence=None if pd.isna(row.evidence) else row.evidence,
-        reasoning=None if pd.isna(row.reasoning) else row.reasoning,
-        reason=None if pd.isna(row.reason) else row.reason,
-    )
-
-
-def image_views(
-    verdicts: pd.DataFrame,
-    checklists: pd.DataFrame,
-    sample_scores: pd.DataFrame,
-    benchmark: pd.DataFrame,
-    images: ImageLoaders,
-    unavailable: Mapping[str, str],
-    thumbnail_px: int,
-) -> list[ImageView]:
-    """One view per (model, sample) that has verdicts, in model then sample order."""
-    described = ["question", "expected_text", *(c for c in ("kind", "polarity") if c in checklists.columns)]
-    checks = verdicts.drop(columns=["kind", "polarity"], errors="ignore").merge(
-        checklists[["sample_id", "question_id", *described]],
-        on=["sample_id", "question_id"],
-        how="left",
-    )
-    if len(sample_scores):  # pass / fail are the same under every rule: show the primary rule's rows
-        sample_scores = sample_scores[sample_scores["aggregation"] == rules_in(sample_scores)[0]]
-    results = {key: group for key, group in sample_scores.groupby(["model", "sample_id"], sort=False)}
-    samples = benchmark.set_index("sample_id")
-    views = []
-    for (model, sample_id), rows in checks.groupby(["model", "sample_id"], sort=True):
-        image_id = f"{model}/{sample_id}"
-        thumbnail, note = thumbnail_or_note(image_id, images, unavailable, thumbnail_px)
-        scores = results.get((model, sample_id), sample_scores.iloc[0:0])
-        sample = samples.loc[sample_id] if sample_id in samples.index else None
-        views.append(
-            ImageView(
-                model=model,
-                sample_id=sample_id,
-                group="n/a" if sample is None else str(sample["group"]),
-                setting="n/a" if sample is None else str(sample["setting"]),
-                prompt="" if sample is None else str(sample["prompt"]),
-                thumbnail=thumbnail,
-                image_note=note,
-                results=[
-                    (r.track, _result_label(r.passed), _defect_note(r.track, r.checklist_defect))
-                    for r in scores.itertuples(index=False)
-                ],
-                checks=[_check_view(row) for row in rows.itertuples(index=False)],
-            )
-        )
-    return views
-
-
-@dataclass(frozen=True)
-class ModelPage:
-    """One model's page: its path in the report folder and what its samples show at a glance."""
-
-    model: str
-    path: str
-    n_samples: int
-    n_images: int
-    n_failed_checks: int
-    n_unjudged_checks: int
-
-
-def model_page_path(model: str) -> str:
-    """``models/<model>.html``; a name that is not a plain file name (spaces, slashes, a leading dot) is
-    made one and given a hash of the name, so two models never share a page."""
-    safe = re.sub(r"^\.", "_", re.sub(r"[^A-Za-z0-9._-]", "_", model))
-    if not model or safe != model:
-        safe = f"{safe}-{hashlib.sha256(model.encode()).hexdigest()[:8]}"
-    return f"{MODEL_PAGES}/{safe}.html"
-
-
-def model_page(model: str, views: Sequence[ImageView]) -> ModelPage:
-    """The page of ``model`` showing ``views``, with its counts."""
-    checks = [check for view in views for check in view.checks]
-    return ModelPage(
-        model=model,
-        path=model_page_path(model),
-        n_samples=len(views),
-        n_images=sum(view.thumbnail is not None for view in views),
-        n_failed_checks=sum(check.css_class == "fail" for check in checks),
-        n_unjudged_checks=sum(check.css_class == "unjudged" for check in checks),
-    )
-
-
 def _to_root(path: str) -> str:
     """The relative prefix from the page at ``path`` back to the report folder (``../`` for models/x.html)."""
     return "../" * len(PurePosixPath(path).parent.parts)
@@ -361,9 +210,27 @@ def report_title(benchmark: str) -> str:
     return DEFAULT_TITLE if benchmark == SAMPLE_BENCHMARK else f"{benchmark}: evaluation report"
 
 
+class RenderedPages(Mapping[str, str]):
+    """A report's pages by path, each rendered when it is read and not kept: the folder dataset writes
+    them one at a time, so a report of 8,000 images never holds every page's text (nor every model's
+    views) at once."""
+
+    def __init__(self, renderers: Mapping[str, Callable[[], str]]) -> None:
+        self._renderers = dict(renderers)
+
+    def __getitem__(self, path: str) -> str:
+        return self._renderers[path]()
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._renderers)
+
+    def __len__(self) -> int:
+        return len(self._renderers)
+
+
 def render_report(
     tables: Sequence[Table],
-    views: Sequence[ImageView],
+    views: ImageViews,
     meta: Mapping[str, str],
     heatmaps: Sequence[Heatmap] = (),
     missing: Sequence[MissingImages] = (),
@@ -371,11 +238,8 @@ def render_report(
 ) -> ReportFolder:
     """The report's files: the summary page (tables with their plots, heatmaps, missing images, run facts,
     links to the model pages), one page per model with its image views and links back to the summary and
-    its plots, and the thumbnails and plots those pages show."""
-    by_model: dict[str, list[ImageView]] = {}
-    for view in views:
-        by_model.setdefault(view.model, []).append(view)
-    pages = [model_page(model, model_views) for model, model_views in by_model.items()]
+    its plots (rendered when read), and the thumbnails and plots those pages show."""
+    pages = [model_page(model, views.of_model(model)) for model in views.models]
     plots = [table.plot for table in tables if table.plot is not None]
     environment = _environment()
     summary = environment.get_template("report_summary.html").render(
@@ -388,16 +252,16 @@ def render_report(
         title=title,
     )
     model_template = environment.get_template("report_model.html")
-    files = {SUMMARY_PAGE: summary} | {
-        page.path: model_template.render(
+
+    def model_html(page: ModelPage) -> str:
+        return model_template.render(
             page=page,
-            views=by_model[page.model],
+            views=views.of_model(page.model),
             plots=plots,
             meta=meta,
             root=_to_root(page.path),
             title=title,
         )
-        for page in pages
-    }
-    thumbnails = {view.thumbnail.path: view.thumbnail.make for view in views if view.thumbnail is not None}
-    return ReportFolder(files, thumbnails, {plot.path: plot.png for plot in plots})
+
+    renderers = {SUMMARY_PAGE: lambda: summary} | {page.path: partial(model_html, page) for page in pages}
+    return ReportFolder(RenderedPages(renderers), views.thumbnails(), {plot.path: plot.png for plot in plots})

@@ -21,12 +21,12 @@ from sciir.evaluation.report import (
     breakdown_intervals,
     coverage_table,
     heatmap,
-    image_views,
     leaderboard_table,
     missing_images,
     render_report,
     report_title,
 )
+from sciir.evaluation.report_views import image_views
 from sciir.evaluation.sanity_baselines import blank_score, blank_warning
 from sciir.evaluation.scoring import breakdown_table
 from sciir.evaluation.tracks import SCORE_CATEGORIES
