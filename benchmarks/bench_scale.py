@@ -26,7 +26,8 @@ projection of the paper's build (360,000 figures) from the largest size's rates.
 Usage, from the repository root (commit first: each size runs in a copy of the working tree):
     .venv/bin/python benchmarks/bench_scale.py                   # sizes 10, 30, 100 copies (about an hour)
     .venv/bin/python benchmarks/bench_scale.py --quick           # about a minute: one copy, 2 models
-Options: --copies 10 30 100, --models 10, --window 256, --median-s 0.5, --p95-s 2, --keep DIR.
+    .venv/bin/python benchmarks/bench_scale.py --repeats 2      # each size twice: medians fitted, spread shown
+Options: --copies 10 30 100, --repeats 1, --models 10, --window 256, --median-s 0.5, --p95-s 2, --keep DIR.
 """
 
 from __future__ import annotations
@@ -39,6 +40,7 @@ import os
 import re
 import resource
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -67,6 +69,7 @@ stages_bench = _benchmark("bench_model_stages")  # its servers and project copy
 curate_bench = _benchmark("bench_curate_scale")  # its memory watcher
 
 STAGES = ("ingest", "curate", "annotate", "bench_select", "evaluate")
+MEASURES = ("items", "seconds", "run_s", "cpu_s", "requests", "peak_mb", "written_mb")
 PAPER_FIGURES = 360_000
 
 
@@ -75,6 +78,7 @@ class StageRun:
     """One stage at one size."""
 
     copies: int
+    repeat: int  # which run of this size (``--repeats``), from 1
     stage: str
     items: int
     seconds: float  # the whole kedro run command
@@ -173,9 +177,9 @@ def items_of(root: Path, stage: str) -> int:
     return len(pd.read_parquet(root / tables[stage]))
 
 
-def simulate(copies: int, args: argparse.Namespace, vlm_url: str, work: Path) -> list[StageRun]:
-    """Every stage at one size, in a fresh copy of the project."""
-    root = work / f"copies-{copies}"
+def simulate(copies: int, repeat: int, args: argparse.Namespace, vlm_url: str, work: Path) -> list[StageRun]:
+    """Every stage at one size, in a fresh copy of the project (its own response cache: every run cold)."""
+    root = work / f"copies-{copies}" / f"run-{repeat}"
     stages_bench.copy_project(root)
     stages_bench.write_backends(root, vlm_url, vlm_url, args.window, "responses.sqlite")
     write_local_conf(root, copies)
@@ -191,6 +195,7 @@ def simulate(copies: int, args: argparse.Namespace, vlm_url: str, work: Path) ->
         written = (data_bytes(root) - before_bytes) / 2**20
         run = StageRun(
             copies,
+            repeat,
             stage,
             items_of(root, stage),
             round(seconds, 1),
@@ -213,34 +218,65 @@ def exponent(xs: Sequence[float], ys: Sequence[float]) -> float:
     return sum((x - mx) * (y - my) for x, y in zip(lx, ly, strict=True)) / spread if spread else float("nan")
 
 
+def medians(runs: Sequence[StageRun]) -> list[StageRun]:
+    """One row per stage and size: the median of each measure over that size's repeated runs."""
+    keys = sorted({(run.copies, run.stage) for run in runs}, key=lambda key: (key[0], STAGES.index(key[1])))
+    rows = []
+    for copies, stage in keys:
+        same = [run for run in runs if (run.copies, run.stage) == (copies, stage)]
+        rows.append(
+            StageRun(
+                copies,
+                0,
+                stage,
+                *(statistics.median(getattr(run, name) for run in same) for name in MEASURES),
+            )
+        )
+    return rows
+
+
+def spread(runs: Sequence[StageRun], stage: str) -> float:
+    """The largest ratio of peak memory between two runs of one size (1.00 with one run per size)."""
+    sizes = {run.copies for run in runs if run.stage == stage}
+    peaks = [[run.peak_mb for run in runs if (run.copies, run.stage) == (size, stage)] for size in sizes]
+    return max(max(size) / min(size) for size in peaks)
+
+
 def report(runs: Sequence[StageRun], args: argparse.Namespace) -> None:
-    """The table per stage and size, the growth exponents and the paper-scale projection."""
+    """The table per stage, size and run, the growth exponents (on each size's medians, with how far
+    repeated runs of one size differ) and the paper-scale projection."""
     print(
-        f"\n{'stage':<13}{'copies':>7}{'items':>8}{'wall s':>8}{'run s':>8}{'CPU s':>8}{'requests':>10}"
+        f"\n{'stage':<13}{'copies':>7}{'run':>4}{'items':>8}{'wall s':>8}{'run s':>8}{'CPU s':>8}{'requests':>10}"
         f"{'peak MB':>9}{'written MB':>12}"
     )
     for run in runs:
         print(
-            f"{run.stage:<13}{run.copies:>7}{run.items:>8}{run.seconds:>8.1f}{run.run_s:>8.1f}{run.cpu_s:>8.1f}"
+            f"{run.stage:<13}{run.copies:>7}{run.repeat:>4}{run.items:>8}{run.seconds:>8.1f}{run.run_s:>8.1f}{run.cpu_s:>8.1f}"
             f"{run.requests:>10}{run.peak_mb:>9.0f}{run.written_mb:>12.1f}"
         )
     sizes = sorted({run.copies for run in runs})
     if len(sizes) >= 2:
         growth(runs)
-    project(runs, sizes[-1], args)
+    project(medians(runs), sizes[-1], args)
 
 
 def growth(runs: Sequence[StageRun]) -> None:
-    """Per stage, how run time, CPU and peak memory grow with the items it handled."""
-    print("\ngrowth with the items each stage handled (b of y ~ items^b, least squares on log-log):")
-    print(f"{'stage':<13}{'run s':>8}{'CPU s':>8}{'peak MB':>9}{'peak largest/smallest':>23}")
+    """Per stage, how run time, CPU and peak memory grow with the items it handled (medians per size),
+    and how much the peak moved between repeated runs of one size."""
+    print("\ngrowth with the items each stage handled (b of y ~ items^b, least squares on log-log, ", end="")
+    print(f"medians of {max(run.repeat for run in runs)} run(s) per size):")
+    print(
+        f"{'stage':<13}{'run s':>8}{'CPU s':>8}{'peak MB':>9}{'peak largest/smallest':>23}{'peak spread':>13}"
+    )
+    middle = medians(runs)
     for stage in STAGES:
-        rows = sorted((run for run in runs if run.stage == stage), key=lambda run: run.items)
+        rows = sorted((run for run in middle if run.stage == stage), key=lambda run: run.items)
         items = [max(1, run.items) for run in rows]
         print(
             f"{stage:<13}{exponent(items, [run.run_s for run in rows]):>8.2f}"
             f"{exponent(items, [max(0.1, run.cpu_s) for run in rows]):>8.2f}"
             f"{exponent(items, [run.peak_mb for run in rows]):>9.2f}{rows[-1].peak_mb / rows[0].peak_mb:>23.2f}"
+            f"{spread(runs, stage):>13.2f}"
         )
 
 
@@ -284,6 +320,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--cluster-cores", type=int, default=64, help="projection: Dask cluster cores")
     parser.add_argument("--replicas", type=int, default=8, help="projection: served model replicas")
     parser.add_argument("--replica-rps", type=float, default=2.0, help="projection: requests/s of one")
+    parser.add_argument("--repeats", type=int, default=1, help="runs of each size (medians fitted)")
     parser.add_argument("--keep", type=Path, default=None, help="keep the project copies in this folder")
     parser.add_argument("--quick", action="store_true", help="one copy, 2 models, 20 ms median")
     args = parser.parse_args(argv)
@@ -304,7 +341,8 @@ def main(argv: Sequence[str] | None = None) -> None:
             "sciir.testing.fake_openai_server", args.median_s, args.p95_s, *schema
         ) as url:
             for copies in args.copies:
-                runs += simulate(copies, args, url, work)
+                for repeat in range(1, args.repeats + 1):
+                    runs += simulate(copies, repeat, args, url, work)
     finally:
         if args.keep is None:
             shutil.rmtree(work, ignore_errors=True)

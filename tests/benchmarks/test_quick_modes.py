@@ -310,11 +310,11 @@ def _(output: str) -> None:
 @checks("bench_scale")
 def _(output: str) -> None:
     _line(r"^sizes \[1\] copies; 2 models; window 32; latency log-normal, median 0.02 s, p95 0.05 s", output)
-    _line(r"^stage +copies +items +wall s +run s +CPU s +requests +peak MB +written MB$", output)
+    _line(r"^stage +copies +run +items +wall s +run s +CPU s +requests +peak MB +written MB$", output)
     rows = {}
     for stage in ("ingest", "curate", "annotate", "bench_select", "evaluate"):
         rows[stage] = _line(
-            rf"^{stage} +1 +{NUMBER} +{NUMBER} +{NUMBER} +{NUMBER} +{NUMBER} +{NUMBER} +{NUMBER}$", output
+            rf"^{stage} +1 +1 +{NUMBER} +{NUMBER} +{NUMBER} +{NUMBER} +{NUMBER} +{NUMBER} +{NUMBER}$", output
         )
         items, wall, run, cpu, requests, peak, written = rows[stage]
         assert items > 0 and 0 < run < wall and cpu > 0 and peak > 0 and written > 0
