@@ -23,9 +23,10 @@ process tree sampled every 50 ms (which also gives the tree's peak RSS).
 Usage, from the repository root:
     .venv/bin/python benchmarks/bench_judge_node.py             # 768 images: rates, warm rerun, faults
     .venv/bin/python benchmarks/bench_judge_node.py --memory    # also the node's peak memory at 4x images
-    .venv/bin/python benchmarks/bench_judge_node.py --quick     # 48 images of 64 px, 50 ms: checks it runs
+    .venv/bin/python benchmarks/bench_judge_node.py --quick     # 48 images of 64 px, 50 ms, 2 rounds: checks it runs
     .venv/bin/python benchmarks/bench_judge_node.py --images 3072 --side 64   # small images: the bound
-Options: --images N (a multiple of 24), --memory-only (only the two cold runs for memory), --latency-s 0.2,
+    .venv/bin/python benchmarks/bench_judge_node.py --rounds 3  # three node / plain pairs: median ratio
+Options: --images N (a multiple of 24), --rounds 1, --memory-only (only the two cold runs for memory), --latency-s 0.2,
 --concurrency 64, --fault-rate 0.2, --keep DIR (work there and keep the copy, images and logs).
 """
 
@@ -39,6 +40,7 @@ import json
 import os
 import re
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -630,9 +632,13 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--concurrency", type=int, default=64)
     parser.add_argument("--fault-rate", type=float, default=0.2)
     parser.add_argument("--keep", type=Path, help="work in this (new) folder and keep it")
+    parser.add_argument(
+        "--rounds", type=int, default=1, help="cold node and plain client pairs, order alternating (median)"
+    )
     args = parser.parse_args(argv)
     if args.quick:
         args.images, args.side, args.latency_s = QUICK_IMAGES, QUICK_SIDE, QUICK_LATENCY_S
+        args.rounds = max(args.rounds, 2)  # the rounds' path, once
     images = args.images
     if images % SAMPLES:
         parser.error(f"--images must be a multiple of {SAMPLES}")
@@ -673,11 +679,14 @@ def run_all(root: Path, args: argparse.Namespace, models: range) -> None:
         cold_check = check_verdicts(root, checklists, models)
         plain = plain_client(base_url, jobs, args.concurrency)
         warm = run_node(root, base_url, args.concurrency, "judge node (kedro), warm")
+        rounds = [(cold, plain), *more_rounds(root, base_url, args, jobs)]
     print_rates(cold, plain, args.latency_s, args.concurrency)
     print(
         f"cold run verdicts: {cold_check.statuses}, all present: {cold_check.present == cold_check.expected}"
     )
     print_warm(cold, warm)
+    if len(rounds) > 1:
+        print_rounds(rounds)
     with server_process(args.latency_s, args.fault_rate) as fault_url:
         write_judge_entry(root, fault_url, args.concurrency, "responses_faults.sqlite")
         faulty = run_node(root, fault_url, args.concurrency, "judge node (kedro), faults")
@@ -685,6 +694,40 @@ def run_all(root: Path, args: argparse.Namespace, models: range) -> None:
     print_faults(faulty, check_verdicts(root, checklists, models), args.fault_rate, injected)
     print_memory(memory_runs(root, args, models, cold) if args.memory else [(images, cold)])
     print(f"load average at the end: {os.getloadavg()[0]:.2f}")
+
+
+def more_rounds(
+    root: Path, base_url: str, args: argparse.Namespace, jobs: Sequence[PlainJob]
+) -> list[tuple[ClientRun, ClientRun]]:
+    """Rounds 2 to ``--rounds``: the node (a fresh cache each round) and the plain client again, the one
+    that goes first alternating, so that a drift of the machine falls on both alike."""
+    rounds = []
+    for number in range(2, args.rounds + 1):
+        write_judge_entry(root, base_url, args.concurrency, f"responses_round{number}.sqlite")
+        label = f"judge node (kedro), round {number}"
+        if number % 2:
+            node = run_node(root, base_url, args.concurrency, label)
+            plain = plain_client(base_url, jobs, args.concurrency)
+        else:
+            plain = plain_client(base_url, jobs, args.concurrency)
+            node = run_node(root, base_url, args.concurrency, label)
+        rounds.append((node, plain))
+    return rounds
+
+
+def print_rounds(rounds: Sequence[tuple[ClientRun, ClientRun]]) -> None:
+    """Each round's rates and ratio, and the median ratio, the figure the target is read on."""
+    print(f"\n{'round':>5} {'first':>6} {'node req/s':>10} {'plain req/s':>11} {'node / plain':>12}")
+    ratios = []
+    for number, (node, plain) in enumerate(rounds, start=1):
+        ratios.append(node.per_s / plain.per_s)
+        first = "plain" if number % 2 == 0 else "node"
+        print(f"{number:>5} {first:>6} {node.per_s:>10.1f} {plain.per_s:>11.1f} {ratios[-1]:>12.3f}")
+    median = statistics.median(ratios)
+    print(
+        f"median node / plain over {len(rounds)} rounds: {median:.3f} (range {min(ratios):.3f}-"
+        f"{max(ratios):.3f}; target >= {TARGET_RATE_RATIO}: {'met' if median >= TARGET_RATE_RATIO else 'NOT met'})"
+    )
 
 
 def memory_runs(

@@ -209,6 +209,16 @@ def _(output: str) -> None:
         assert requests == 48
     _line(rf"^node / plain rate: {NUMBER} \(target >= 0.9: (met|NOT met)\)$", output)
     _line(r"^cold run verdicts: \{'judged': 720\}, all present: True$", output)
+    ratios = [
+        _line(rf"^ +{n} +{first} +{NUMBER} +{NUMBER} +{NUMBER}$", output)
+        for n, first in ((1, "node"), (2, "plain"))
+    ]
+    for node_rate, plain_rate, ratio in ratios:
+        assert ratio == pytest.approx(node_rate / plain_rate, abs=0.002)
+    (median, low, high) = _line(
+        rf"^median node / plain over 2 rounds: {NUMBER} \(range {NUMBER}-{NUMBER};", output
+    )
+    assert low <= median <= high and median == pytest.approx(sum(r for *_, r in ratios) / 2, abs=0.002)
     _line(rf"^warm rerun \(same cache\): 0 requests sent; node {NUMBER} s = {NUMBER}% of the cold", output)
     _line(r"^fault run .*, injected \{.+\}, node", output)  # some faults, whichever the server's draws give
     _line(r"^verdict rows: 720 of 720 expected present;.* failed without a reason: 0; every image judged or "

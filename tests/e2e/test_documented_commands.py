@@ -90,6 +90,14 @@ EXEMPT = {
         "a measurement of about half an hour (every stage at 1,040, 3,120 and 10,400 figures against the "
         "loopback server); its quick mode runs in tests/benchmarks/test_quick_modes.py"
     ),
+    ".venv/bin/python benchmarks/bench_scale.py --repeats 2": (
+        "the measurement above twice per size (about three quarters of an hour); its fits are tested in "
+        "tests/benchmarks/test_bench_scale_fits.py"
+    ),
+    ".venv/bin/python benchmarks/bench_judge_node.py --rounds 3": (
+        "a measurement of about 5 minutes (three cold runs of the node and the plain client on 768 images of "
+        "1 MB); its quick mode runs two rounds in tests/benchmarks/test_quick_modes.py"
+    ),
     ".venv/bin/python benchmarks/bench_judge_client.py": (
         "a throughput measurement that saturates the machine for about a minute (concurrency up to 256); "
         "its client and server are tested in tests/reliability and tests/backends"

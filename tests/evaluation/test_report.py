@@ -28,7 +28,7 @@ from sciir.evaluation.report import (
     render_report,
 )
 from sciir.evaluation.report_and_plots import report_plots
-from sciir.evaluation.report_views import image_views, model_page_path
+from sciir.evaluation.report_views import ImageViews, image_views, model_page_path
 from sciir.evaluation.scoring import leaderboard, score_samples, score_table
 from sciir.evaluation.thumbnails import thumbnail_path
 from sciir.images.payload import encode
@@ -107,6 +107,25 @@ def test_the_report_is_a_summary_and_one_page_per_model():
     folder = render_folder()
     assert list(folder.pages) == ["index.html", "models/drawn.html", "models/missing.html"]
     assert list(folder.plots) == ["plots/track_pass_rates.png", "plots/group_heatmap.png"]
+
+
+def test_a_model_page_is_rendered_from_its_own_views_when_it_is_read(monkeypatch):
+    # The summary's counts build each model's views once; a model page builds only its own model's again,
+    # when the folder dataset reads it to write it, so no more than one model's views exist at a time.
+    built: list[str] = []
+    of_model = ImageViews.of_model
+
+    def recording(self: ImageViews, model: str) -> list:
+        built.append(model)
+        return of_model(self, model)
+
+    monkeypatch.setattr(ImageViews, "of_model", recording)
+    folder = render_folder()
+    assert built == ["drawn", "missing"]
+    page = folder.pages["models/missing.html"]
+    assert built == ["drawn", "missing", "missing"]
+    assert "no image from model missing for sample s1: OOM" in page
+    assert folder.pages["models/missing.html"] == page  # read again, rendered again, the same text
 
 
 def folder_file(folder: ReportFolder, page: str, src: str) -> bytes:
