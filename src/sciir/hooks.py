@@ -60,12 +60,12 @@ class ProjectHooks:
         it does."""
         self._tagged, self._page = False, None  # one hooks object serves every run of the process
         runtime = run_params.get("runtime_params") or {}
-        evaluates = "params:evaluate" in pipeline.inputs()
         pipelines = run_params.get("pipeline_names")
         self._kedro_mlflow_name = kedro_mlflow_run_name(pipelines)
-        self._run_name = run_name(
-            pipelines, runtime.get("evaluate") if evaluates else None, dry_run_requested()
-        )
+        read = {
+            section: values for section, values in runtime.items() if f"params:{section}" in pipeline.inputs()
+        }
+        self._run_name = run_name(pipelines, read, dry_run_requested())
         if dry_run_requested():
             keep_outputs_in_memory(pipeline, catalog)
         misplaced = [

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import sqlite3
 import subprocess
 import sys
 import sysconfig
@@ -112,3 +113,20 @@ def kedro_run(root: Path, *args: str, env_vars: dict[str, str] | None = None) ->
 def kedro():
     """:func:`kedro_run`, for tests in fresh clones."""
     return kedro_run
+
+
+def pipeline_run_names(root: Path) -> list[str]:
+    """The names of the MLflow runs the ``kedro run`` commands in ``root`` opened (not their nested per-model
+    runs), oldest first, read from the clone's own store."""
+    query = (
+        "SELECT name FROM runs WHERE run_uuid NOT IN "
+        "(SELECT run_uuid FROM tags WHERE key = 'mlflow.parentRunId') ORDER BY start_time"
+    )
+    with sqlite3.connect(root / "mlruns" / "mlflow.db") as store:
+        return [name for (name,) in store.execute(query)]
+
+
+@pytest.fixture(scope="session")
+def run_names():
+    """:func:`pipeline_run_names`, for tests in fresh clones."""
+    return pipeline_run_names

@@ -65,7 +65,7 @@ def test_human_corr_alone_names_the_input_it_lacks_and_the_parameter_that_gives_
 
 
 @pytest.mark.skipif(not TIFA.is_file(), reason="../shared/external/human_ratings/tifa not present")
-def test_human_corr_alone_reproduces_tifas_published_correlations_from_its_files(fresh, kedro):
+def test_human_corr_alone_reproduces_tifas_published_correlations_from_its_files(fresh, kedro, run_names):
     # TIFA's release in the documented layouts, written by the project's readers of that release.
     tifa_ratings(TIFA).to_csv(fresh / "ratings.csv", index=False)
     tifa_metric_scores(TIFA, list(TIFA_PUBLISHED)).to_csv(fresh / "metric_scores.csv", index=False)
@@ -81,6 +81,7 @@ def test_human_corr_alone_reproduces_tifas_published_correlations_from_its_files
         )
     agreement = pd.read_csv(fresh / "data" / "08_reporting" / "rater_agreement.csv").set_index("statistic")
     assert agreement.loc["krippendorff_alpha", "n_raters"] == 2
+    assert run_names(fresh)[-1] == "human_corr on ratings.csv and metric_scores.csv"
     _written_by_no_stage(fresh, "data/08_reporting/sample_scores.parquet", "data/03_primary/curated.parquet")
 
 
@@ -124,11 +125,11 @@ BENCHMARK = [
 ]
 
 
-def test_generate_alone_draws_a_benchmark_file_that_evaluate_then_judges(fresh, kedro):
+def test_generate_alone_draws_a_benchmark_file_that_evaluate_then_judges(fresh, kedro, run_names):
     _written_by_no_stage(fresh, "data/05_model_input/benchmark.parquet", "data/06_models/lora")
     (fresh / "physics.jsonl").write_text("".join(json.dumps(sample) + "\n" for sample in BENCHMARK))
-    params = "generate.benchmark=physics.jsonl,generate.width=256,generate.height=256"
-    result = kedro(fresh, "--pipelines", "generate", "--params", params)
+    # The documented command (docs/bring_your_own_benchmark.md), as written.
+    result = kedro(fresh, "--pipelines", "generate", "--params", "generate.benchmark=physics.jsonl")
     assert result.returncode == 0, result.stderr[-6000:]
     drawn = fresh / "data" / "07_model_output" / "benchmarks" / "physics"
     manifest = pd.read_parquet(drawn / "generation_manifest.parquet")
@@ -145,7 +146,7 @@ def test_generate_alone_draws_a_benchmark_file_that_evaluate_then_judges(fresh, 
         for model in ("programmatic", "programmatic_faulty")
         for item in ("circuit", "lever__plain")
     ]
-    assert Image.open(drawn / "generations" / "programmatic" / "circuit.png").size == (256, 256)
+    assert Image.open(drawn / "generations" / "programmatic" / "circuit.png").size == (1024, 1024)
     said = _said(result)
     assert "reference(s)reference_renderer,reference_renderer_faultyskipped:thebenchmarkfile" in said
     assert "AIBenchgenerationskipped:generate.benchmarkisset" in said
@@ -158,6 +159,7 @@ def test_generate_alone_draws_a_benchmark_file_that_evaluate_then_judges(fresh, 
         assert tracked.read_bytes() == (REPO / tracked.relative_to(fresh)).read_bytes(), name
     metrics = json.loads((fresh / "data/08_reporting/benchmarks/physics/generate.json").read_text())
     assert (metrics["programmatic.ok"], metrics["tiny_diffusers_lora.failed"]) == (2, 3)
+    assert run_names(fresh)[-1] == "generate physics"
 
     judged = kedro(fresh, "--pipelines", "evaluate", "--params", "evaluate.benchmark=physics.jsonl")
     assert judged.returncode == 0, judged.stderr[-6000:]
@@ -169,6 +171,7 @@ def test_generate_alone_draws_a_benchmark_file_that_evaluate_then_judges(fresh, 
     verdicts = pd.read_parquet(results / "verdicts.parquet").set_index(["model", "sample_id", "question_id"])
     # the baseline writes the labels its prompt quotes: "Resistor" is read back by the offline judge
     assert verdicts.loc[("programmatic", "circuit", "q1"), "verdict"] == "yes"
+    assert run_names(fresh)[-1] == "evaluate physics"
 
 
 def _write_pairs(folder: Path) -> None:
@@ -181,15 +184,17 @@ def _write_pairs(folder: Path) -> None:
         (folder / f"pair{index}.txt").write_text(f'A box labelled "{label}".\n')
 
 
-def test_finetune_alone_trains_on_a_folder_of_image_caption_pairs(fresh, kedro):
+def test_finetune_alone_trains_on_a_folder_of_image_caption_pairs(fresh, kedro, run_names):
     _written_by_no_stage(fresh, "data/05_model_input/train_split.parquet", "data/03_primary/images")
     _write_pairs(fresh / "my_pairs")
-    params = "finetune.train_data.source=folder,finetune.train_data.path=my_pairs,finetune.steps=2"
+    # The documented command (docs/finetune.md), as written.
+    params = "finetune.train_data.source=folder,finetune.train_data.path=my_pairs"
     result = kedro(fresh, "--pipelines", "finetune", "--params", params)
     assert result.returncode == 0, result.stderr[-6000:]
     summary = json.loads((fresh / "data" / "06_models" / "finetune_summary.json").read_text())
-    assert (summary["n_train"], summary["n_skipped"], summary["steps"]) == (3, 0, 2)
+    assert (summary["n_train"], summary["n_skipped"], summary["steps"]) == (3, 0, 8)
     assert (fresh / "data" / "06_models" / "lora" / "pytorch_lora_weights.safetensors").is_file()
+    assert run_names(fresh)[-1] == "finetune on my_pairs"
 
     without = kedro(fresh, "--pipelines", "finetune")  # no folder, and bench_select never ran
     assert without.returncode != 0

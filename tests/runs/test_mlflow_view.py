@@ -32,7 +32,31 @@ from sciir.runs.mlflow_view import (
     ],
 )  # fmt: skip
 def test_a_run_is_named_by_what_it_runs_on_what(pipelines, evaluate, dry_run, name):
-    assert run_name(pipelines, evaluate, dry_run) == name
+    assert run_name(pipelines, {"evaluate": evaluate} if evaluate is not None else None, dry_run) == name
+
+
+@pytest.mark.parametrize(
+    ("pipelines", "command_line", "name"),
+    [
+        (["generate"], {"generate": {"benchmark": "physics.jsonl"}}, "generate physics"),
+        (["generate", "evaluate"],
+         {"generate": {"benchmark": "aibench.jsonl"}, "evaluate": {"benchmark": "aibench.jsonl"}},
+         "generate+evaluate, generate aibench, evaluate aibench"),
+        (["finetune"], {"finetune": {"train_data": {"source": "folder", "path": "my_pairs/"}}},
+         "finetune on my_pairs"),
+        (["finetune"], {"finetune": {"steps": 2}}, "finetune"),
+        (["human_corr"],
+         {"human_corr": {"ratings": {"source": "file", "path": "data/ratings.csv"},
+                         "metric_scores": {"source": "file", "path": "scores.csv"}}},
+         "human_corr on ratings.csv and scores.csv"),
+        (["human_corr"], {"human_corr": {"ratings": {"source": "file", "path": "ratings.csv"}}},
+         "human_corr on ratings.csv"),
+        # A setting that names no file or folder leaves the name to the pipelines.
+        (["evaluate"], {"evaluate": {"window": 8}, "generate": "not a section"}, "evaluate"),
+    ],
+)  # fmt: skip
+def test_every_stage_run_from_files_is_named_by_them(pipelines, command_line, name):
+    assert run_name(pipelines, command_line) == name
 
 
 def test_kedro_mlflow_names_a_run_by_its_pipelines():

@@ -43,26 +43,73 @@ def kedro_mlflow_run_name(pipeline_names: Sequence[str] | None) -> str:
     return "+".join(pipeline_names or [KEDRO_DEFAULT_PIPELINE])
 
 
+def _file_name(value: Any) -> str:
+    """A path's last part, as a run's name shows it (a folder's trailing ``/`` dropped)."""
+    return Path(str(value)).name
+
+
+def _evaluate_scope(evaluate: Mapping[str, Any]) -> str | None:
+    """``evaluate physics on physics_images``: the benchmark file's name, then the images folder or the
+    verdicts file judged."""
+    scope = [benchmark_name(evaluate["benchmark"])] if evaluate.get("benchmark") else []
+    if evaluate.get("verdicts_file"):
+        scope.append(f"on verdicts {_file_name(evaluate['verdicts_file'])}")
+    elif evaluate.get("images_dir"):
+        scope.append(f"on {_file_name(evaluate['images_dir'])}")
+    return " ".join(["evaluate", *scope]) if scope else None
+
+
+def _generate_scope(generate: Mapping[str, Any]) -> str | None:
+    """``generate physics``: the benchmark file drawn."""
+    return f"generate {benchmark_name(generate['benchmark'])}" if generate.get("benchmark") else None
+
+
+def _finetune_scope(finetune: Mapping[str, Any]) -> str | None:
+    """``finetune on my_pairs``: the folder of pairs or the release folder trained on."""
+    train_data = finetune.get("train_data") or {}
+    return f"finetune on {_file_name(train_data['path'])}" if train_data.get("path") else None
+
+
+def _human_corr_scope(human_corr: Mapping[str, Any]) -> str | None:
+    """``human_corr on ratings.csv and scores.csv``: the ratings file and the metric-scores file read."""
+    files = [
+        _file_name(source["path"])
+        for source in (human_corr.get("ratings") or {}, human_corr.get("metric_scores") or {})
+        if source.get("path")
+    ]
+    return f"human_corr on {' and '.join(files)}" if files else None
+
+
+# What names a run beyond its pipelines, by parameter section: the files and folders of the command line
+# that the run read instead of the default run's tables.
+SCOPES = {
+    "generate": _generate_scope,
+    "evaluate": _evaluate_scope,
+    "finetune": _finetune_scope,
+    "human_corr": _human_corr_scope,
+}
+
+
 def run_name(
-    pipeline_names: Sequence[str] | None, evaluate: Mapping[str, Any] | None = None, dry_run: bool = False
+    pipeline_names: Sequence[str] | None, command_line: Mapping[str, Any] | None = None, dry_run: bool = False
 ) -> str:
     """What a ``kedro run`` did, as its MLflow run's name: the pipelines (``all pipelines`` for the
-    default, else e.g. ``ingest+curate``), then for an evaluation the settings that scoped it (``evaluate``
-    of the command line): the benchmark file's name and the images folder or the verdicts file, as in
-    ``evaluate physics on physics_images``; ``(dry run)`` at the end when no model was called."""
+    default, else e.g. ``ingest+curate``), then what the command line pointed each stage at
+    (``command_line``: the ``--params`` of the sections the run reads): ``evaluate physics on
+    physics_images``, ``generate physics``, ``finetune on my_pairs``, ``human_corr on ratings.csv``. A run of
+    one pipeline is named by its scope alone; ``(dry run)`` ends the name when no model was called."""
     names = [name for name in pipeline_names or [] if name != KEDRO_DEFAULT_PIPELINE]
     pipelines = "+".join(names) or "all pipelines"
-    evaluate = evaluate or {}
-    scope = []
-    if evaluate.get("benchmark"):
-        scope.append(benchmark_name(evaluate["benchmark"]))
-    if evaluate.get("verdicts_file"):
-        scope.append(f"on verdicts {Path(str(evaluate['verdicts_file'])).name}")
-    elif evaluate.get("images_dir"):
-        scope.append(f"on {Path(str(evaluate['images_dir'])).name}")
-    name = pipelines
-    if scope:
-        name = " ".join([pipelines if pipelines == "evaluate" else f"{pipelines}, evaluate", *scope])
+    command_line = command_line or {}
+    scopes = {
+        section: scope
+        for section, describe in SCOPES.items()
+        if isinstance(command_line.get(section), Mapping) and (scope := describe(command_line[section]))
+    }
+    if len(names) == 1 and list(scopes) == names:  # one pipeline, scoped: "generate physics", not "generate, generate physics"
+        name = scopes[names[0]]
+    else:
+        name = ", ".join([pipelines, *scopes.values()])
     return f"{name} (dry run)" if dry_run else name
 
 
