@@ -10,7 +10,7 @@ from sciir.catalog.optional_dataset import (
     MissingInputError,
     OptionalDataset,
     frame_or_empty,
-    required,
+    supplied,
 )
 
 
@@ -30,8 +30,12 @@ def test_absent_data_loads_as_missing_and_any_use_names_the_file_and_the_pipelin
         loaded["sample_id"]
     with pytest.raises(MissingInputError, match="bench_select"):
         _ = loaded.columns
-    with pytest.raises(MissingInputError, match="needed to judge"):
-        required(loaded, "to judge")
+    with pytest.raises(
+        MissingInputError,
+        match=r"evaluate: no benchmark: .*benchmark\.parquet does not exist "
+        r"\(written by `kedro run --pipelines bench_select`\); or give a file",
+    ):
+        supplied(loaded, "evaluate: no benchmark", "give a file")
     assert list(frame_or_empty(loaded, ("a", "b")).columns) == ["a", "b"]
 
 

@@ -59,13 +59,6 @@ def is_missing_input(value: object) -> bool:
     return isinstance(value, MissingInput)
 
 
-def required(value: T | MissingInput, why: str) -> T:
-    """``value`` itself, or MissingInputError saying what is missing and why it is needed."""
-    if isinstance(value, MissingInput):
-        raise MissingInputError(f"{value.message()}; it is needed {why}")
-    return value
-
-
 def supplied(value: T | MissingInput, missing: str, alternative: str) -> T:
     """``value`` itself, or MissingInputError ``<missing>: <where> does not exist (written by ...); or
     <alternative>``, where ``alternative`` names the parameters that supply the input from a file."""

@@ -23,7 +23,7 @@ from typing import Any
 import pandas as pd
 
 from sciir.backends.base import VisionLanguageModel
-from sciir.catalog.optional_dataset import is_missing_input, mapping_or_empty, required
+from sciir.catalog.optional_dataset import is_missing_input, mapping_or_empty, supplied
 from sciir.evaluation.generated_images import ImageFiles, image_source, manifest_entries, missing_image_table
 from sciir.evaluation.judge_validation import known_content_validation
 from sciir.evaluation.judging import judge_images, no_checklist_questions, verdicts_from_file
@@ -45,6 +45,12 @@ from sciir.runs.tracking import log_nested_runs
 
 logger = logging.getLogger(__name__)
 
+# The parameters that give evaluate its benchmark without bench_select (docs/bring_your_own_benchmark.md).
+BENCHMARK_FILE = (
+    "give a benchmark file with evaluate.benchmark=FILE (its images with evaluate.images_dir=FOLDER), or "
+    "re-aggregate another system's verdicts with evaluate.verdicts_file=FILE"
+)
+
 
 def judge_generations(
     benchmark: pd.DataFrame,
@@ -60,8 +66,8 @@ def judge_generations(
     if config.verdicts_file:
         known = None if is_missing_input(benchmark) else benchmark
         return verdicts_from_file(Path(config.verdicts_file), checklists_or_empty(checklists), known)
-    why = "to judge images (set evaluate.verdicts_file to re-aggregate verdicts instead)"
-    benchmark, checklists = required(benchmark, why), required(checklists, why)
+    benchmark = supplied(benchmark, "evaluate: no benchmark", BENCHMARK_FILE)
+    checklists = supplied(checklists, "evaluate: no checklists", BENCHMARK_FILE)
     if checklists.empty:
         return no_checklist_questions(checklists, judge)
     images = image_source(mapping_or_empty(generations), config.images_dir)
