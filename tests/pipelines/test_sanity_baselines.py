@@ -26,6 +26,7 @@ from sciir.catalog.optional_dataset import MissingInput
 from sciir.catalog.report_dataset import ReportFolderDataset
 from sciir.evaluation.params import EvaluateParams
 from sciir.evaluation.sanity_baselines import BLANK, blank_answers_warning, with_blank
+from sciir.images.payload import ImageFile
 from sciir.pipelines.evaluate.pipeline import sciir_evaluation_pipeline
 from sciir.tasks.registry import rule_book
 from sciir.testing.fake_openai_server import FakeOpenAIServer
@@ -179,5 +180,22 @@ def test_a_users_own_blank_folder_is_kept_and_the_baseline_can_be_switched_off()
     assert with_blank(theirs, ["s1", "s2"], EvaluateParams().blank) is theirs
     off = EvaluateParams.model_validate({"blank": {"enabled": False}}).blank
     assert with_blank({}, ["s1"], off) == {}
-    made = with_blank({}, ["s1"], EvaluateParams().blank)
-    assert made["blank/s1"]().size == (1024, 1024)
+
+
+def test_a_blank_takes_the_size_of_its_samples_images_unless_a_size_is_set(tmp_path) -> None:
+    Image.new("RGB", (1100, 400), "grey").save(tmp_path / "wide.png")
+    images = {
+        "mine/s1": ImageFile.at(tmp_path / "wide.png"),  # the first model folder by name
+        "theirs/s1": lambda: Image.new("RGB", (64, 64), "black"),
+        "theirs/s2": lambda: Image.new("RGB", (640, 480), "black"),
+        "mine/s3": ImageFile.of_bytes(b"not an image", "mine/s3.png"),
+    }
+    made = with_blank(images, ["s1", "s2", "s3", "s4"], EvaluateParams().blank)
+    sizes = {sample: made[f"blank/{sample}"]().size for sample in ("s1", "s2", "s3", "s4")}
+    # s3's only image cannot be read (its own judging says so) and s4 has none: the default size
+    assert sizes == {"s1": (1100, 400), "s2": (640, 480), "s3": (1024, 1024), "s4": (1024, 1024)}
+    assert made["blank/s1"]().convert("L").getextrema() == (255, 255)
+    fixed = EvaluateParams.model_validate({"blank": {"width": 300, "height": 200}}).blank
+    assert with_blank(images, ["s1"], fixed)["blank/s1"]().size == (300, 200)
+    with pytest.raises(ValueError, match="give both width and height, or neither"):
+        EvaluateParams.model_validate({"blank": {"width": 300}})

@@ -12,16 +12,22 @@ from sciir.stats.bootstrap import BootstrapConfig
 
 
 class BlankBaseline(BaseModel):
-    """``evaluate.blank``: white images of the benchmark's size judged beside the contestants, never
-    ranked, and the score above which a judge that passes them is warned about
-    (``sciir.evaluation.sanity_baselines``)."""
+    """``evaluate.blank``: white images judged beside the contestants, never ranked, and the score above
+    which a judge that passes them is warned about (``sciir.evaluation.sanity_baselines``). Without
+    ``width`` and ``height`` each sample's blank takes the size of the sample's images."""
 
     model_config = ConfigDict(extra="forbid")
 
     enabled: bool = True
-    width: int = Field(default=1024, gt=0)
-    height: int = Field(default=1024, gt=0)
+    width: int | None = Field(default=None, gt=0)
+    height: int | None = Field(default=None, gt=0)
     warn_above: float = Field(default=0.25, ge=0.0, le=1.0)
+
+    @model_validator(mode="after")
+    def _both_sides_or_neither(self) -> BlankBaseline:
+        if (self.width is None) != (self.height is None):
+            raise ValueError("evaluate.blank: give both width and height, or neither (the images' own size)")
+        return self
 
 
 class EvaluateParams(BaseModel):

@@ -1,7 +1,8 @@
 """Sanity baselines beside the contestants of every benchmark, scored like them and never ranked.
 
-- ``blank``: a white image of the benchmark's size for every sample (``evaluate.blank``), made here, so
-  it runs for a folder of the user's images as for the generations. It is a *reference* (role
+- ``blank``: a white image for every sample (``evaluate.blank``), made here, so it runs for a folder of
+  the user's images as for the generations; of the size of the sample's images (the first model's in
+  name order, read from its header) unless ``width`` and ``height`` are set. It is a *reference* (role
   ``reference``), named ``blank``: it shows what the judge makes of an image that shows nothing. A judge
   that passes it cannot be trusted with the contestants, so when its SciIR score (the primary rule's
   ``final``) is above ``warn_above``, or the AIBench solver claims to see something in more than
@@ -21,6 +22,7 @@ import logging
 import math
 from collections.abc import Iterable, Mapping
 from functools import partial
+from typing import Any
 
 import pandas as pd
 from PIL import Image
@@ -28,22 +30,54 @@ from PIL import Image
 from sciir.backends.base import REFERENCE
 from sciir.evaluation.generated_images import ImageLoaders, image_models
 from sciir.evaluation.params import BlankBaseline, EvaluateParams
+from sciir.images.conversion_workers import HEAD_BYTES
+from sciir.images.payload import image_file, read_header
 
 logger = logging.getLogger(__name__)
 
 BLANK = "blank"
+DEFAULT_BLANK_SIZE = (1024, 1024)  # a blank's size when its sample has no readable image to take it from
 
 
 def with_blank(images: ImageLoaders, sample_ids: Iterable[str], settings: BlankBaseline) -> ImageLoaders:
     """The images and, when the blank baseline is enabled and no model is named ``blank``, a white image
-    of ``settings``' size for each sample (made when it is read)."""
+    for each sample (made when it is read): of ``settings``' size, or of the size of the sample's first
+    image when none is set."""
     if not settings.enabled:
         return images
     if BLANK in image_models(images):
         logger.info("a model folder is named %s: it is judged as it is, and no white images are made", BLANK)
         return images
-    white = partial(Image.new, "RGB", (settings.width, settings.height), "white")
-    return {**images, **{f"{BLANK}/{sample_id}": white for sample_id in sample_ids}}
+    sample_ids = list(sample_ids)
+    if settings.width and settings.height:
+        white = partial(Image.new, "RGB", (settings.width, settings.height), "white")
+        return {**images, **{f"{BLANK}/{sample_id}": white for sample_id in sample_ids}}
+    first = _first_images(images, sample_ids)
+    blanks = {f"{BLANK}/{sample_id}": partial(_white_like, first.get(sample_id)) for sample_id in sample_ids}
+    return {**images, **blanks}
+
+
+def _first_images(images: ImageLoaders, sample_ids: list[str]) -> dict[str, Any]:
+    """Sample -> the entry of its image in the first model folder (name order) that has one."""
+    wanted, first = set(sample_ids), {}
+    for key in sorted(images):
+        sample = key.partition("/")[2]
+        if sample in wanted and sample not in first:
+            first[sample] = images[key]
+    return first
+
+
+def _white_like(entry: Any) -> Image.Image:
+    """A white image of the size of ``entry``'s image (its header only is read), or of
+    ``DEFAULT_BLANK_SIZE`` when there is none or it cannot be read (its own judging says why)."""
+    size = DEFAULT_BLANK_SIZE
+    if entry is not None:
+        try:
+            handle = image_file(entry)
+            size = read_header(handle.head(HEAD_BYTES), handle.name).size
+        except (OSError, ValueError):
+            pass
+    return Image.new("RGB", size, "white")
 
 
 def baseline_roles(config: EvaluateParams) -> dict[str, str]:
