@@ -133,6 +133,37 @@ def test_the_layout_converts_alike_from_every_format_with_its_field_map(tmp_path
     assert questions_of(tables, "d003")["layer"].tolist() == [2, 2]  # scare quotes add no text check
 
 
+def test_every_role_of_a_statements_file_can_be_mapped(tmp_path, capsys, questions_of):
+    # DIAGRAMS with every role under a name of its own: id, prompt, group, statements (each one an object
+    # whose statement is under a name of its own too), quizzes, their question, options and answer.
+    renamed = [
+        {
+            "figure_key": item["id"],
+            "question": item["question"],
+            "discipline": "chemistry" if item["id"] == "d001" else "biology",
+            "elements": [{"claim": element} for element in item["elements"]],
+            "mc": [
+                {"stem": quiz["question"], "answers": quiz["options"], "correct_option": quiz["correct_option"]}
+                for quiz in item["quizzes"]
+            ],
+        }
+        for item in DIAGRAMS
+    ]
+    source = tmp_path / "renamed.json"
+    source.write_text(json.dumps(renamed), encoding="utf-8")
+    roles = {
+        "id": "figure_key", "prompt": "question", "group": "discipline", "statements": "elements",
+        "statement": "claim", "quizzes": "mc", "question": "stem", "options": "answers", "answer": "correct_option",
+    }  # fmt: skip
+    tables = convert(source, *[option for role, name in roles.items() for option in ("--field", f"{role}={name}")])
+    reference = convert(write_reference(tmp_path), *MAP)
+    capsys.readouterr()
+    assert tables.benchmark["sample_id"].tolist() == ["d001", "d002", "d003"]
+    assert tables.benchmark["group"].tolist() == ["chemistry", "biology", "biology"]
+    for sample in ("d001", "d002", "d003"):
+        pd.testing.assert_frame_equal(questions_of(tables, sample), questions_of(reference, sample))
+
+
 def test_a_yaml_field_map_reads_as_the_options_and_an_option_overrides_its_role(tmp_path, capsys):
     source = write(tmp_path / "diagrams.json")
     fields = tmp_path / "fields.yml"
