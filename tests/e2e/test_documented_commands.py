@@ -116,6 +116,12 @@ EXEMPT = {
     "--params aibench.baseline_metrics.vqascore.backend=openai,aibench.baseline_metrics.vqascore.config"
     ".base_url=http://localhost:8000/v1,aibench.baseline_metrics.vqascore.config.model=Qwen/Qwen3-VL-8B-"
     "Instruct": "needs a served model with log-probabilities; tested against the loopback server in tests/",
+    "kedro run --pipelines generate --params generate.benchmark=aibench.jsonl": (
+        "run as written in a fresh clone, with nothing else run first, by tests/e2e/test_aibench_fresh_clone.py"
+    ),
+    "kedro run --pipelines evaluate --params evaluate.benchmark=aibench.jsonl": (
+        "run as written in a fresh clone, after the generate command above, by tests/e2e/test_aibench_fresh_clone.py"
+    ),
     "dvc exp run --queue": "queues experiments for a worker; `dvc repro` runs the same stages below",
     ".venv/bin/python benchmarks/bench_curate_scale.py --throughput 80 --workers 1 2 --distinct 60": (
         "a measurement of about 7 minutes (two curate runs of 100 and 2,000 real-size figures and the "
