@@ -73,7 +73,10 @@ def pipeline_runs(client: mlflow.MlflowClient) -> list:
 
 def test_a_run_is_named_by_what_it_did_and_its_new_experiment_opens_on_runs(project, mlflow_store, capsys):
     assert mlflow_store.get_experiment_by_name("sciir") is None  # the run creates it
-    kedro_run(project, PHYSICS, ["evaluate"], ["evaluation_inputs"])
+    # A setting of a section the run does not read (generate's) does not name it.
+    kedro_run(
+        project, PHYSICS | {"generate": {"benchmark": "physics.jsonl"}}, ["evaluate"], ["evaluation_inputs"]
+    )
     (run,) = pipeline_runs(mlflow_store)
     assert run.info.run_name == "evaluate physics on physics_images"
     assert run.data.tags["mlflow.runName"] == "evaluate physics on physics_images"
