@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import sqlite3
 import subprocess
 import sys
@@ -64,9 +65,17 @@ def test_run_ends_with_the_leaderboard_and_the_report(first_run, project):
     assert (report / "index.html").stat().st_size > 5_000
     assert list((report / "models").glob("*.html")) and list((report / "thumbnails").glob("*.png"))
     # The summary shows the run's two plots from its own folder, the same files as the run's PNGs.
+    summary = (report / "index.html").read_text()
     for name in ("track_pass_rates.png", "group_heatmap.png"):
-        assert f'src="plots/{name}"' in (report / "index.html").read_text()
+        assert f'src="plots/{name}"' in summary
         assert (report / "plots" / name).read_bytes() == (report.parent / name).read_bytes()
+    # Every model page links back to both plots, each a figure of the summary page.
+    for page in (report / "models").glob("*.html"):
+        anchors = re.findall(r'class="plot-link" href="\.\./index\.html#([^"]+)"', page.read_text())
+        assert len(anchors) == 2, page.name
+        for anchor in anchors:
+            figure = rf'<figure class="plot" id="{re.escape(anchor)}">\s*<img class="plot" src="plots/[a-z_]+\.png"'
+            assert re.search(figure, summary), (page.name, anchor)
 
 
 def test_programmatic_beats_its_faulty_variant_and_noise_scores_near_zero(first_run, project):
