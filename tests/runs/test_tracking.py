@@ -6,7 +6,7 @@ import mlflow
 import pandas as pd
 
 from sciir.catalog.metrics_dataset import MetricsDataset
-from sciir.runs.tracking import NestedRun, log_nested_runs, provenance_tags
+from sciir.runs.tracking import METRICS_PER_BATCH, NestedRun, log_metrics, log_nested_runs, provenance_tags
 
 
 def test_metrics_go_to_json_and_to_the_active_run(tmp_path, mlflow_store):
@@ -21,6 +21,16 @@ def test_metrics_go_to_json_and_to_the_active_run(tmp_path, mlflow_store):
     history = mlflow_store.get_metric_history(run.info.run_id, "evaluate.loss")
     assert [(m.step, m.value) for m in history] == [(0, 2.0), (1, 1.0)]
     assert dataset.load()["prog.final"] == 0.75
+
+
+def test_a_series_longer_than_one_batch_is_logged_whole(tmp_path, mlflow_store):
+    steps = 2 * METRICS_PER_BATCH + 7  # three batches
+    series = [{"value": float(step), "step": step} for step in range(steps)]
+    with mlflow.start_run() as run:
+        assert log_metrics({"loss": series, "lr": 0.1}, "finetune") == steps + 1
+    history = mlflow_store.get_metric_history(run.info.run_id, "finetune.loss")
+    assert sorted((m.step, m.value) for m in history) == [(step, float(step)) for step in range(steps)]
+    assert mlflow_store.get_run(run.info.run_id).data.metrics["finetune.lr"] == 0.1
 
 
 def test_timings_go_to_mlflow_but_not_to_the_dvc_metrics_file(tmp_path, mlflow_store):
