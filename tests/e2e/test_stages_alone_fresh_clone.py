@@ -2,7 +2,9 @@
 human_corr from a ratings file and a metric-scores file (TIFA's published release when ../shared/external
 is present), generate from a benchmark file (then evaluate judging what it drew), finetune from a folder of
 image + caption pairs. Each test writes its own inputs and runs its own ``kedro run --pipelines X``; none
-reads another's outputs. (evaluate from a benchmark file and an images folder: test_own_benchmark_fresh_clone.)
+reads another's outputs. generate with generators of one's own (a served images API: the loopback images
+server) runs in a clone of its own, whose conf/local is its own. (evaluate from a benchmark file and an
+images folder: test_own_benchmark_fresh_clone.)
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ import pytest
 from PIL import Image, ImageDraw
 from scipy import stats
 
+from sciir.testing.fake_images_server import FakeImagesServer
 from sciir.user_files.rating_files import tifa_metric_scores, tifa_ratings
 
 pytestmark = pytest.mark.e2e
@@ -172,6 +175,48 @@ def test_generate_alone_draws_a_benchmark_file_that_evaluate_then_judges(fresh, 
     # the baseline writes the labels its prompt quotes: "Resistor" is read back by the offline judge
     assert verdicts.loc[("programmatic", "circuit", "q1"), "verdict"] == "yes"
     assert run_names(fresh)[-1] == "evaluate physics"
+
+
+# docs/bring_your_own_benchmark.md's generators of one's own, with the loopback images server's address.
+OWN_GENERATORS = """generators:
+  type: sciir.catalog.backend_dataset.BackendSetDataset
+  kind: generator
+  cache_path: data/cache/responses.sqlite
+  members:
+    my_model:
+      backend: openai_images
+      base_url: {base_url}
+      model: my-image-model
+    programmatic:
+      backend: programmatic
+"""
+
+
+def test_generate_alone_draws_a_benchmark_file_with_generators_of_ones_own(make_clone, kedro, run_names):
+    root = make_clone("own_generators")
+    (root / "physics.jsonl").write_text("".join(json.dumps(sample) + "\n" for sample in BENCHMARK))
+    with FakeImagesServer() as server:
+        (root / "conf" / "local" / "backends.yml").write_text(OWN_GENERATORS.format(base_url=server.base_url))
+        result = kedro(root, "--pipelines", "generate", "--params", "generate.benchmark=physics.jsonl")
+        received = server.requests
+    assert result.returncode == 0, result.stderr[-6000:]
+    drawn = root / "data" / "07_model_output" / "benchmarks" / "physics"
+    manifest = pd.read_parquet(drawn / "generation_manifest.parquet")
+    items = {"lever__plain", "lever__reasoning", "circuit"}
+    status = manifest.set_index(["model", "sample_id"])["status"]
+    # only the configured generators draw; the served one draws every item, the baseline what it can
+    assert set(manifest["model"]) == {"my_model", "programmatic"}
+    assert {sample for (model, sample), state in status.items() if model == "my_model" and state == "ok"} == items
+    assert status[("programmatic", "lever__reasoning")] == "failed"
+    # the served model was asked once per item, with the item's prompt alone and the configured size
+    assert sorted(request.body["prompt"] for request in received) == sorted(
+        [BENCHMARK[0]["prompt"], *BENCHMARK[1]["prompts"].values()]
+    )
+    assert {request.body["model"] for request in received} == {"my-image-model"}
+    assert {request.body["size"] for request in received} == {"1024x1024"}
+    assert {path.stem for path in (drawn / "generations" / "my_model").glob("*.png")} == items
+    assert Image.open(drawn / "generations" / "my_model" / "circuit.png").size == (1024, 1024)
+    assert run_names(root)[-1] == "generate physics"
 
 
 def _write_pairs(folder: Path) -> None:
