@@ -8,6 +8,11 @@ from sciir.runs.results_folder import generated_folder, results_folder
 
 HOOKS = (ProjectHooks(),)
 
+# MLflow 3 sends usage records to its makers' server from the first tracked call, unless told not to; like
+# Kedro's (KEDRO_DISABLE_TELEMETRY, set by make and dvc.yaml), it is off in every run of this project. This
+# module is read before any hook calls MLflow; a user who sets the variable, to false as well, is obeyed.
+os.environ.setdefault("MLFLOW_DISABLE_TELEMETRY", "true")
+
 
 def _tracking_uri() -> str:
     """MLflow store: the environment's, else a SQLite file in ./mlruns (MLflow 3 refuses a bare file store).
