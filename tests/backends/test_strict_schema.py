@@ -12,6 +12,7 @@ from sciir.backends.base import VLMResult
 from sciir.backends.replies import schema_problems
 from sciir.backends.strict_schema import (
     StrictSchemaError,
+    model_schema,
     nullable,
     omit_added_nulls,
     strict_model_schema,
@@ -244,3 +245,24 @@ def test_a_checklist_reply_with_null_optional_fields_parses_to_the_models_meanin
     first, second = checklist.questions
     assert first.parent_ids == [] and first.expected_text == "ATP"
     assert second.parent_ids == ["L1-01"] and second.expected_text is None
+
+
+def test_a_model_schema_is_built_once_and_each_caller_gets_a_copy_of_its_own(monkeypatch):
+    class Reply(BaseModel):
+        label: str
+        note: str | None = None
+
+    built = []
+    original = Reply.model_json_schema.__func__
+
+    def counted(cls, *args, **kwargs):
+        built.append(cls)
+        return original(cls, *args, **kwargs)
+
+    monkeypatch.setattr(Reply, "model_json_schema", classmethod(counted))
+    first, strict = model_schema(Reply), strict_model_schema(Reply)
+    first["properties"].clear()
+    strict["required"].append("changed by a caller")
+    assert model_schema(Reply) == Reply.model_json_schema()  # what pydantic builds, untouched by the caller
+    assert strict_model_schema(Reply) == strict_schema(Reply.model_json_schema())
+    assert len(built) == 1 + 2  # once for the caches, then the two comparisons above

@@ -25,6 +25,8 @@ the output model: a null in a field that is nullable only because strict mode ma
 
 from __future__ import annotations
 
+import copy
+import functools
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
@@ -81,9 +83,25 @@ def strict_schema(schema: Mapping[str, Any]) -> dict[str, Any]:
     return _strict_node(schema, "$")
 
 
+def model_schema(model: type[Any]) -> dict[str, Any]:
+    """A pydantic model class's JSON schema (a copy of its own: the caller may change it). Pydantic builds
+    the schema anew at each call, about 2 ms, and every request and reply of a task needs it."""
+    return copy.deepcopy(_model_schema(model))
+
+
 def strict_model_schema(model: type[Any]) -> dict[str, Any]:
     """The strict schema of a pydantic model class: what a request sends as its ``json_schema``."""
-    return strict_schema(model.model_json_schema())
+    return copy.deepcopy(_strict_model_schema(model))
+
+
+@functools.cache
+def _model_schema(model: type[Any]) -> dict[str, Any]:
+    return model.model_json_schema()
+
+
+@functools.cache
+def _strict_model_schema(model: type[Any]) -> dict[str, Any]:
+    return strict_schema(_model_schema(model))
 
 
 def _strict_node(node: Any, path: str) -> dict[str, Any]:

@@ -19,7 +19,7 @@ from pydantic import BaseModel, ValidationError
 
 from sciir.backends.base import VLMRequest, VLMResult
 from sciir.backends.rule_based import Answerer
-from sciir.backends.strict_schema import omit_added_nulls, strict_model_schema
+from sciir.backends.strict_schema import model_schema, omit_added_nulls, strict_model_schema
 from sciir.tasks.prompts import PromptTemplate, prompt_template
 
 
@@ -97,7 +97,7 @@ class ModelTask:
         try:
             # A null in a field the strict schema made nullable means "left out": the model's default applies.
             return model.model_validate(
-                omit_added_nulls(result.output, model.model_json_schema()), context=context
+                omit_added_nulls(result.output, model_schema(model)), context=context
             )
         except ValidationError as invalid:
             problems = "; ".join(
