@@ -7,6 +7,7 @@ import logging
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import numpy as np
@@ -208,7 +209,9 @@ def test_a_t5_encoder_reads_more_of_a_long_prompt_than_clip(tmp_path, capfd):
     inputs = pipeline_text_inputs(generator._loaded_pipeline(), generator.call_kwargs)
     # CLIP's own limit, and T5's from FluxPipeline's default max_sequence_length.
     assert [(i.argument, i.limit) for i in inputs] == [("prompt", 77), ("prompt_2", 512)]
-    (result,) = generator.generate([GenerationRequest(sample_id="s", prompt=LONG_PROMPT, seed=0, width=32, height=32)])
+    (result,) = generator.generate(
+        [GenerationRequest(sample_id="s", prompt=LONG_PROMPT, seed=0, width=32, height=32)]
+    )
     assert result.ok, result.failure
     kept = result.meta["prompt_words_kept_per_encoder"]
     assert 0 < kept["prompt"] < kept["prompt_2"] < result.meta["prompt_words"] == 240
@@ -218,3 +221,32 @@ def test_a_t5_encoder_reads_more_of_a_long_prompt_than_clip(tmp_path, capfd):
     assert pipeline_text_inputs(shorter._loaded_pipeline(), shorter.call_kwargs)[1].limit == 128
     printed = capfd.readouterr()
     assert "truncated" not in printed.err + printed.out
+
+
+def test_a_batchs_images_are_encoded_while_the_next_batch_is_drawn(base_folder, monkeypatch):
+    """The pipeline's thread draws; PNG encoding (about 0.4 s of CPU for a 1024-pixel image) runs beside it.
+    The first batch's encodings wait until the second batch is drawn: were they made on the drawing
+    thread, the second batch would never be drawn and the wait would fail."""
+    batched = DiffusersGenerator(pipeline_path=str(base_folder), steps=2, resolution=32, batch_size=2)
+    counting = _CountingPipeline(batched._loaded_pipeline())
+    batched._pipeline = counting
+    encode = DiffusersGenerator._encoded
+    encoded: list[tuple[str, int]] = []
+
+    def encoded_after_the_next_draw(self, request, prompt, image):
+        if request.sample_id in ("s0", "s1"):
+            deadline = time.monotonic() + 10
+            while len(counting.calls) < 2 and time.monotonic() < deadline:
+                time.sleep(0.01)
+        encoded.append((request.sample_id, len(counting.calls)))
+        return encode(self, request, prompt, image)
+
+    requests = [_request(f"s{seed}", seed=seed) for seed in range(4)]
+    expected = DiffusersGenerator(pipeline_path=str(base_folder), steps=2, resolution=32, batch_size=2)
+    monkeypatch.setattr(DiffusersGenerator, "_encoded", encoded_after_the_next_draw)
+    results = batched.generate(requests)
+    assert counting.calls == [2, 2]
+    assert sorted(encoded) == [("s0", 2), ("s1", 2), ("s2", 2), ("s3", 2)]
+    assert [r.sample_id for r in results] == ["s0", "s1", "s2", "s3"]  # in order all the same
+    monkeypatch.undo()
+    assert [r.image for r in results] == [r.image for r in expected.generate(requests)]  # the same PNG bytes

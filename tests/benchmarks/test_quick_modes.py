@@ -187,6 +187,16 @@ def _(output: str) -> None:
     assert ratio == pytest.approx(before / now, rel=0.1, abs=0.1)
 
 
+@checks("bench_diffusers_generate")
+def _(output: str) -> None:
+    _line(r"^4 images, 256x256 PNG, [\d.]+ MB each on average, batches of 4, device cpu$", output)
+    plain = _line(rf"^plain loop \(encode on the drawing thread\): +{NUMBER} ms per image$", output)[0]
+    project = _line(rf"^diffusers generator \(encode beside\): +{NUMBER} ms per image$", output)[0]
+    (ratio,) = _line(rf"^ratio plain / generator: {NUMBER}x \(best of 2 rounds each\)$", output)
+    assert ratio == pytest.approx(plain / project, rel=0.1, abs=0.1)
+    _line(r"^same PNG bytes: True$", output)
+
+
 @checks("bench_gpu_qwen_image")
 def _(output: str) -> None:
     _line(r"^\| measured \| seconds \| TFLOP \(counted\) \| MFU \| target \| peak memory \|$", output)

@@ -144,6 +144,10 @@ EXEMPT = {
         "a measurement of about 6 minutes (200 images of 1 MB encoded again on the slow side); writing the "
         "generator's bytes as they are through the generations entry is tested in tests/images/test_image_payload.py"
     ),
+    ".venv/bin/python benchmarks/bench_diffusers_generate.py": (
+        "a measurement of about 2 minutes (256 images of 1 MB encoded, both cores busy); the encoding beside "
+        "the drawing, in order and with the same bytes, is tested in tests/backends/test_diffusers_gen.py"
+    ),
     ".venv/bin/python benchmarks/bench_report.py": (
         "a measurement that writes 8,000 images (about 2.3 GB) and renders their report for minutes; the "
         "report is tested in tests/evaluation/test_report.py, tests/catalog/test_report_folder.py and tests/browser"
@@ -188,6 +192,7 @@ QUICK_BENCHMARKS = [
     ".venv/bin/python benchmarks/bench_warm_cache.py --quick",
     ".venv/bin/python benchmarks/bench_image_payload.py --quick",
     ".venv/bin/python benchmarks/bench_generation_save.py --quick",
+    ".venv/bin/python benchmarks/bench_diffusers_generate.py --quick",
     ".venv/bin/python benchmarks/bench_gpu_qwen_image.py --quick",
     ".venv/bin/python benchmarks/bench_judge_node.py --quick",
     ".venv/bin/python benchmarks/bench_standardise.py --quick",
