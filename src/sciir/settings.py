@@ -4,6 +4,7 @@ import os
 from pathlib import Path
 
 from sciir.hooks import ProjectHooks
+from sciir.runs.log_filters import drop_advice_for_other_authors
 from sciir.runs.results_folder import generated_folder, results_folder
 
 HOOKS = (ProjectHooks(),)
@@ -12,6 +13,9 @@ HOOKS = (ProjectHooks(),)
 # Kedro's (KEDRO_DISABLE_TELEMETRY, set by make and dvc.yaml), it is off in every run of this project. This
 # module is read before any hook calls MLflow; a user who sets the variable, to false as well, is obeyed.
 os.environ.setdefault("MLFLOW_DISABLE_TELEMETRY", "true")
+
+# Read before Kedro loads kedro-mlflow, whose pyfunc model class MLflow warns about at its definition.
+drop_advice_for_other_authors()
 
 
 def _tracking_uri() -> str:
