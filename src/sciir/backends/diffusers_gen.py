@@ -109,7 +109,9 @@ class DiffusersGenerator(ImageGenerator):
             for start in range(0, len(requests), self.batch_size):
                 for drawn in self._generate_batch(pipeline, requests[start : start + self.batch_size]):
                     outcomes.append(
-                        encoder.submit(self._encoded, *drawn) if isinstance(drawn, tuple) else drawn
+                        drawn
+                        if isinstance(drawn, GenerationResult)
+                        else encoder.submit(self._encoded, *drawn)
                     )
             return [outcome.result() if isinstance(outcome, Future) else outcome for outcome in outcomes]
 
