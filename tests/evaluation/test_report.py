@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import hashlib
 import io
+import warnings
 from dataclasses import replace
 from pathlib import Path, PurePosixPath
 from urllib.parse import urldefrag
@@ -16,7 +17,7 @@ import yaml
 from lxml import html
 from PIL import Image
 
-from sciir.evaluation.plots import PNG_SAVE_ARGS
+from sciir.evaluation.plots import PNG_SAVE_ARGS, plot_group_heatmap
 from sciir.evaluation.report import (
     ReportFolder,
     coverage_table,
@@ -281,6 +282,16 @@ def test_group_heatmap_colours_cells_by_score():
         and heat_colour(1.0) == "#c8f0c8"
         and heat_colour(float("nan")) == "#eeeeee"
     )
+
+
+def test_a_run_with_no_group_scored_says_so_in_its_heatmap_without_a_warning():
+    empty = pd.DataFrame({"model": pd.Series(dtype=str)})  # breakdown_table of a run that scored no group
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # matplotlib warned of singular limits on an empty image
+        figure = plot_group_heatmap(empty, "Final pass rate per group")
+    axes = figure.axes[0]
+    assert not axes.images and [text.get_text() for text in axes.texts] == ["nothing scored per group"]
+    assert axes.get_title() == "Final pass rate per group"
 
 
 def test_missing_images_listed_per_model_with_reasons():

@@ -92,6 +92,11 @@ def plot_group_heatmap(table: pd.DataFrame, title: str) -> Figure:
     values = table[groups].astype(float).to_numpy()
     figure = Figure(figsize=(max(4.5, 1.5 * len(groups) + 2), max(2.2, 0.5 * len(table) + 1.4)))
     axes = figure.subplots()
+    axes.set_title(title)
+    if values.size == 0:  # an AIBench-only run scores no SciIR group: say so rather than draw empty axes
+        axes.set_axis_off()
+        axes.text(0.5, 0.5, "nothing scored per group", ha="center", va="center", transform=axes.transAxes)
+        return figure
     image = axes.imshow(np.ma.masked_invalid(values), vmin=0.0, vmax=1.0, cmap="viridis", aspect="auto")
     for (row, column), value in np.ndenumerate(values):
         label, colour = (
@@ -100,7 +105,6 @@ def plot_group_heatmap(table: pd.DataFrame, title: str) -> Figure:
         axes.text(column, row, label, ha="center", va="center", fontsize=8, color=colour)
     axes.set_xticks(range(len(groups)), groups, rotation=20, ha="right")
     axes.set_yticks(range(len(table)), list(table["model"]))
-    axes.set_title(title)
     figure.colorbar(image, ax=axes)
     figure.tight_layout()
     return figure
