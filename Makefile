@@ -43,8 +43,8 @@ run: setup
 
 test: setup browser
 	$(VENV)/bin/ruff check src tests benchmarks
-	# One worker per core; a module's tests stay on one worker (tests/conftest.py). The 15 slowest are printed.
-	$(VENV)/bin/pytest -q -n auto --dist loadgroup --durations=15
+	# One worker per core; a module's tests stay on one worker, the longest groups sent first (tests/conftest.py). The 15 slowest are printed.
+	$(VENV)/bin/pytest -q -n auto --dist loadgroup --no-loadscope-reorder --durations=15
 
 clean:
 	find data -mindepth 2 -not -name .gitkeep -delete 2>/dev/null; rm -rf data/cache mlruns
