@@ -19,7 +19,7 @@ CurateParamsBuilder = Callable[..., dict[str, Any]]
 
 
 # The groups that take minutes (the end-to-end project's: the default run and the documented commands, about
-# 10 of the suite's 23 CPU minutes; OCR of the real figures, about 2), longest first. ``make test`` hands groups
+# 8 of pytest's 11.5 minutes on two workers; OCR of the real figures, about 2), longest first. ``make test`` hands groups
 # to the workers in collection order (--no-loadscope-reorder), so these start at once instead of after the
 # groups with more (quick) tests, and the longest no longer finishes alone at the end.
 LONGEST_GROUPS = ("e2e_project", "tests/external/test_ocr_real_figures.py")
