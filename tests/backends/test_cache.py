@@ -2,8 +2,11 @@
 
 import json
 import pickle
+import sqlite3
+import threading
 from concurrent.futures import ThreadPoolExecutor
 from copy import deepcopy
+from pathlib import Path
 
 import pytest
 
@@ -92,6 +95,32 @@ def test_concurrent_writers_share_one_file(tmp_path):
     with ThreadPoolExecutor(4) as pool:
         list(pool.map(work, range(4)))
     assert len(ResponseCache(path)) == 200
+
+
+# Each trial a new file opened by OPENERS threads released together: without waiting for another
+# opener, about one trial in twenty hit "database is locked" (so 300 trials fail all but surely).
+OPENERS, OPEN_TRIALS = 4, 300
+
+
+def test_openers_released_together_all_open_a_new_cache(tmp_path):
+    errors: list[Exception] = []
+
+    def open_cache(path: Path, barrier: threading.Barrier) -> None:
+        barrier.wait()
+        try:
+            ResponseCache(path).put(f"{threading.get_ident()}", b"v")
+        except sqlite3.OperationalError as error:
+            errors.append(error)
+
+    for trial in range(OPEN_TRIALS):
+        path, barrier = tmp_path / f"{trial}.sqlite", threading.Barrier(OPENERS)
+        threads = [threading.Thread(target=open_cache, args=(path, barrier)) for _ in range(OPENERS)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+    assert errors == []
+    assert len(ResponseCache(tmp_path / "0.sqlite")) == OPENERS
 
 
 def _judge_request(n: int, seed: int | None = None) -> VLMRequest:

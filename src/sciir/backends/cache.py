@@ -19,6 +19,7 @@ import logging
 import os
 import sqlite3
 import threading
+import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from itertools import count
 from pathlib import Path
@@ -47,6 +48,7 @@ logger = logging.getLogger(__name__)
 CACHE_COUNTS = ("hits", "misses", "failures")
 USAGE_SUMS = ("http_requests", "prompt_tokens", "completion_tokens", "cost_usd")
 _SQLITE_MAX_PARAMS = 500  # SQLite caps bound parameters per statement
+_BUSY_TIMEOUT_S = 60.0  # how long an opener or a writer waits for another one holding the file
 
 
 class ResponseCache:
@@ -72,11 +74,7 @@ class ResponseCache:
     def _connection(self) -> sqlite3.Connection:
         """This process's connection; callers hold ``_lock``."""
         if self._conn is None or self._pid != os.getpid():
-            self._conn = sqlite3.connect(self.path, timeout=60, check_same_thread=False)
-            self._conn.execute("PRAGMA journal_mode=WAL")
-            # In WAL mode NORMAL commits without an fsync: a commit survives a killed process (only a power
-            # cut can lose the latest ones), which keeps one transaction per response cheap.
-            self._conn.execute("PRAGMA synchronous=NORMAL")
+            self._conn = _open_wal(self.path)
             self._pid = os.getpid()
         return self._conn
 
@@ -123,6 +121,32 @@ class ResponseCache:
         self._lock = threading.Lock()
         self._conn = None
         self._pid = 0
+
+
+def _open_wal(path: Path) -> sqlite3.Connection:
+    """A connection to ``path`` in WAL mode, waiting while another opener holds the file.
+
+    Switching a new file to WAL takes an exclusive lock for which SQLite does not call its busy handler,
+    so several processes or threads opening one new cache at once get "database is locked" there,
+    whatever the connection's timeout: the switch is retried, with a growing pause, until that timeout.
+    """
+    conn = sqlite3.connect(path, timeout=_BUSY_TIMEOUT_S, check_same_thread=False)
+    deadline = time.monotonic() + _BUSY_TIMEOUT_S
+    pause = 0.001
+    while True:
+        try:
+            conn.execute("PRAGMA journal_mode=WAL")
+            break
+        except sqlite3.OperationalError as error:
+            if "locked" not in str(error) or time.monotonic() + pause > deadline:
+                conn.close()
+                raise sqlite3.OperationalError(f"cannot open the response cache {path}: {error}") from error
+            time.sleep(pause)
+            pause = min(pause * 2, 0.1)
+    # In WAL mode NORMAL commits without an fsync: a commit survives a killed process (only a power
+    # cut can lose the latest ones), which keeps one transaction per response cheap.
+    conn.execute("PRAGMA synchronous=NORMAL")
+    return conn
 
 
 def request_key(backend: Backend, request: VLMRequest | GenerationRequest | Deferred[Any]) -> str:
