@@ -17,7 +17,9 @@ the letter of one of its options, the insufficient-information option included; 
 lists the letters its questions offer, and a letter that is not one of its question's options is a
 failure with its reason, never a score. Offline, a level-1 question asking which component is shown
 (no negation in its wording), every option of which is a component label (quoted in the option, or a
-short name), is answered when OCR settles it (``choice_reading``); any other is abstained on.
+short name), is answered when OCR settles it (``choice_reading``), and so is a level-1 question asking
+whether the one component it quotes is present, with options Yes and No (Yes when the judge's text check
+reads the name, abstained on otherwise); any other is abstained on.
 """
 
 from __future__ import annotations

@@ -10,6 +10,12 @@ option itself when it is a short name. Exactly one option read and the others ab
 option read and all absent: the insufficient-information option ("none of the other options are
 correct"). Anything else (two options read, an option the reading cannot settle, an option that is a
 sentence, a question of another level) is abstained on, with the reason.
+
+A level-1 question whose options are Yes and No (AIBench's own: "Is the '<component>' component present
+...?", in either order) asks about the one string it quotes, which the judge's text check reads
+(``sight_checks.answer_text``: exact spelling, the second recogniser where Tesseract leaves doubt). Read:
+the Yes option. Not read: abstained on, even from an image read in full, since a component may be drawn
+as an icon or named otherwise; so "No" is never answered.
 """
 
 from __future__ import annotations
@@ -21,6 +27,8 @@ from typing import Any
 from sciir.aibench.choices import is_insufficient_option
 from sciir.backends.readers.misreadings import doubt_about_absence, near_miss
 from sciir.backends.readers.text import OcrReading, closest_span, normalise_whitespace
+from sciir.tasks.required_text import quoted_strings
+from sciir.tasks.sight_checks import JudgeItem, answer_text
 
 COMPONENT_LEVEL = 1
 # An option longer than this, unquoted, is a sentence rather than a component's name.
@@ -64,6 +72,42 @@ def option_label(text: str) -> str | None:
     return text
 
 
+def yes_no_letters(options: Mapping[str, str]) -> dict[str, str] | None:
+    """``{"yes": letter, "no": letter}`` when the options (the insufficient-information one aside) are
+    exactly Yes and No, in any order; None otherwise."""
+    plain = {letter: text for letter, text in options.items() if not is_insufficient_option(text)}
+    letters = {text.strip().rstrip(".").casefold(): letter for letter, text in plain.items()}
+    return letters if len(plain) == 2 and set(letters) == {"yes", "no"} else None
+
+
+def answer_yes_no(
+    question_id: str, question: str, letters: Mapping[str, str], reading: OcrReading
+) -> dict[str, Any]:
+    """The Yes letter when the judge's text check reads the one string the question quotes; otherwise
+    abstained on with the reason (see the module docstring)."""
+    names = quoted_strings(question)
+    if len(names) != 1:
+        found = ", ".join(f'"{name}"' for name in names) or "nothing"
+        return _abstained(question_id, f"the question should quote one component name, and quotes {found}")
+    check = answer_text(
+        JudgeItem(id=question_id, question=question, layer=1, track="aibench", expected_text=names[0]),
+        reading,
+    )
+    if check["verdict"] == "yes":
+        return {
+            "id": question_id,
+            "answer": letters["yes"],
+            "evidence": f"{check['reasoning']} {check['evidence']}",
+        }
+    if check["verdict"] == "no":
+        return _abstained(
+            question_id,
+            f'"{names[0]}" is not written (all the text was read), but the component may be drawn as an '
+            "icon or named otherwise",
+        )
+    return _abstained(question_id, str(check["reasoning"]).removeprefix("abstained: "))
+
+
 def _abstained(question_id: str, why: str) -> dict[str, Any]:
     return {"id": question_id, "answer": None, "evidence": f"abstained: {why}"}
 
@@ -76,6 +120,9 @@ def answer_choice(
         return _abstained(question_id, f"OCR reads labels and cannot answer a level-{level} question")
     if _NEGATION.search(question):
         return _abstained(question_id, "the question is worded with a negation: OCR only tells what is shown")
+    yes_no = yes_no_letters(options)
+    if yes_no is not None:
+        return answer_yes_no(question_id, question, yes_no, reading)
     insufficient = [letter for letter, text in options.items() if is_insufficient_option(text)]
     labels = {letter: option_label(text) for letter, text in options.items() if letter not in insufficient}
     unnamed = [letter for letter, label in labels.items() if label is None]

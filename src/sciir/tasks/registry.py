@@ -55,7 +55,7 @@ TASKS: dict[str, ModelTask] = {
 
 # Bump a reader's version when one of its task rules changes: it is part of the rule-based backend's
 # identity, so answers of the old rules are not reused (the readers' own versions are counted apart).
-RULES_VERSIONS: dict[str, str] = {"offline": "offline-rules-v4"}
+RULES_VERSIONS: dict[str, str] = {"offline": "offline-rules-v5", "ocr": "ocr-rules-v1"}
 
 
 class UnknownTask(KeyError):
