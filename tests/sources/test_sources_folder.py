@@ -3,9 +3,11 @@ hostile packages refused member by member without stopping the others or writing
 
 from __future__ import annotations
 
+import gzip
 import io
 import json
 import random
+import re
 import shutil
 import tarfile
 from pathlib import Path
@@ -143,6 +145,61 @@ def test_package_size_and_member_count_are_bounded(tmp_path):
         (tmp_path / "torn.tar.gz").write_bytes(package.read_bytes()[:3000])
         unpack_package(tmp_path / "torn.tar.gz", tmp_path / "c")
     assert sorted(path.name for path in tmp_path.iterdir()) == ["big.tar.gz", "torn.tar.gz"]
+
+
+def _bomb(path: Path, member: str, size: int) -> None:
+    """A package whose one image ``member`` unpacks to ``size`` bytes of zeros from a few MB packed, as
+    gzip members of 1 MiB each (gzip reads concatenated members as one stream), without compressing it."""
+    xml = tarfile.TarInfo("PMC2/PMC2.nxml")
+    xml.size = 10
+    header = xml.tobuf() + b"<article/>".ljust(tarfile.BLOCKSIZE, b"\0")
+    image = tarfile.TarInfo(member)
+    image.size = size
+    chunk = gzip.compress(bytes(1024**2))
+    with path.open("wb") as out:
+        out.write(gzip.compress(header + image.tobuf()))
+        for _ in range(size // 1024**2):
+            out.write(chunk)
+        out.write(gzip.compress(bytes(2 * tarfile.RECORDSIZE)))  # the end-of-archive blocks
+
+
+def test_a_package_unpacking_to_gigabytes_is_refused_naming_the_member_before_writing(tmp_path):
+    folder = tmp_path / "in"
+    folder.mkdir()
+    _bomb(folder / "PMC2.tar.gz", "PMC2/fig1.png", 2 * 1024**3)
+    assert (folder / "PMC2.tar.gz").stat().st_size < 3 * 1024**2  # 2 GiB from about 2 MB
+    bound = "over the 268435456-byte bound on one file (ingest.limits.max_image_bytes)"
+    with pytest.raises(
+        UnsafePackageError, match=re.escape(f"member 'PMC2/fig1.png' is 2147483648 bytes, {bound}")
+    ):
+        unpack_package(folder / "PMC2.tar.gz", folder / "PMC2")
+    assert sorted(path.name for path in folder.iterdir()) == ["PMC2.tar.gz"]
+
+
+def test_an_article_xml_member_is_bounded_as_ingest_reads_it(tmp_path):
+    package = tmp_path / "PMC3.tar.gz"
+    with tarfile.open(package, "w:gz") as archive:
+        _add_file(archive, "PMC3/PMC3.nxml", b"<article>" + bytes(2000) + b"</article>")
+        _add_file(archive, "PMC3/fig1.png", bytes(3000))
+    with pytest.raises(
+        UnsafePackageError, match=r"'PMC3/PMC3\.nxml' is 2019 bytes, .*ingest\.limits\.max_xml_bytes"
+    ):
+        unpack_package(package, tmp_path / "a", PackageLimits(max_xml_bytes=2000))
+    unpack_package(package, tmp_path / "b", PackageLimits(max_xml_bytes=2019, max_file_bytes=3000))
+    assert (tmp_path / "b" / "fig1.png").stat().st_size == 3000
+
+
+def test_ingest_skips_a_package_beyond_its_limits_and_reads_the_others(sample_folder, tmp_path):
+    source = tmp_path / "oa"
+    source.mkdir()
+    _pmc_package(source / "PMC100001.tar.gz", sample_folder / "sample-001", "PMC100001")
+    _bomb(source / "PMC2.tar.gz", "PMC2/fig1.png", 300 * 1024**2)
+    params = _params(source)
+    params["limits"]["max_package_bytes"] = 200 * 1024**2  # the bound on the whole package is a parameter
+    params["limits"]["max_image_bytes"] = 400 * 1024**2
+    articles, _ = ingest_articles(prepare_source(params), params)
+    assert list(articles["article_id"]) == ["PMC100001"]
+    assert sorted(path.name for path in source.iterdir()) == ["PMC100001", "PMC100001.tar.gz", "PMC2.tar.gz"]
 
 
 def test_bad_packages_are_skipped_and_the_good_ones_still_read(sample_folder, tmp_path):

@@ -1,8 +1,10 @@
 """Unpack article packages (PMC OA ``.tar.gz``: one folder with the ``.nxml`` and its images) safely.
 
 A package comes from outside, so nothing in it is trusted: every member must be a plain file or folder
-whose path stays inside the package's folder (no absolute paths, no ``..``, no links or devices), and
-the member count and unpacked size are bounded, all checked before anything is written. A package is
+whose path stays inside the package's folder (no absolute paths, no ``..``, no links or devices); the
+member count, the size of each member (the article's XML as large as ingest reads one, any other file as
+large as the largest image it reads) and the unpacked total are bounded, all checked from the members'
+headers before anything is written, so a small package that unpacks to gigabytes writes nothing. A package is
 unpacked into a hidden folder first and renamed into place when complete, so a crash never leaves
 half an article where ingest would read it.
 """
@@ -16,11 +18,14 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
+from sciir.figures.jats_reader import MAX_XML_BYTES
+from sciir.sources.params import MAX_IMAGE_BYTES, MAX_PACKAGE_BYTES, FileLimits
+
 logger = logging.getLogger(__name__)
 
 PACKAGE_SUFFIXES = (".tar.gz", ".tgz")
+XML_SUFFIXES = (".xml", ".nxml")
 MAX_PACKAGE_MEMBERS = 10_000
-MAX_PACKAGE_BYTES = 4 * 1024**3
 _STAGING_PREFIX = ".unpacking-"
 
 
@@ -30,10 +35,28 @@ class UnsafePackageError(ValueError):
 
 @dataclass(frozen=True)
 class PackageLimits:
-    """How much one package may hold."""
+    """How much one package may hold: members, bytes unpacked in all, and bytes of one member (ingest's
+    ``ingest.limits``: the XML as ``max_xml_bytes``, every other file as ``max_image_bytes``)."""
 
     max_members: int = MAX_PACKAGE_MEMBERS
     max_bytes: int = MAX_PACKAGE_BYTES
+    max_xml_bytes: int = MAX_XML_BYTES
+    max_file_bytes: int = MAX_IMAGE_BYTES
+
+    @classmethod
+    def of(cls, limits: FileLimits) -> PackageLimits:
+        """The bounds that ingest's file limits set on a package."""
+        return cls(
+            max_bytes=limits.max_package_bytes,
+            max_xml_bytes=limits.max_xml_bytes,
+            max_file_bytes=limits.max_image_bytes,
+        )
+
+    def member_bound(self, name: str) -> tuple[int, str]:
+        """The largest size a member of this name may have, and the parameter that sets it."""
+        if name.lower().endswith(XML_SUFFIXES):
+            return self.max_xml_bytes, "ingest.limits.max_xml_bytes"
+        return self.max_file_bytes, "ingest.limits.max_image_bytes"
 
 
 def package_name(path: Path) -> str | None:
@@ -58,18 +81,28 @@ def _member_problem(member: tarfile.TarInfo) -> str | None:
 
 
 def _checked_members(archive: tarfile.TarFile, package: Path, limits: PackageLimits) -> list[tarfile.TarInfo]:
-    """Every member, once each has been found safe and the totals within bounds."""
+    """Every member, once each has been found safe and within its bound, and the totals within theirs."""
     members, total = [], 0
     for member in archive:
-        if problem := _member_problem(member):
+        if problem := _member_problem(member) or _size_problem(member, limits):
             raise UnsafePackageError(f"package {package}: member {member.name!r} {problem}")
         members.append(member)
         total += member.size
         if len(members) > limits.max_members:
             raise UnsafePackageError(f"package {package}: more than {limits.max_members} members")
         if total > limits.max_bytes:
-            raise UnsafePackageError(f"package {package}: unpacks to more than {limits.max_bytes} bytes")
+            raise UnsafePackageError(
+                f"package {package}: unpacks to more than {limits.max_bytes} bytes (ingest.limits.max_package_bytes)"
+            )
     return members
+
+
+def _size_problem(member: tarfile.TarInfo, limits: PackageLimits) -> str | None:
+    """Why a member is too large to unpack: larger than any file ingest would read from it."""
+    bound, parameter = limits.member_bound(member.name)
+    if member.size > bound:
+        return f"is {member.size} bytes, over the {bound}-byte bound on one file ({parameter})"
+    return None
 
 
 def _article_root(staging: Path) -> Path:

@@ -14,6 +14,9 @@ from sciir.figures.licence import LicencePolicy
 EUROPEPMC_REST = "https://www.ebi.ac.uk/europepmc/webservices/rest"
 # Europe PMC serves an article's figures beside its page; a <graphic> href names the file without suffix.
 EUROPEPMC_FIGURE_URL = "https://europepmc.org/articles/{pmcid}/bin/{name}.jpg"
+# The defaults of ``ingest.limits``: the largest image ingest reads and the most a PMC package may unpack to.
+MAX_IMAGE_BYTES = 256 * 1024 * 1024
+MAX_PACKAGE_BYTES = 1024**3
 _EMAIL = re.compile(r"^[^@\s<>()]+@[^@\s<>()]+\.[^@\s<>()]+$")
 
 
@@ -23,6 +26,7 @@ class FileLimits:
 
     max_xml_bytes: int
     max_image_bytes: int
+    max_package_bytes: int = MAX_PACKAGE_BYTES
 
 
 class EuropePMCParams(BaseModel):
@@ -106,12 +110,18 @@ class LicenceParams(BaseModel):
 
 
 class LimitParams(BaseModel):
-    """Size bounds on the files ingest reads (an article or image beyond them is rejected, unread)."""
+    """Size bounds on the files ingest reads (an article or image beyond them is rejected, unread) and on
+    what a PMC package may unpack to (a package beyond them is refused, nothing written)."""
 
     model_config = ConfigDict(extra="forbid")
 
     max_xml_bytes: int = Field(default=MAX_XML_BYTES, gt=0)
-    max_image_bytes: int = Field(default=256 * 1024 * 1024, gt=0)
+    max_image_bytes: int = Field(default=MAX_IMAGE_BYTES, gt=0)
+    max_package_bytes: int = Field(default=MAX_PACKAGE_BYTES, gt=0)
+
+    def file_limits(self) -> FileLimits:
+        """These bounds as the sources take them."""
+        return FileLimits(self.max_xml_bytes, self.max_image_bytes, self.max_package_bytes)
 
 
 class IngestParams(BaseModel):

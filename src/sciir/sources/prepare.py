@@ -16,7 +16,7 @@ from typing import Any
 from sciir.sample import write_embedded_sample
 from sciir.sample.build import SAMPLE_VERSION
 from sciir.sources.europepmc import download
-from sciir.sources.packages import unpack_packages
+from sciir.sources.packages import PackageLimits, unpack_packages
 from sciir.sources.params import FileLimits, SourceParams
 
 logger = logging.getLogger(__name__)
@@ -48,7 +48,7 @@ def _prepare_jats_folder(source: SourceParams, limits: FileLimits) -> Path:
     folder = Path(source.path)
     if not folder.is_dir():
         raise FileNotFoundError(f"ingest source folder {folder} does not exist")
-    unpack_packages(folder)
+    unpack_packages(folder, PackageLimits.of(limits))
     return folder
 
 

@@ -12,15 +12,14 @@ from typing import Any
 import pandas as pd
 
 from sciir.sources.article_tables import read_articles, table_counts
-from sciir.sources.params import FileLimits, IngestParams
+from sciir.sources.params import IngestParams
 from sciir.sources.prepare import prepare_source_folder
 
 
 def prepare_source(params: dict[str, Any]) -> str:
     """Make the configured source available locally and return its folder (``source_articles``)."""
     settings = IngestParams.model_validate(params)
-    limits = FileLimits(settings.limits.max_xml_bytes, settings.limits.max_image_bytes)
-    return str(prepare_source_folder(settings.source, limits))
+    return str(prepare_source_folder(settings.source, settings.limits.file_limits()))
 
 
 def ingest_articles(source_articles: str, params: dict[str, Any]) -> tuple[pd.DataFrame, pd.DataFrame]:
