@@ -283,6 +283,17 @@ class NodeClock:
             self.cpu_s += time.process_time() - self._started[1]
 
 
+@contextmanager
+def working_directory(folder: Path) -> Iterator[None]:
+    """Run the block in ``folder`` and come back to the current directory afterwards."""
+    previous = Path.cwd()
+    os.chdir(folder)
+    try:
+        yield
+    finally:
+        os.chdir(previous)
+
+
 def run_kedro(root: Path, stage: Stage) -> tuple[float, float]:
     """The stage's nodes run by Kedro; their wall seconds and CPU seconds."""
     from kedro.framework.session import KedroSession
@@ -476,6 +487,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         write_pool(root, args.side)
         schema = ("--replies", "schema")
         with (
+            working_directory(root),  # the sessions' MLflow store is ./mlruns: the copy's, not the checkout's
             server("sciir.testing.fake_openai_server", args.median_s, args.p95_s, *schema) as vlm_url,
             server("sciir.testing.fake_images_server", args.median_s, args.p95_s) as images_url,
         ):

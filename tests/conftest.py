@@ -12,6 +12,8 @@ import mlflow
 import pytest
 import yaml
 
+from sciir.testing.checkout_state import FileState, changes, user_state
+
 os.environ.setdefault("KEDRO_DISABLE_TELEMETRY", "1")
 
 REPO = Path(__file__).resolve().parents[1]
@@ -22,6 +24,7 @@ CurateParamsBuilder = Callable[..., dict[str, Any]]
 # 8 of pytest's 11.5 minutes on two workers; OCR of the real figures, about 2), longest first. ``make test`` hands groups
 # to the workers in collection order (--no-loadscope-reorder), so these start at once instead of after the
 # groups with more (quick) tests, and the longest no longer finishes alone at the end.
+CHECKOUT_BEFORE = pytest.StashKey[FileState]()
 LONGEST_GROUPS = ("e2e_project", "tests/external/test_ocr_real_figures.py")
 
 
@@ -39,6 +42,30 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             item.add_marker(pytest.mark.xdist_group(item.nodeid.split("::")[0]))
     rank = {group: position for position, group in enumerate(LONGEST_GROUPS)}
     items.sort(key=lambda item: rank.get(_group(item), len(LONGEST_GROUPS)))  # stable: module order kept
+
+
+def _controller(config: pytest.Config) -> bool:
+    """Whether this process runs the session itself (no pytest-xdist, or xdist's controller, not a worker)."""
+    return not hasattr(config, "workerinput")
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    if _controller(session.config):
+        session.config.stash[CHECKOUT_BEFORE] = user_state(REPO)
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    """The tests track to stores of their own: a run that changed the checkout's MLflow store, data or cache fails."""
+    if not _controller(session.config) or CHECKOUT_BEFORE not in session.config.stash:
+        return
+    changed = changes(session.config.stash[CHECKOUT_BEFORE], user_state(REPO))
+    if changed:
+        shown = "\n  ".join(changed[:20]) + (f"\n  ... {len(changed) - 20} more" if len(changed) > 20 else "")
+        print(
+            f"\nThe tests changed the checkout's own runs and data (a test or benchmark must use a folder of its own;"
+            f" a kedro run of yours beside the tests changes them too):\n  {shown}"
+        )
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
 
 @pytest.fixture

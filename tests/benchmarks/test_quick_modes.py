@@ -23,6 +23,8 @@ from pathlib import Path
 
 import pytest
 
+from sciir.testing.checkout_state import changes, user_state
+
 REPO = Path(__file__).resolve().parents[2]
 THIS = str(Path(__file__).resolve().relative_to(REPO))
 TIMEOUT_S = 600  # the slowest takes about 25 s alone; make test runs them beside the rest of the suite
@@ -374,6 +376,7 @@ def test_quick_mode_runs_and_prints_its_table(command):
     assert script in CHECKS, f"say in {THIS} what {script} --quick must print"
     words = shlex.split(command)
     assert words[0] == ".venv/bin/python"
+    before = user_state(REPO)
     result = subprocess.run(
         [sys.executable, *words[1:]],
         cwd=REPO,
@@ -389,3 +392,5 @@ def test_quick_mode_runs_and_prints_its_table(command):
         CHECKS[script](result.stdout)
     except AssertionError as error:
         raise AssertionError(f"{command} printed:\n{result.stdout[-6000:]}") from error
+    # Run from the checkout, a benchmark works in a folder of its own: the user's store, data and cache untouched.
+    assert changes(before, user_state(REPO)) == []
