@@ -10,8 +10,8 @@ from PIL import Image
 
 from sciir.backends.readers.diagram import drawn_relations, grey_levels, read_diagram
 from sciir.backends.readers.tesseract import read_text
-from sciir.sample.build import encode_png
 from sciir.sample.circuit_topics import CIRCUIT_TOPICS
+from sciir.sample.figures import encode_png
 from sciir.sample.law_topics import LAW_TOPICS
 from sciir.sample.molecule_topics import MOLECULE_TOPICS
 from sciir.sample.panel_kinds import render_panel

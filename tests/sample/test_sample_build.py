@@ -17,9 +17,10 @@ from lxml import etree
 from PIL import Image, ImageOps
 
 from sciir.sample import write_embedded_sample
-from sciir.sample.build import _remove_surplus_copies, plan_sample
+from sciir.sample.build import _remove_surplus_copies
 from sciir.sample.jats_writer import XLINK_NS
 from sciir.sample.panel_kinds import NATIVE_TRACKS
+from sciir.sample.plan import plan_sample
 from sciir.sample.prose import STATED_EDGE, fill, in_sentence
 from sciir.sample.tracks import mentions_track
 from sciir.tasks.annotation import TRACKS

@@ -1,10 +1,9 @@
-"""Plans, draws and writes the embedded sample: JATS articles, figures, truth files and a manifest.
+"""Writes the embedded sample: JATS articles, figures, truth files and a manifest.
 
-The sample's shape is fixed (``GOOD_SLOTS`` and the negative cases), so every seed yields
-the same counts, kinds and track groups; the seed chooses topics, their order, the
-articles they land in, where the negative cases go, and drawing styles. All of these come
-from one ``random.Random(seed)``, consumed in a fixed order; the wording of each article's
-methods (``sciir.sample.prose``) comes from a stream of its own derived from the seed and the
+The sample is planned by ``sciir.sample.plan`` and each figure drawn by ``sciir.sample.figures``; the seed
+chooses topics, their order, the articles they land in, where the negative cases go, and drawing styles.
+All of these come from one ``random.Random(seed)``, consumed in a fixed order; the wording of each
+article's methods (``sciir.sample.prose``) comes from a stream of its own derived from the seed and the
 article id. Every file is encoded without timestamps, so one seed always writes byte-identical files.
 
 Expected outcomes in the manifest (``reason_kind`` of a rejected row):
@@ -18,30 +17,22 @@ sample folder; ``truth`` is null for the icon) and its ``tracks``.
 
 from __future__ import annotations
 
-import io
 import json
 import multiprocessing
 import random
 import shutil
 from collections.abc import Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor
-from dataclasses import dataclass
 from itertools import repeat
 from pathlib import Path
 from typing import Any
 
-from PIL import Image
-
 from sciir.sample import prose
-from sciir.sample.captions import article_title, caption_text, caption_title, introduction_text, join_words
-from sciir.sample.compose import PanelBounds, layout_figure
-from sciir.sample.drawing import RenderedPanel, render_icon
-from sciir.sample.jats_writer import CC_BY, CC_BY_NC, ArticleDocument, FigureEntry, Licence, article_xml
-from sciir.sample.panel_kinds import NATIVE_TRACKS, TOPICS_BY_KIND, render_panel
-from sciir.sample.topics import Topic
+from sciir.sample.captions import article_title, introduction_text, join_words
+from sciir.sample.figures import DrawnFigure, draw_figure
+from sciir.sample.jats_writer import ArticleDocument, FigureEntry, article_xml
+from sciir.sample.plan import ArticlePlan, FigurePlan, plan_sample
 
-DOI_PREFIX = "10.5555/sciir.sample."
-FIGURES_PER_ARTICLE = 3
 MANIFEST_NAME = "MANIFEST.json"
 # Bump when what a seed draws changes (ingest rewrites a sample folder of another version).
 # 2: law plots write their equation; 3: methods in varied prose (sciir.sample.prose); 4: panels drawing two
@@ -49,252 +40,6 @@ MANIFEST_NAME = "MANIFEST.json"
 # stages drawn within curation's gutter of the plot; 6: 18 panels of each combined kind and more topics, so
 # bench_select's three IQR filters all run on the sample.
 SAMPLE_VERSION = 6
-ICON_CAPTION = "Pictogram of a laboratory flask."
-
-
-@dataclass(frozen=True)
-class FigureSlot:
-    """The shape of one figure: its panel kinds in reading order and its scientific tracks."""
-
-    kinds: tuple[str, ...]
-    tracks: tuple[str, ...]
-
-    def __post_init__(self) -> None:
-        native = {track for kind in self.kinds for track in NATIVE_TRACKS[kind]}
-        if len(self.tracks) < 2 or not native <= set(self.tracks):
-            raise ValueError(
-                f"slot {self.kinds}: tracks {self.tracks} must be two or more and cover {native}"
-            )
-
-
-E, P, L = "entity", "process", "law"
-# Panels of each combined kind: bench_select's candidates. Its filters keep about half at each IQR step, so
-# 18 of each (about 60 candidates) leave the rendered and retained text filters 20 or more to work on.
-COMBINED_PER_KIND = 18
-GOOD_SLOTS: tuple[FigureSlot, ...] = (
-    FigureSlot(("process",), (E, P)),
-    FigureSlot(("process",), (E, P)),
-    FigureSlot(("process",), (E, P)),
-    FigureSlot(("process",), (L, P)),
-    FigureSlot(("process",), (L, P)),
-    FigureSlot(("process",), (E, L, P)),
-    FigureSlot(("molecule",), (E, L)),
-    FigureSlot(("molecule",), (E, L)),
-    FigureSlot(("molecule",), (E, P)),
-    FigureSlot(("molecule",), (E, L, P)),
-    FigureSlot(("circuit",), (E, L)),
-    FigureSlot(("circuit",), (E, L)),
-    FigureSlot(("circuit",), (E, P)),
-    FigureSlot(("circuit",), (E, L, P)),
-    FigureSlot(("plot",), (L, P)),
-    FigureSlot(("plot",), (L, P)),
-    FigureSlot(("plot",), (E, L)),
-    FigureSlot(("plot",), (E, L)),
-    FigureSlot(("plot",), (E, L, P)),
-    FigureSlot(("circuit", "plot"), (E, L)),
-    FigureSlot(("process", "plot"), (L, P)),
-    FigureSlot(("molecule", "process"), (E, P)),
-    FigureSlot(("molecule", "molecule"), (E, P)),
-    FigureSlot(("plot", "plot"), (L, P)),
-    FigureSlot(("process", "molecule", "plot"), (E, L, P)),
-    FigureSlot(("circuit", "plot", "process", "molecule"), (E, L, P)),
-    FigureSlot(("molecule",), (E, L)),
-    # Panels whose drawing shows two or three tracks (``sciir.sample.combined``): the semiotic groups of
-    # bench_select are formed from these alone, as the panels above show one track each in their drawing.
-    *(FigureSlot(("circuit_law",), (E, L)),) * COMBINED_PER_KIND,
-    *(FigureSlot(("reaction",), (E, P)),) * COMBINED_PER_KIND,
-    *(FigureSlot(("rate_reaction",), (E, L, P)),) * COMBINED_PER_KIND,
-    *(FigureSlot(("staged_plot",), (L, P)),) * COMBINED_PER_KIND,
-)
-NON_COMMERCIAL_SLOTS = (FigureSlot(("plot",), (E, L)), FigureSlot(("process",), (E, P)))
-MALFORMED_SLOTS = (FigureSlot(("molecule",), (E, L)),)
-# Figure-level negative cases, each added to a different good article.
-CORRUPT_SLOT = FigureSlot(("circuit",), (E, L))
-THIRD_PARTY_SLOT = FigureSlot(("process", "plot"), (L, P))
-
-
-@dataclass(frozen=True)
-class FigurePlan:
-    """One figure to draw: its shape and topics (none for the icon) and why it must be rejected."""
-
-    slot: FigureSlot | None
-    topics: tuple[Topic, ...]
-    reject_reason: str | None = None
-
-
-@dataclass(frozen=True)
-class ArticlePlan:
-    """One article to write."""
-
-    article_id: str
-    licence: Licence
-    figures: tuple[FigurePlan, ...]
-    reject_reason: str | None = None
-
-    @property
-    def doi(self) -> str:
-        return DOI_PREFIX + self.article_id.removeprefix("sample-")
-
-
-@dataclass(frozen=True)
-class DrawnFigure:
-    """A figure ready to write: PNG bytes, truth (none for the icon) and caption."""
-
-    figure_id: str
-    png: bytes
-    truth: dict[str, Any] | None
-    kind: str
-    caption_title: str
-    caption: str
-
-
-class TopicDeck:
-    """Deals topics of each kind in a seeded order, reshuffling a kind's pool when it runs out."""
-
-    def __init__(self, rng: random.Random) -> None:
-        self._rng = rng
-        self._remaining: dict[str, list[Topic]] = {}
-
-    def deal(self, kind: str, avoid: Sequence[Topic] = ()) -> Topic:
-        """The next topic of ``kind`` not in ``avoid``; a topic passed over stays to be dealt later."""
-        pool = TOPICS_BY_KIND[kind]
-        if all(topic in avoid for topic in pool):
-            raise ValueError(f"all {len(pool)} {kind} topics are already used in this article")
-        remaining = self._remaining.setdefault(kind, [])
-        while True:
-            for index in range(len(remaining) - 1, -1, -1):
-                if remaining[index] not in avoid:
-                    return remaining.pop(index)
-            fresh = list(pool)
-            self._rng.shuffle(fresh)
-            remaining[:0] = fresh
-
-    def figure(
-        self, slot: FigureSlot, reject_reason: str | None = None, avoid: Sequence[Topic] = ()
-    ) -> FigurePlan:
-        """Topics for every panel of ``slot``, none repeating a topic of ``avoid`` or of the figure."""
-        topics: list[Topic] = []
-        for kind in slot.kinds:
-            topics.append(self.deal(kind, avoid=[*avoid, *topics]))
-        return FigurePlan(slot, tuple(topics), reject_reason)
-
-    def article(self, slots: Sequence[FigureSlot], reject_reason: str | None = None) -> list[FigurePlan]:
-        """Figures for ``slots``, with no topic drawn twice in the article."""
-        figures: list[FigurePlan] = []
-        for slot in slots:
-            figures.append(self.figure(slot, reject_reason, avoid=_topics_of(figures)))
-        return figures
-
-
-def _topics_of(figures: Sequence[FigurePlan]) -> list[Topic]:
-    """Every topic drawn in ``figures``."""
-    return [topic for figure in figures for topic in figure.topics]
-
-
-def plan_sample(rng: random.Random, id_prefix: str = "sample-") -> list[ArticlePlan]:
-    """Choose topics, article membership and negative-case placement for the whole sample (its articles
-    named ``<id_prefix>NNN``)."""
-    deck = TopicDeck(rng)
-    slots = list(GOOD_SLOTS)
-    rng.shuffle(slots)
-    good = [
-        deck.article(slots[start : start + FIGURES_PER_ARTICLE])
-        for start in range(0, len(slots), FIGURES_PER_ARTICLE)
-    ]
-    extras = ((CORRUPT_SLOT, "corrupt_image"), (THIRD_PARTY_SLOT, "third_party"), (None, "too_small"))
-    for host, (slot, reason) in zip(rng.sample(range(len(good)), len(extras)), extras, strict=True):
-        extra = (
-            FigurePlan(None, (), reason)
-            if slot is None
-            else deck.figure(slot, reason, _topics_of(good[host]))
-        )
-        good[host].insert(rng.randint(0, len(good[host])), extra)
-    bodies: list[tuple[Licence, list[FigurePlan], str | None]] = [(CC_BY, figures, None) for figures in good]
-    bodies.append((CC_BY_NC, deck.article(NON_COMMERCIAL_SLOTS, "licence"), "licence"))
-    bodies.append((CC_BY, deck.article(MALFORMED_SLOTS, "malformed_xml"), "malformed_xml"))
-    rng.shuffle(bodies)
-    return [
-        ArticlePlan(f"{id_prefix}{number:03d}", licence, tuple(figures), reason)
-        for number, (licence, figures, reason) in enumerate(bodies, start=1)
-    ]
-
-
-def encode_png(image: Image.Image) -> bytes:
-    """PNG bytes with no metadata chunks (no software name, no time), so equal pixels give equal bytes."""
-    buffer = io.BytesIO()
-    image.save(buffer, format="PNG", compress_level=6)
-    return buffer.getvalue()
-
-
-def _panel_truth(index: int, panel: RenderedPanel, box: Sequence[int]) -> dict[str, Any]:
-    """The truth entry of one panel."""
-    truth = panel.truth
-    return {
-        "panel_index": index,
-        "kind": truth.kind,
-        "title": truth.title,
-        "labels": truth.labels,
-        "entities": truth.entities,
-        "relations": truth.relations,
-        "required_text": truth.required_text,
-        "shows": {track: list(views) for track, views in truth.shows.items()},
-        "bbox": list(box),
-    }
-
-
-def _track_facts(slot: FigureSlot, topics: Sequence[Topic]) -> list[str]:
-    """Fact sentences for the figure's tracks that no panel shows by drawing alone."""
-    native = {track for kind in slot.kinds for track in NATIVE_TRACKS[kind]}
-    return [topics[0].facts[track] for track in slot.tracks if track not in native]
-
-
-def _rescaled(
-    image: Image.Image, boxes: Sequence[PanelBounds], scale: float
-) -> tuple[Image.Image, list[PanelBounds]]:
-    """The figure and its panel boxes at ``scale`` (Lanczos), as a figure is published at another size."""
-    size = (max(1, round(image.width * scale)), max(1, round(image.height * scale)))
-    scaled = [
-        (
-            round(x0 * scale),
-            round(y0 * scale),
-            min(size[0], round(x1 * scale)),
-            min(size[1], round(y1 * scale)),
-        )
-        for x0, y0, x1, y1 in boxes
-    ]
-    return image.resize(size, Image.Resampling.LANCZOS), scaled
-
-
-def draw_figure(plan: FigurePlan, figure_id: str, rng: random.Random, scale: float = 1.0) -> DrawnFigure:
-    """Render every panel, lay them out at ``scale`` and assemble the figure's truth and caption."""
-    if plan.slot is None:
-        return DrawnFigure(
-            figure_id, encode_png(render_icon()), None, "icon", "Laboratory icon.", ICON_CAPTION
-        )
-    panels = [
-        render_panel(kind, topic, rng) for kind, topic in zip(plan.slot.kinds, plan.topics, strict=True)
-    ]
-    image, boxes = layout_figure([panel.image for panel in panels], rng)
-    if scale != 1.0:
-        image, boxes = _rescaled(image, boxes, scale)
-    kind = panels[0].truth.kind if len(panels) == 1 else "composite"
-    panel_truths = [
-        _panel_truth(index, panel, box) for index, (panel, box) in enumerate(zip(panels, boxes, strict=True))
-    ]
-    truth = {"figure_id": figure_id, "kind": kind, "tracks": list(plan.slot.tracks), "panels": panel_truths}
-    caption = caption_text(
-        [panel.description for panel in panels],
-        _track_facts(plan.slot, plan.topics),
-        third_party=plan.reject_reason == "third_party",
-    )
-    return DrawnFigure(
-        figure_id,
-        encode_png(image),
-        truth,
-        kind,
-        caption_title([panel.truth.title for panel in panels]),
-        caption,
-    )
 
 
 def _panel_prose(figure: DrawnFigure) -> list[prose.PanelProse]:
