@@ -12,11 +12,13 @@ from sciir.backends.plan_reference import PlanReferenceRenderer
 from sciir.backends.programmatic import ProgrammaticGenerator
 from sciir.evaluation.judge_validation import (
     VALIDATION_COLUMNS,
+    ImageTruth,
     claim_violated,
     image_truth,
     question_truth,
     validation_metrics,
     validation_table,
+    written,
 )
 from sciir.pipelines.generate.nodes import generate_images
 
@@ -256,3 +258,96 @@ def test_truth_is_found_on_real_reference_and_contestant_drawings():
     assert [contestant[q] for q in ("t1", "t2", "t3", "e1", "e2")] == [False] * 5  # every label quoted
     assert contestant["p1"] is True and contestant["p3"] is True and contestant["p2"] is False  # no arrows
     assert contestant["l1"] is None
+
+
+# The default run's faulty drawings of three circuit and chemistry samples (generation manifest meta).
+RC_LADDER = {
+    "labels": ["RC ladder", "Rl", "C1", "R2", "Vin", "C2", "Time constants taul = R1 C1, tau2 = R2 C2"]
+}
+SERIES = {"labels": ["Series resistors", "Rl", "R2", "Vs", "R3", "Total resistance R = R1 + R2 + R3"]}
+GLUCOSE = {"labels": ["Glucose phosphorylation", "OH", "HO", "p=", "HOw.", "Glucose", "Glucose 6-phosphate"]}
+
+
+def _dropped(plan: dict, label: str, misspelt: tuple[str, str]) -> ImageTruth:
+    """The plan drawn without ``label``'s node and with one label misspelt, as the faulty renderer records it."""
+    drawn = [misspelt[1] if text == misspelt[0] else text for text in plan["labels"] if text != label]
+    faults = [
+        {"kind": "misspell", "label": misspelt[0], "drawn": misspelt[1]},
+        {"kind": "drop_node", "label": label},
+    ]
+    truth = image_truth(plan, {"drawn_labels": drawn, "drawn_edges": [], "planted_faults": faults})
+    assert truth is not None
+    return truth
+
+
+def test_a_dropped_nodes_text_question_holds_where_its_label_is_written_inside_another_label():
+    ladder = _dropped(RC_LADDER, "C1", (RC_LADDER["labels"][-1], "Time constatns taul = R1 C1, tau2 = R2 C2"))
+    series = _dropped(SERIES, "Rl", (SERIES["labels"][-1], "Total resistacne R = R1 + R2 + R3"))
+    glucose = _dropped(GLUCOSE, "OH", ("Glucose 6-phosphate", "Glucose 6-pohsphate"))
+    assert claim_violated("text", "positive", ["C1"], ladder) is False
+    # "R1" is written: the judge's reading takes l and 1 alike, as OCR does.
+    assert claim_violated("text", "positive", ["Rl"], series) is False
+    # "HO", "HOw." and "pohsphate" are drawn: "OH" is in none of them as a word, with its case.
+    assert claim_violated("text", "positive", ["OH"], glucose) is True
+    assert claim_violated("text", "positive", ["Glucose 6-phosphate"], glucose) is True  # misspelt: a fault
+    # None of the three nodes is drawn: their entity questions are the ones the faults violate.
+    for label, truth in (("C1", ladder), ("Rl", series), ("OH", glucose)):
+        assert claim_violated("entity", "positive", [label], truth) is True
+
+
+def test_dropped_nodes_written_elsewhere_are_reported_under_their_entity_questions():
+    """The judge reads "C1" in the law's label (yes) and finds no box holding it (no): the text question
+    counts as a correct claim judged right, the entity question as a fault detected."""
+    questions = [("t", 1, "text", "text", ["C1"]), ("e", 2, "entity", "entity", ["C1"])]
+    checklists = pd.DataFrame(
+        [
+            (qid, layer, track, kind, "positive", json.dumps(about), "q", None)
+            for qid, layer, track, kind, about in questions
+        ],
+        columns=["question_id", "layer", "track", "kind", "polarity", "about", "question", "expected_text"],
+    ).assign(sample_id="s1")
+    benchmark = pd.DataFrame({"sample_id": ["s1"], "plan": [json.dumps(RC_LADDER)]})
+    drawn = [label for label in RC_LADDER["labels"] if label != "C1"]
+    meta = {
+        "drawn_labels": drawn,
+        "drawn_edges": [],
+        "planted_faults": [{"kind": "drop_node", "label": "C1"}],
+    }
+    manifest = pd.DataFrame(
+        {"model": ["faulty"], "sample_id": ["s1"], "status": ["ok"], "meta": [json.dumps(meta)]}
+    )
+    verdicts = pd.DataFrame(
+        [
+            ("faulty", "s1", "t", 1, "text", "yes", "judged"),
+            ("faulty", "s1", "e", 2, "entity", "no", "judged"),
+        ],
+        columns=["model", "sample_id", "question_id", "layer", "track", "verdict", "status"],
+    )
+    table = validation_table(question_truth(verdicts, checklists, benchmark, manifest), "scripted")
+    rows = table[table.polarity == "all"].set_index("question_kind")
+    assert (
+        rows.loc["text", "n_faulty"],
+        rows.loc["text", "n_correct"],
+        rows.loc["text", "n_false_alarms"],
+    ) == (0, 1, 0)
+    assert (rows.loc["entity", "n_faulty"], rows.loc["entity", "n_detected"]) == (1, 1)
+
+
+def test_the_truth_of_a_real_faulty_drawing_reads_its_drawn_labels():
+    """The faulty renderer drops "C1" (seed 0) and records the labels it drew; "C1" is still written in the
+    law's label, a group's title counts as written too."""
+    plan = {
+        "labels": ["RC ladder", "C1", "C2", "Time constants tau1 = R1 C1, tau2 = R2 C2"],
+        "edges": [["C1", "C2"]],
+        "groups": [["Stage 1", ["RC ladder", "C1"]], ["Stage 2", ["C2"]]],
+    }
+    benchmark = pd.DataFrame({"sample_id": ["s1"], "plan": [json.dumps(plan)], "prompt": ["An RC ladder."]})
+    faulty = {"faulty": PlanReferenceRenderer(faults={"drop_nodes": 1, "seed": 0})}
+    _, _plans, manifest, _, _ = generate_images(benchmark, {}, faulty, {"width": 256, "height": 256})
+    meta = json.loads(manifest["meta"].iloc[0])
+    assert meta["planted_faults"] == [{"kind": "drop_node", "label": "C1"}]
+    truth = image_truth(plan, meta)
+    assert claim_violated("text", "positive", ["C1"], truth) is False
+    assert claim_violated("entity", "positive", ["C1"], truth) is True
+    assert claim_violated("relation", "positive", ["C1", "C2"], truth) is True
+    assert written("Stage 2", truth.drawn_texts) is True

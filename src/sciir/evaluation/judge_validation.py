@@ -9,8 +9,10 @@ checklist question states what it checks in structured fields (``kind``, ``polar
 for every question about one of those images it is known whether its claim holds, from those fields
 and the drawing's record alone (question text is never parsed):
 
-- text [string]: the string is a plan label; violated when that exact spelling was not drawn
-  (it was misspelled or its node dropped);
+- text [string]: the string is a plan label; violated when it is written nowhere in the drawing, as
+  the judge's text check reads a string (``written``): a drawn label or group title containing it counts,
+  so a dropped node whose label is still written inside another label ("C1" in "tau1 = R1 C1") holds
+  here, its fault being its entity question's (and its arrows');
 - entity [label], a plan label: positive ("drawn as a component") violated when its node was not
   drawn (a misspelled node is still drawn, under another spelling); negative ("drawn once") violated
   when it was drawn more than once;
@@ -42,6 +44,7 @@ import numpy as np
 import pandas as pd
 from sklearn.metrics import cohen_kappa_score, precision_score
 
+from sciir.backends.readers.text import fold_confusables, phrase_pattern
 from sciir.tasks.laws import contradicting
 from sciir.user_files.benchmark_file import POLARITIES
 
@@ -76,7 +79,7 @@ class ImageTruth:
     """What one programmatic image shows, in the plan's names (a misspelled node under its plan name)."""
 
     plan_labels: frozenset[str]
-    drawn_texts: frozenset[str]  # exact spellings on the canvas
+    drawn_texts: frozenset[str]  # every text on the canvas, as drawn: labels and group titles
     drawn_entities: frozenset[str]
     repeated_entities: frozenset[str]  # drawn more than once
     drawn_edges: frozenset[tuple[str, str]]
@@ -90,6 +93,7 @@ def image_truth(plan: Mapping[str, Any], meta: Mapping[str, Any]) -> ImageTruth 
     faults = meta.get("planted_faults") or []
     plan_name = {fault["drawn"]: fault["label"] for fault in faults if fault.get("kind") == "misspell"}
     drawn = [str(label) for label in meta["drawn_labels"]]
+    titles = [str(group[0]) for group in meta.get("drawn_groups", []) if group]
     drawn_edges = frozenset(
         (plan_name.get(src, src), plan_name.get(dst, dst)) for src, dst in meta.get("drawn_edges", [])
     )
@@ -99,12 +103,29 @@ def image_truth(plan: Mapping[str, Any], meta: Mapping[str, Any]) -> ImageTruth 
     entities = Counter(plan_name.get(label, label) for label in drawn)
     return ImageTruth(
         plan_labels=plan_labels,
-        drawn_texts=frozenset(drawn),
+        drawn_texts=frozenset(drawn + titles),
         drawn_entities=frozenset(entities),
         repeated_entities=frozenset(name for name, count in entities.items() if count > 1),
         drawn_edges=drawn_edges,
         faulty=bool(faults) or set(drawn) != plan_names or drawn_edges != plan_edges,
     )
+
+
+def written(string: str, texts: frozenset[str]) -> bool | None:
+    """Whether ``string`` is written in one of ``texts`` as the judge's text check finds a string in what
+    OCR read (``OcrReading.find``): case-sensitive, not inside a longer word, glyphs drawn alike (I, l, 1;
+    O, 0; rn, m) and the spaces between words forgiven; None for an empty string."""
+    pattern = phrase_pattern(string)
+    if pattern is None:
+        return None
+    return any(pattern.search(fold_confusables(text)) for text in texts)
+
+
+def _text_violated(string: str, truth: ImageTruth) -> bool | None:
+    if string not in truth.plan_labels:
+        return None
+    found = written(string, truth.drawn_texts)
+    return None if found is None else not found
 
 
 def _entity_violated(negative: bool, label: str, truth: ImageTruth) -> bool | None:
@@ -134,7 +155,7 @@ def claim_violated(kind: Any, polarity: Any, about: Sequence[str], truth: ImageT
     if not about or polarity not in POLARITIES:
         return None
     if kind == "text":
-        return None if negative or about[0] not in truth.plan_labels else about[0] not in truth.drawn_texts
+        return None if negative else _text_violated(about[0], truth)
     if kind == "entity":
         return _entity_violated(negative, about[0], truth)
     if kind == "relation":
