@@ -4,9 +4,13 @@
 SHELL := /bin/bash
 VENV ?= .venv
 PY := $(VENV)/bin/python
+UV := $(VENV)/bin/uv
+UV_VERSION := 0.13.9  # as requirements.lock pins it
+LOCK_INPUTS := pyproject.toml requirements.in --extra test
+LOCK_FLAGS := -q --universal --python-version 3.11 --generate-hashes --no-emit-package torch --custom-compile-command "make lock"
 export KEDRO_DISABLE_TELEMETRY := 1
 
-.PHONY: setup system-packages browser run test clean
+.PHONY: setup system-packages browser run test clean lock lock-upgrade
 
 system-packages:
 	@if ! command -v dot >/dev/null || ! command -v tesseract >/dev/null || \
@@ -26,17 +30,29 @@ browser:
 	  { $$SUDO apt-get update -qq && $$SUDO apt-get install -y -qq chromium; } || echo "chromium not installed: the report's browser test will skip" >&2; \
 	fi
 
-$(VENV)/.installed: pyproject.toml
+# The environment is requirements.lock, installed exactly by uv (itself locked): every package at its version
+# and hash, nothing resolved anew, anything else removed. Then torch with pip, pinned and without dependencies
+# (the lock holds them): an unpinned resolve pulls a multi-GB CUDA build, and pip takes the CPU build where
+# it lies on disk. Then SciIR itself, editable.
+$(VENV)/.installed: pyproject.toml requirements.lock
 	test -x $(PY) || python3 -m venv $(VENV)
-	$(PY) -m pip install -q --upgrade pip
-	# torch first, pinned: an unpinned resolve pulls a multi-GB CUDA build.
-	$(PY) -m pip install -q "torch==2.13.0"
-	$(PY) -m pip install -q -e ".[test]"
-	# The OCR judge's second recogniser, without its opencv-python (pyproject.toml lists its other needs).
-	$(PY) -m pip install -q --no-deps "rapidocr_onnxruntime==1.4.4"
+	$(PY) -m pip install -q "uv==$(UV_VERSION)"
+	$(UV) pip sync -q --python $(PY) --require-hashes requirements.lock
+	$(PY) -m pip install -q --no-deps "torch==2.13.0"
+	$(UV) pip install -q --python $(PY) --no-deps -e .
 	touch $@
 
 setup: system-packages $(VENV)/.installed
+
+# requirements.lock from pyproject.toml (dependencies and the test extra) and requirements.in, for every
+# platform, stamped with its inputs' sha256 (tests/test_environment_lock.py checks the stamp). The versions
+# locked stay where the inputs still allow them; `make lock-upgrade` takes the newest allowed.
+lock: $(VENV)/.installed
+	$(UV) pip compile $(LOCK_INPUTS) $(LOCK_FLAGS) -o requirements.lock
+	$(PY) -m sciir.runs.environment_lock stamp
+
+lock-upgrade: LOCK_FLAGS += --upgrade
+lock-upgrade: lock
 
 run: setup
 	$(VENV)/bin/kedro run

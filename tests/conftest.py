@@ -69,8 +69,10 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
 
 
 @pytest.fixture
-def mlflow_store(tmp_path):
-    """A real MLflow store in tmp_path; MLflow's globals restored afterwards."""
+def mlflow_store(tmp_path, monkeypatch):
+    """A real MLflow store in tmp_path, run from there: a SQLite store keeps its default experiment's artifacts
+    in ./mlruns, which would otherwise be the checkout's. MLflow's globals restored afterwards."""
+    monkeypatch.chdir(tmp_path)
     previous = mlflow.get_tracking_uri()
     mlflow.set_tracking_uri(f"sqlite:///{tmp_path / 'mlflow.db'}")
     yield mlflow.tracking.MlflowClient()

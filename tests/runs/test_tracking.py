@@ -1,3 +1,4 @@
+import hashlib
 import json
 import math
 import subprocess
@@ -88,3 +89,10 @@ def test_nested_runs_need_an_active_run(mlflow_store):
     assert log_nested_runs({"alpha": NestedRun({"final": 0.5})}, name_tag="sciir.model") == {}
     assert mlflow.active_run() is None
     assert mlflow_store.search_runs(experiment_ids=["0"]) == []
+
+
+def test_provenance_names_the_environment_lock(tmp_path):
+    (tmp_path / "requirements.lock").write_text("numpy==2.3.0 \\\n    --hash=sha256:00\n")
+    assert provenance_tags(tmp_path) == {
+        "python.lock_sha256": hashlib.sha256((tmp_path / "requirements.lock").read_bytes()).hexdigest()
+    }

@@ -8,6 +8,7 @@ them, timings left out). A stage can also log one nested run per item
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import math
 import subprocess
@@ -126,17 +127,19 @@ def _command_output(args: list[str], cwd: Path) -> str | None:
 
 
 def provenance_tags(project_path: Path) -> dict[str, str]:
-    """Git commit (and whether the tree is dirty) and the DVC data revision, as run tags."""
+    """Git commit (and whether the tree is dirty), the DVC data revision and the Python environment's lock
+    (``requirements.lock``, which ``make setup`` installs), as run tags."""
     tags: dict[str, str] = {}
     commit = _command_output(["git", "rev-parse", "HEAD"], project_path)
     if commit:
         tags["git.commit"] = commit
         dirty = _command_output(["git", "status", "--porcelain", "--untracked-files=no"], project_path)
         tags["git.dirty"] = str(bool(dirty)).lower()
+    environment_lock = project_path / "requirements.lock"
+    if environment_lock.is_file():
+        tags["python.lock_sha256"] = hashlib.sha256(environment_lock.read_bytes()).hexdigest()
     lock = project_path / "dvc.lock"
     if lock.exists():
-        import hashlib
-
         tags["dvc.lock_sha256"] = hashlib.sha256(lock.read_bytes()).hexdigest()
         lock_commit = _command_output(["git", "log", "-1", "--format=%H", "--", "dvc.lock"], project_path)
         if lock_commit:

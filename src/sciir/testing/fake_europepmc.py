@@ -33,7 +33,7 @@ import threading
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from enum import Enum
+from enum import StrEnum
 from http.server import BaseHTTPRequestHandler
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
@@ -46,7 +46,7 @@ REST_PATH = "/europepmc/webservices/rest"
 _CURSOR_PREFIX = "AoE"  # real cursors are opaque base64; these encode the next offset
 
 
-class EuropePMCFault(str, Enum):
+class EuropePMCFault(StrEnum):
     """A way for the server to misbehave on one request."""
 
     RATE_LIMITED = "429"  # with a Retry-After header

@@ -22,7 +22,7 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from enum import Enum
+from enum import StrEnum
 from http.server import BaseHTTPRequestHandler
 from typing import Any
 
@@ -39,7 +39,7 @@ IMAGES_ROUTE = "/v1/images/generations"
 IMAGE_TOKENS = 272
 
 
-class ImagesFault(str, Enum):
+class ImagesFault(StrEnum):
     """A way for the server to misbehave on one images request."""
 
     RATE_LIMITED = "429"  # with a Retry-After header

@@ -7,10 +7,10 @@ import math
 import random
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from enum import Enum
+from enum import StrEnum
 
 
-class ServerFault(str, Enum):
+class ServerFault(StrEnum):
     """A way for the server to misbehave on one chat-completions request."""
 
     RATE_LIMITED = "429"  # with a Retry-After header

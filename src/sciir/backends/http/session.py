@@ -197,7 +197,7 @@ class HTTPSession:
                 else:
                     raw = await self._read_bounded(response, method, url, max_bytes, attempt)
                 return response.status, response.headers, raw
-        except asyncio.TimeoutError as err:  # not yet the builtin TimeoutError on Python 3.10
+        except TimeoutError as err:  # asyncio.TimeoutError is the builtin one since Python 3.11
             # aiohttp's timeouts carry no message; the limit they hit is what explains them.
             raise _RetryableError(f"timed out after {self._timeout_s:g} s ({type(err).__name__})") from None
         except aiohttp.ClientError as err:
