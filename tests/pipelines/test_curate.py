@@ -9,7 +9,6 @@ from typing import Any
 import pandas as pd
 import pytest
 import yaml
-from kedro.io import DataCatalog, MemoryDataset
 from kedro.runner import SequentialRunner
 from PIL import Image, ImageDraw
 
@@ -20,6 +19,7 @@ from sciir.pipelines.curate import create_pipeline as create_curate
 from sciir.pipelines.curate.nodes import curate_figures, summarise_curate
 from sciir.pipelines.ingest import create_pipeline as create_ingest
 from sciir.pipelines.ingest.nodes import ingest_articles, prepare_source
+from sciir.sample.jats_writer import CC_BY, ArticleDocument, FigureEntry, article_xml
 from sciir.tasks.registry import rule_book
 from sciir.testing.figure_rows import kept_figure_row
 
@@ -154,33 +154,23 @@ def test_embedded_sample_panels_match_its_truth(tmp_path: Path) -> None:
             assert _iou(found, expected) > 0.6, figure.image_path
 
 
-def _file_catalog(root: Path, params: dict[str, dict[str, Any]]) -> DataCatalog:
-    """The project's catalog entries for ingest and curate outputs, with files under ``root``."""
-    entries = yaml.safe_load((REPO / "conf" / "base" / "catalog.yml").read_text(encoding="utf-8"))
-    config = {}
-    for name in ("articles", "figures", "curated", "curated_images"):
-        entry = dict(entries[name])
-        # An OptionalDataset (figures, curated) names its file in the dataset it wraps.
-        located = entry
-        if "written_by" in entry:
-            located = entry["dataset"] = dict(entry["dataset"])
-        location_key = "path" if "path" in located else "filepath"
-        located[location_key] = str(root / Path(located[location_key]).name)
-        config[name] = entry
-    catalog = DataCatalog.from_config(config)
-    for name, value in params.items():
-        catalog[f"params:{name}"] = MemoryDataset(value)
-    return catalog
-
-
-def test_ingest_then_curate_on_external_articles_accounts_for_every_figure(tmp_path: Path) -> None:
+def test_ingest_then_curate_on_external_articles_accounts_for_every_figure(
+    tmp_path: Path, project_catalog
+) -> None:
     if not EXTERNAL_ARTICLES.is_dir():
         pytest.skip("shared/external/articles is not present")
     ingest_params = _params("ingest")
     ingest_params["source"] = {"kind": "jats_folder", "path": str(EXTERNAL_ARTICLES)}
-    catalog = _file_catalog(tmp_path, {"ingest": ingest_params, "curate": _curate_params(tmp_path)})
-    catalog["screener"] = MemoryDataset(OfflineVLM(rule_book("offline")), copy_mode="assign")
-    outputs = SequentialRunner().run(create_ingest() + create_curate(), catalog)
+    pipeline = create_ingest() + create_curate()
+    catalog = project_catalog(
+        pipeline,
+        {
+            "params:ingest": ingest_params,
+            "params:curate": _curate_params(tmp_path),
+            "screener": OfflineVLM(rule_book("offline")),
+        },
+    )
+    SequentialRunner().run(pipeline, catalog)
     figures = catalog["figures"].load()
     curated = catalog["curated"].load()
     images = catalog["curated_images"].load()  # partition id -> loader
@@ -199,12 +189,67 @@ def test_ingest_then_curate_on_external_articles_accounts_for_every_figure(tmp_p
     first_image = next(iter(images.values()))().image()  # the catalog loads a lazy handle
     assert first_image.size == (SMALL_OUTPUT_PX, SMALL_OUTPUT_PX)
 
-    ingest_metrics = outputs["ingest_metrics"].load()
+    ingest_metrics = catalog.load("ingest_metrics")
     assert (
         ingest_metrics["figures_kept"] + ingest_metrics["figures_rejected"] == ingest_metrics["figures_total"]
     )
     assert ingest_metrics["figures_total"] == len(figures)
-    curate_metrics = outputs["curate_metrics"].load()
+    curate_metrics = catalog.load("curate_metrics")
     assert curate_metrics["panels_kept"] == len(kept) > 0
     assert curate_metrics["panels_total"] == len(curated)
     assert curate_metrics["panels_awaiting_review"] == (curated["status"] == "review").sum()
+
+
+def _wide_diagram_article(folder: Path) -> None:
+    """A JATS article (CC BY 4.0) whose one figure is a wide diagram of three rows, 741x131 px each, apart by
+    20 px whitespace gutters: the splitter cuts it at the gutters into three strips."""
+    folder.mkdir(parents=True)
+    rows = [(20, top, 761, top + 131) for top in (20, 171, 322)]
+    _draw_panels(folder / "fig1.png", (781, 473), rows)
+    figure = FigureEntry("fig1", "Figure 1", "The pipeline.", "Three stages of four steps each.", "fig1.png")
+    document = ArticleDocument(
+        doi="10.1234/wide",
+        title="A wide diagram",
+        licence=CC_BY,
+        abstract="A pipeline in three stages.",
+        introduction="We describe a pipeline.",
+        methods="We ran three stages of four steps each.",
+        figures=(figure,),
+    )
+    (folder / "article.xml").write_bytes(article_xml(document))
+
+
+def test_a_run_that_keeps_no_panel_completes_writes_every_reason_and_says_so(
+    tmp_path: Path, project_catalog, caplog
+) -> None:
+    """ingest + curate with the project's catalog on an article whose only figure splits into three strips
+    that the aspect rule rejects: the run completes (the empty image folder loads as no image), the tables
+    hold every panel with its reason, and one warning says that no panel was kept."""
+    _wide_diagram_article(tmp_path / "articles" / "wide")
+    ingest_params = _params("ingest")
+    ingest_params["source"] = {"kind": "jats_folder", "path": str(tmp_path / "articles")}
+    pipeline = create_ingest() + create_curate()
+    catalog = project_catalog(
+        pipeline, {"params:ingest": ingest_params, "params:curate": _curate_params(tmp_path)}
+    )
+    with caplog.at_level("WARNING"):
+        SequentialRunner().run(pipeline, catalog)
+
+    assert list(catalog.load("figures")["status"]) == ["kept"]
+    curated = catalog.load("curated")
+    assert list(curated["status"]) == ["rejected"] * 3
+    reasons = [
+        f"panel {n} of fig1 in 10.1234/wide: 741x131 px, aspect ratio 5.66 outside [0.33, 3.0]"
+        for n in range(3)
+    ]
+    assert list(curated["reason"]) == reasons
+    assert catalog.load("curated_images") == {}  # the folder is written, empty
+    assert (tmp_path / "data" / "03_primary" / "images").is_dir()
+    assert catalog.load("review_queue").empty
+    assert catalog.load("curate_metrics") == {
+        "panels_total": 3.0, "panels_kept": 0.0, "panels_rejected": 3.0, "panels_awaiting_review": 0.0
+    }  # fmt: skip
+    assert (
+        "curate kept no panel: all 3 panels were rejected; each reason is in the curated table, e.g. "
+        f"{reasons[0]}"
+    ) in caplog.messages

@@ -5,19 +5,20 @@ a consumer that needs pixels calls ``.image()`` (or ``sciir.evaluation.generated
 a decoded image (encoded in the format of the file's suffix, PNG by default), bytes already encoded, or
 a handle, so the generate and curate pipelines write through it as they wrote through
 ``pillow.ImageDataset``. It is the inner dataset of the image folders' ``PartitionedDataset``;
-:class:`ImageFolderDataset` is such a folder that exists after every save, even of no image, and that
-writes an :class:`EncodedImage` partition's bytes as they are, where a ``pillow.ImageDataset`` folder
-gets the decoded image it saves.
+:class:`ImageFolderDataset` is such a folder that exists after every save, even of no image (and loads
+as an empty mapping then), and that writes an :class:`EncodedImage` partition's bytes as they are, where
+a ``pillow.ImageDataset`` folder gets the decoded image it saves.
 """
 
 from __future__ import annotations
 
 import io
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import PurePosixPath
 from typing import TYPE_CHECKING, Any
 
-from kedro.io import AbstractDataset
+from kedro.io import AbstractDataset, DatasetError
 from kedro_datasets.partitions import PartitionedDataset
 
 from sciir.images.payload import ImageFile, encode
@@ -86,7 +87,19 @@ class EncodedImage:
 
 class ImageFolderDataset(PartitionedDataset):
     """A ``PartitionedDataset`` of image files that creates its folder on every save, so a stage that drew
-    nothing (a generation switched off) still leaves the folder its DVC ``outs`` promise."""
+    nothing (a generation switched off) still leaves the folder its DVC ``outs`` promise, and loads that
+    folder back as no image: an empty mapping, not the ``No partitions found`` error of Kedro's class (an
+    absent folder still raises it). ``exists()`` stays Kedro's (some partition), so an ``OptionalDataset``
+    of an empty folder loads as a ``MissingInput``."""
+
+    def load(self) -> dict[str, Callable[[], Any]]:
+        try:
+            return super().load()
+        except DatasetError:
+            # A stage that kept nothing (curate rejecting every panel) saved it empty: its result, read as such.
+            if not self._list_partitions() and self._filesystem.isdir(self._normalized_path):
+                return {}
+            raise
 
     def save(self, data: dict[str, Any]) -> None:
         super().save(

@@ -1,10 +1,12 @@
 """The curated table: one row per panel region of every kept figure, kept or rejected with its reason, or a
-single rejected row when the image cannot be read or holds no content; and the counts of its statuses.
+single rejected row when the image cannot be read or holds no content; the counts of its statuses, and
+the warning of a run that kept no panel.
 """
 
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Sequence
 from typing import Any
 
@@ -16,6 +18,8 @@ from sciir.figures.isolated import Failed
 from sciir.figures.panel_split import Box
 from sciir.figures.shard_store import ShardStore
 from sciir.images.payload import ImageFile
+
+logger = logging.getLogger(__name__)
 
 CURATED_COLUMNS = [
     "sample_id", "figure_uid", "panel_index", "n_panels", "x0", "y0", "x1", "y1", "doi", "url",
@@ -129,3 +133,26 @@ def panel_counts(curated: pd.DataFrame) -> dict[str, float]:
         "panels_total": float(len(curated)),
         **{metric: float(counts.get(status, 0)) for status, metric in PANEL_STATUSES.items()},
     }
+
+
+def warn_if_no_panel_kept(curated: pd.DataFrame) -> None:
+    """One warning when curate keeps no panel: how many were rejected or wait for review, and where each
+    reason is. The run still completes: its tables are written and its image folder is left empty."""
+    if (curated["status"] == "kept").any():
+        return
+    if curated.empty:
+        logger.warning("curate kept no panel: ingest kept no figure to curate (see its figures table)")
+        return
+    rejected = curated[curated["status"] == "rejected"]
+    waiting = len(curated) - len(rejected)
+    outcome = f"all {len(curated)} panels were rejected"
+    if waiting:  # the rest await a person's decision (status review)
+        outcome = (
+            f"{len(rejected)} of {len(curated)} panels were rejected, {waiting} wait in the review queue"
+        )
+    reasons = list(rejected["reason"].dropna())
+    logger.warning(
+        "curate kept no panel: %s; each reason is in the curated table%s",
+        outcome,
+        f", e.g. {reasons[0]}" if reasons else "",
+    )

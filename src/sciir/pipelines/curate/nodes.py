@@ -11,7 +11,7 @@ from typing import Any
 
 import pandas as pd
 
-from sciir.figures.curated_rows import panel_counts
+from sciir.figures.curated_rows import panel_counts, warn_if_no_panel_kept
 from sciir.figures.params import CurateParams
 from sciir.figures.shard_cluster import curate_in_shards
 from sciir.images.payload import ImageFile
@@ -38,5 +38,7 @@ def curate_figures(
 
 def summarise_curate(curated: pd.DataFrame) -> dict[str, float]:
     """Counts of panel rows by status, for MLflow and DVC (``curate_metrics``): kept, rejected and awaiting
-    a person's review in the queue, which is neither kept nor rejected yet."""
-    return panel_counts(curated)
+    a person's review in the queue, which is neither kept nor rejected yet; a warning when none is kept."""
+    counts = panel_counts(curated)
+    warn_if_no_panel_kept(curated)
+    return counts
