@@ -15,12 +15,15 @@ from typing import Any
 import pandas as pd
 import pytest
 import yaml
+from kedro.runner import SequentialRunner
 from PIL import Image
 
+from sciir.pipelines.ingest import create_pipeline
 from sciir.pipelines.ingest.nodes import ingest_articles, prepare_source, summarise_ingest
 
 REPO = Path(__file__).resolve().parents[2]
 CC_BY = '<license xlink:href="http://creativecommons.org/licenses/by/4.0/"><license-p>CC BY 4.0</license-p></license>'
+CC0 = '<license xlink:href="http://creativecommons.org/publicdomain/zero/1.0/"/>'
 
 
 def _params(kind: str, path: Path | str) -> dict[str, Any]:
@@ -155,8 +158,7 @@ def built_source(tmp_path: Path) -> Path:
     (source / "b-malformed" / "article.xml").write_text("<article><front></article>", encoding="utf-8")
     (source / "c-empty").mkdir()
     _write_article(source / "d-no-doi", _figure_xml("f1", "f1.png"), doi="")
-    cc0 = '<license xlink:href="http://creativecommons.org/publicdomain/zero/1.0/"/>'
-    _write_article(source / "e-cc0", _figure_xml("f1", "f1.png"), licence=cc0)
+    _write_article(source / "e-cc0", _figure_xml("f1", "f1.png"), licence=CC0)
     by_nc = "<license><license-p>Under creativecommons.org/licenses/by-nc/4.0/.</license-p></license>"
     _write_article(source / "f-by-nc", _figure_xml("f1", "f1.png"), licence=by_nc)
     secret = tmp_path / "secret.txt"
@@ -288,3 +290,39 @@ def test_embedded_sample_is_written_once_and_decided_as_its_manifest_says(tmp_pa
         zip(zip(figures["article_id"], figures["figure_id"], strict=True), figures["status"], strict=True)
     )
     assert ours == expected_figures
+
+
+def test_a_run_that_rejects_every_article_completes_writes_every_reason_and_says_so(
+    tmp_path: Path, project_catalog, caplog
+) -> None:
+    """ingest with the project's catalog on a folder whose two articles are under licences not accepted
+    (CC0, CC BY-NC): it completes, its tables hold each article and figure with its reason, and one
+    warning says that no figure was kept."""
+    source = tmp_path / "source"
+    by_nc = '<license xlink:href="http://creativecommons.org/licenses/by-nc/4.0/"/>'
+    for name, licence in (("a-cc0", CC0), ("b-by-nc", by_nc)):
+        _write_article(source / name, _figure_xml("f1", "f1.png"), licence=licence, doi=f"10.1234/{name}")
+        (source / name / "f1.png").write_bytes(_png_bytes())
+    catalog = project_catalog(create_pipeline(), {"params:ingest": _params("jats_folder", source)})
+    with caplog.at_level("WARNING"):
+        SequentialRunner().run(create_pipeline(), catalog)
+
+    articles = catalog.load("articles")
+    cc0_reason = (
+        f"{source / 'a-cc0' / 'article.xml'}: licence CC0 1.0 "
+        "(http://creativecommons.org/publicdomain/zero/1.0/) is not accepted"
+    )
+    assert list(articles["status"]) == ["rejected", "rejected"]
+    assert articles["reason"].iloc[0].startswith(cc0_reason)
+    assert "licence CC BY-NC 4.0" in articles["reason"].iloc[1]
+    figures = catalog.load("figures")
+    assert list(figures["status"]) == ["rejected", "rejected"]
+    assert figures["reason"].str.contains("article rejected").all()
+    assert catalog.load("ingest_metrics") == {
+        "articles_total": 2.0, "articles_accepted": 0.0,
+        "figures_total": 2.0, "figures_kept": 0.0, "figures_rejected": 2.0,
+    }  # fmt: skip
+    assert (
+        "ingest kept no figure: 2 of 2 articles were rejected and all 2 figures were rejected; each reason "
+        f"is in the articles and figures tables, e.g. {articles['reason'].iloc[0]}"
+    ) in caplog.messages

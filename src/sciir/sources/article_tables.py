@@ -8,6 +8,7 @@ Figures carry the metadata chain of paper A.3/A.4 (DOI, URL, figure id and label
 from __future__ import annotations
 
 import json
+import logging
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -19,6 +20,8 @@ from sciir.figures.jats_reader import JatsArticle, JatsFigure, MalformedArticleE
 from sciir.figures.licence import LicenceDecision, LicencePolicy
 from sciir.sources.figure_files import figure_image_file
 from sciir.sources.params import LimitParams
+
+logger = logging.getLogger(__name__)
 
 ARTICLE_TABLE_COLUMNS = [
     "article_id", "doi", "title", "journal", "authors", "licence_name", "licence_url", "licence_ok",
@@ -204,7 +207,30 @@ def read_articles(
         article_rows.append(article_row)
         figure_rows.extend(rows)
     articles = pd.DataFrame(article_rows, columns=ARTICLE_TABLE_COLUMNS)
-    return articles, pd.DataFrame(figure_rows, columns=FIGURE_TABLE_COLUMNS)
+    figures = pd.DataFrame(figure_rows, columns=FIGURE_TABLE_COLUMNS)
+    warn_if_no_figure_kept(articles, figures, source)
+    return articles, figures
+
+
+def warn_if_no_figure_kept(articles: pd.DataFrame, figures: pd.DataFrame, source: Path) -> None:
+    """One warning when ingest keeps no figure (its tables still hold every row, each with its reason), so a
+    run that curates nothing says why at its first stage."""
+    if (figures["status"] == "kept").any():
+        return
+    if articles.empty:
+        logger.warning("ingest kept no figure: %s holds no article folder", source)
+        return
+    rejected = articles[articles["status"] != "accepted"]
+    outcome = f"all {len(figures)} figures were rejected" if len(figures) else "no article has a figure"
+    reasons = [*rejected["reason"].dropna(), *figures["reason"].dropna()]
+    logger.warning(
+        "ingest kept no figure: %d of %d articles were rejected and %s; each reason is in the articles and "
+        "figures tables%s",
+        len(rejected),
+        len(articles),
+        outcome,
+        f", e.g. {reasons[0]}" if reasons else "",
+    )
 
 
 def table_counts(articles: pd.DataFrame, figures: pd.DataFrame) -> dict[str, float]:
