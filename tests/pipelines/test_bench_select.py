@@ -303,3 +303,56 @@ def test_metrics(outputs: dict) -> None:
     assert metrics["setting_instruction_following"] + metrics["setting_intrinsic_reasoning"] == 7
     assert metrics["train_leaks_removed"] == 2
     assert metrics["train_leaks_same_source_figure"] == metrics["train_leaks_near_duplicate_image"] == 1
+
+
+# Labelled in one track at most (the train split holds those labelled), or in none (nothing is released):
+# no semiotic group (two tracks or more) has a sample.
+ONE_TRACK = {"e1": (True, False, False, 4), "p1": (False, True, False, 5), "none1": (False, False, False, 4)}
+NO_TRACK = {"none1": (False, False, False, 4), "none2": (False, False, False, 6)}
+GROUPS = ("All_Three", "Entity_Law", "Law_Process", "Entity_Process")
+
+
+@pytest.mark.parametrize(
+    ("samples", "train"), [(ONE_TRACK, ["e1", "p1"]), (NO_TRACK, [])], ids=["one_track", "no_track"]
+)
+def test_a_selection_with_no_group_completes_writes_its_tables_and_says_so(
+    samples: dict, train: list[str], tmp_path: Path, project_catalog, mlflow_run, caplog
+) -> None:
+    """bench_select with the project's catalog (inputs written through it, as annotate and curate write
+    them) on samples that show one track at most: it completes, writes the empty benchmark, the splits
+    of every labelled sample and the release (with nothing in it at all), and one warning says that no
+    sample was drawn."""
+    pipeline = create_pipeline()
+    catalog = project_catalog(pipeline)
+    annotations = pd.DataFrame([_annotation(sid, *spec) for sid, spec in samples.items()])
+    labels = {f"label_{track}": "boolean" for track in ("entity", "process", "law")}
+    catalog.save("annotations", annotations.astype(labels))
+    checks = {"sample_id": list(samples), "question_id": "L1-01", "layer": 1, "track": "text"}
+    catalog.save("checklists", pd.DataFrame(checks))
+    catalog.save("curated", pd.DataFrame([_curated(sid) for sid in samples]))
+    catalog.save("curated_images", {sid: _image(sid) for sid in samples})
+    catalog.save("articles", pd.DataFrame([_article(sid) for sid in samples]))
+    graphs = {"sample_id": list(samples), "edges": json.dumps([["Term 0", "Term 1"]]), "status": "ok"}
+    catalog.save("aibench_graphs", pd.DataFrame(graphs))
+    with caplog.at_level("WARNING"):
+        SequentialRunner().run(pipeline, catalog)
+
+    benchmark = catalog.load("benchmark")
+    assert benchmark.empty and list(benchmark.columns) == [
+        "sample_id", "group", "setting", "tracks", "term_count", "prompt", "plan"
+    ]  # fmt: skip
+    assert sorted(catalog.load("train_split")["sample_id"]) == train  # every labelled sample
+    metrics = catalog.load("bench_select_metrics")
+    assert metrics["benchmark_size"] == metrics["candidates_before"] == 0
+    assert [metrics[f"group_{group}"] for group in GROUPS] == [0, 0, 0, 0]
+    release = tmp_path / "data" / "05_model_input" / "release"
+    card = (release / "README.md").read_text()
+    assert "| SciIR-Bench (benchmark) | 0 |" in card and f"| train split | {len(train)} |" in card
+    assert (release / "plots" / "statistics.png").read_bytes().startswith(b"\x89PNG")
+    assert (
+        f"bench_select drew no benchmark sample: no semiotic group has one; of {len(samples)} annotated "
+        "samples 0 are candidates (labelled, with terms and visualisations in two tracks or more, both "
+        "prompts and a checklist) and 0 are left after the quality filters (bench_select_metrics counts each "
+        "step); the benchmark is written empty, so generate and evaluate have no SciIR-Bench sample to draw "
+        "or judge"
+    ) in caplog.messages

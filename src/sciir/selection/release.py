@@ -138,7 +138,12 @@ def statistics_plot(splits: Mapping[str, pd.DataFrame]) -> bytes:
     figure, axes = plt.subplots(1, 3, figsize=(15, 4.2))
     _track_counts(splits).plot.bar(ax=axes[0], rot=0, title="Labelled samples per track")
     groups.plot.bar(ax=axes[1], rot=15, title="SciIR-Bench per group and setting")
-    _column_counts(splits, "journal").plot.barh(ax=axes[2], title="Samples per journal")
+    journals = _column_counts(splits, "journal")
+    if journals.empty:  # nothing released (bench_select drew nothing): pandas draws no bars of no rows
+        axes[2].set_title("Samples per journal")
+        axes[2].text(0.5, 0.5, "no sample", ha="center", va="center", transform=axes[2].transAxes)
+    else:
+        journals.plot.barh(ax=axes[2], title="Samples per journal")
     figure.tight_layout()
     buffer = io.BytesIO()
     figure.savefig(buffer, format="png", dpi=100)

@@ -50,7 +50,23 @@ def draw_benchmark(
         pool, settings.min_terms, settings.iqr_filter, settings.iqr_min_samples, log
     )
     selected = pick_per_group(pool, settings.n_per_group, settings.seed)
+    if selected.empty:
+        warn_no_benchmark_sample(len(annotations), counts["candidates_before"], len(pool))
     return benchmark_table(selected), counts
+
+
+def warn_no_benchmark_sample(annotated: int, candidates: int, filtered: int) -> None:
+    """One warning when no group has a sample: how far the candidates got. The benchmark is still written,
+    empty, and the splits hold every labelled sample."""
+    logger.warning(
+        "bench_select drew no benchmark sample: no semiotic group has one; of %d annotated samples %d are "
+        "candidates (labelled, with terms and visualisations in two tracks or more, both prompts and a "
+        "checklist) and %d are left after the quality filters (bench_select_metrics counts each step); the "
+        "benchmark is written empty, so generate and evaluate have no SciIR-Bench sample to draw or judge",
+        annotated,
+        candidates,
+        filtered,
+    )
 
 
 def leak_free_train_pool(
