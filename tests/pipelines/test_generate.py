@@ -546,3 +546,42 @@ def test_a_disabled_aibench_generation_still_writes_its_dvc_outs(
     written = pd.read_parquet(tmp_path / manifest_path)
     assert written.empty and list(written.columns) == MANIFEST_COLUMNS
     assert is_missing_input(folder.load())  # an empty folder reads as no images: evaluate examines nothing
+
+
+def test_a_run_whose_every_image_failed_completes_writes_every_reason_and_says_so(
+    benchmark: pd.DataFrame, tmp_path: Path, project_catalog, mlflow_run, caplog
+) -> None:
+    """generate with the project's catalog when every generator fails every sample: it completes, the
+    manifest holds each failure with its reason, the image folder is written empty (read by evaluate as
+    no image) and one warning says that no image was drawn."""
+    generators = {"crashing": Crashing(), "grey": GreySquares(fail_on=list(benchmark["sample_id"]))}
+    pipeline = create_pipeline()
+    catalog = project_catalog(
+        pipeline, {"benchmark": benchmark, "generators": generators, "params:generate": PARAMS}
+    )
+    with caplog.at_level("WARNING"):
+        SequentialRunner().run(pipeline, catalog)
+
+    manifest = catalog.load("generation_manifest")
+    assert list(manifest["status"]) == ["failed"] * 6
+    crashed = (
+        "generator crashing raised on the window with sample s-a-p0: MemoryError('out of device memory')"
+    )
+    assert manifest["reason"].iloc[0] == crashed
+    assert list(manifest["reason"].iloc[3:]) == [
+        f"refused sample {sample}" for sample in benchmark["sample_id"]
+    ]
+    folder = tmp_path / "data" / "07_model_output" / "generations"
+    assert folder.is_dir() and not any(folder.iterdir())
+    assert is_missing_input(catalog.load("generations"))  # evaluate reads it as no image
+    metrics = catalog.load("generate_metrics")
+    assert [metrics[f"{model}.{status}"] for model in generators for status in ("ok", "failed")] == [
+        0,
+        3,
+        0,
+        3,
+    ]
+    assert (
+        "generate drew no image: all 6 requests of 2 generators failed; each reason is in the generation "
+        f"manifest, e.g. {crashed}"
+    ) in caplog.messages

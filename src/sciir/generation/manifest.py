@@ -72,3 +72,21 @@ def log_aibench_failures(manifest: pd.DataFrame) -> None:
             int((manifest["model"] == model).sum()),
             rows["reason"].iloc[0],
         )
+
+
+def warn_if_nothing_drawn(manifest: pd.DataFrame, samples: int) -> None:
+    """One warning when generate draws no image of a benchmark of ``samples`` samples: every request failed
+    (each reason is in the manifest), or there was nothing to draw. The run still completes: the manifest is
+    written and the image folder left empty, which evaluate reports as missing images, never as scores."""
+    if (manifest["status"] == "ok").any():
+        return
+    if samples == 0:
+        logger.warning("generate drew no image: the benchmark holds no sample")
+    elif not manifest.empty:
+        logger.warning(
+            "generate drew no image: all %d requests of %d generators failed; each reason is in the "
+            "generation manifest, e.g. %s",
+            len(manifest),
+            manifest["model"].nunique(),
+            manifest["reason"].dropna().iloc[0],
+        )

@@ -23,7 +23,7 @@ from sciir.backends.base import ImageGenerator
 from sciir.catalog.image_dataset import EncodedImage
 from sciir.catalog.optional_dataset import MissingInput, mapping_or_empty, supplied
 from sciir.generation.drawing import draw_every_sample
-from sciir.generation.manifest import generation_metrics
+from sciir.generation.manifest import generation_metrics, warn_if_nothing_drawn
 from sciir.generation.params import GenerateParams
 from sciir.generation.requests import (
     build_requests,
@@ -99,5 +99,6 @@ def generate_images(
         config,
         mapping_or_empty(finetune_summary),
     )
+    warn_if_nothing_drawn(drawn.manifest, len(benchmark))
     metrics = generation_metrics(drawn.manifest, drawn.seconds, selected)
     return image_partitions(drawn.images), drawn.plans, drawn.manifest, drawn.timings, metrics
