@@ -455,3 +455,38 @@ def test_streamed_verdicts_do_not_depend_on_the_window_or_on_reply_order(tmp_pat
 def test_the_former_batch_size_key_is_read_as_the_window():
     assert EvaluateParams.model_validate(PARAMS | {"window": None, "batch_size": 8}).window == 8
     assert EvaluateParams.model_validate(PARAMS).window == 2
+
+
+def test_a_run_that_finds_no_image_completes_lists_every_pair_missing_and_says_so(
+    tmp_path: Path, project_catalog, mlflow_run, caplog
+) -> None:
+    """evaluate with the project's catalog after a generate whose every image failed (its manifest of
+    failures and its empty generations folder, written through the catalog as generate writes them): it
+    completes, every pair is a failed verdict listed in missing_images with the manifest's reason, no
+    model gets a score, and one warning says that no image was found."""
+    data = inputs(tmp_path)
+    pipeline = create_pipeline()
+    catalog = project_catalog(
+        pipeline, {name: data[name] for name in ("benchmark", "checklists", "judge", "params:evaluate")}
+    )
+    catalog.save(
+        "generation_manifest", data["generation_manifest"].assign(status="failed", reason="CUDA OOM")
+    )
+    catalog.save("generations", {})
+    with caplog.at_level("WARNING"):
+        SequentialRunner().run(pipeline, catalog)
+
+    pairs = [("bad", "s1"), ("bad", "s2"), ("good", "s1"), ("good", "s2")]
+    missing = catalog.load("missing_images")
+    assert list(zip(missing["model"], missing["sample_id"], strict=True)) == pairs
+    assert list(missing["reason"]) == [f"no image from model {m} for sample {s}: CUDA OOM" for m, s in pairs]
+    verdicts = catalog.load("verdicts")
+    assert len(verdicts) == 10 and set(verdicts["status"]) == {"failed"}
+    board = catalog.load("leaderboard").set_index("model")
+    assert list(board["coverage"]) == [0.0, 0.0] and board["final"].isna().all()  # never a score
+    folder = tmp_path / "data" / "07_model_output" / "generations"
+    assert (
+        f"evaluate found no image in {folder}: none of the 2 models of the generation manifest (bad, good) "
+        "has one; each of their samples is listed with its reason in missing_images and left unjudged "
+        "(coverage 0), never scored"
+    ) in caplog.messages

@@ -244,6 +244,29 @@ def unused_images(images: ImageLoaders, expected: Iterable[ExpectedImage]) -> li
 # ---- reporting what is missing
 
 
+def warn_if_no_image(images: ImageLoaders, manifest: ManifestEntries, folder: str) -> None:
+    """One warning when evaluate finds no image at all in ``folder``: the run still completes, and each
+    pair of the manifest's models is a failed verdict listed in ``missing_images``, never a score."""
+    if images:
+        return
+    models = sorted({model for model, _ in manifest})
+    if models:
+        logger.warning(
+            "evaluate found no image in %s: none of the %d models of the generation manifest (%s) has one; "
+            "each of their samples is listed with its reason in missing_images and left unjudged (coverage "
+            "0), never scored",
+            folder,
+            len(models),
+            ", ".join(models),
+        )
+        return
+    logger.warning(
+        "evaluate found no image in %s: there is no model to judge (generate draws into the generations "
+        "folder; evaluate.images_dir=FOLDER names a folder of <model>/<sample_id> images)",
+        folder,
+    )
+
+
 def missing_per_model(missing_ids: Iterable[str], models: Iterable[str]) -> dict[str, int]:
     """Per model (in the order given), how many of its expected images are missing or unusable."""
     missing = Counter(model_of(image_id) for image_id in missing_ids)

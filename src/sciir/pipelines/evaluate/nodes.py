@@ -23,8 +23,14 @@ from typing import Any
 import pandas as pd
 
 from sciir.backends.base import VisionLanguageModel
-from sciir.catalog.optional_dataset import is_missing_input, mapping_or_empty, supplied
-from sciir.evaluation.generated_images import ImageFiles, image_source, manifest_entries, missing_image_table
+from sciir.catalog.optional_dataset import MissingInput, is_missing_input, mapping_or_empty, supplied
+from sciir.evaluation.generated_images import (
+    ImageFiles,
+    image_source,
+    manifest_entries,
+    missing_image_table,
+    warn_if_no_image,
+)
 from sciir.evaluation.judge_validation import known_content_validation
 from sciir.evaluation.judging import judge_images, no_checklist_questions, verdicts_from_file
 from sciir.evaluation.leaderboard_text import leaderboard_text
@@ -71,12 +77,18 @@ def judge_generations(
     if checklists.empty:
         return no_checklist_questions(checklists, judge)
     images = image_source(mapping_or_empty(generations), config.images_dir)
-    images = with_blank(images, [str(sample) for sample in benchmark["sample_id"]], config.blank)
     # The manifest describes the generations folder only, not a folder the user points at.
     manifest = {} if config.images_dir else manifest_entries(manifest_or_empty(generation_manifest))
+    warn_if_no_image(images, manifest, config.images_dir or _folder_of(generations))
+    images = with_blank(images, [str(sample) for sample in benchmark["sample_id"]], config.blank)
     return judge_images(
         benchmark, checklists, images, manifest, judge, config.window, config.questions_per_request
     )
+
+
+def _folder_of(generations: ImageFiles | MissingInput) -> str:
+    """Where the generations were looked for, in words."""
+    return generations.location if is_missing_input(generations) else "the generations folder"
 
 
 def score_verdicts(verdicts: pd.DataFrame, benchmark: pd.DataFrame, params: dict[str, Any]) -> pd.DataFrame:
