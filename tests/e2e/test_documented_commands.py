@@ -102,6 +102,11 @@ EXEMPT = {
         "a throughput measurement that saturates the machine for about a minute (concurrency up to 256); "
         "its client and server are tested in tests/reliability and tests/backends"
     ),
+    "make lock": (
+        "resolves against PyPI and rewrites requirements.lock, after which `make setup` would reinstall this "
+        "session's stand-in environment; tests/test_environment_lock.py runs it in a copy on a changed range"
+    ),
+    "make lock-upgrade": "`make lock` taking the newest versions allowed; the same recipe as `make lock`, above",
     "brew install graphviz tesseract": "macOS only; this machine has both programs (`make` checks them)",
     "dnf install graphviz tesseract": "Fedora only; this machine has both programs (`make` checks them)",
     "vllm serve Qwen/Qwen3-VL-8B-Instruct --port 8000": "needs the model's weights and a GPU",
