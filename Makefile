@@ -5,7 +5,8 @@ SHELL := /bin/bash
 VENV ?= .venv
 PY := $(VENV)/bin/python
 UV := $(VENV)/bin/uv
-UV_VERSION := 0.13.9  # as requirements.lock pins it
+# uv as requirements.lock pins it
+UV_VERSION := 0.13.9
 LOCK_INPUTS := pyproject.toml requirements.in --extra test
 LOCK_FLAGS := -q --universal --python-version 3.11 --generate-hashes --no-emit-package torch --custom-compile-command "make lock"
 export KEDRO_DISABLE_TELEMETRY := 1
