@@ -60,6 +60,9 @@ run: setup
 
 test: setup browser
 	$(VENV)/bin/ruff check src tests benchmarks
+	# The documentation site (mkdocs.yml) into site/: a broken link, anchor or page, or an unreadable docstring, fails it
+	# (not -q: it would hide the warnings that --strict counts, and the build would pass).
+	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict
 	# One worker per core; a module's tests stay on one worker, the longest groups sent first (tests/conftest.py). The 15 slowest are printed.
 	$(VENV)/bin/pytest -q -n auto --dist loadgroup --no-loadscope-reorder --durations=15
 

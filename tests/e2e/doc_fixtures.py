@@ -3,10 +3,10 @@
 Run by the documented-commands test inside its shell session, right before the first command that
 names the file, once the default run has produced what they are made from:
 
-- ``ratings.csv`` (README, "Human ratings"): two raters for every image the oracle rated: ``alice``
-  gives the oracle's score, ``bob`` one point more or less by turns (kept on the 1-5 scale);
-- ``my_images`` (README, "Evaluating your own images"): the ``programmatic`` model's generated images
-  in the documented layout ``my_images/<model>/<sample_id>.png``;
+- ``ratings.csv`` (docs/review.md, "Human ratings"): two raters for every image the oracle rated:
+  ``alice`` gives the oracle's score, ``bob`` one point more or less by turns (kept on the 1-5 scale);
+- ``my_images`` (docs/judge.md, "Evaluating your own images"): the ``programmatic`` model's generated
+  images in the documented layout ``my_images/<model>/<sample_id>.png``;
 - ``answers.csv`` (docs/evaluate.md, "Verdicts from another system"): the default run's verdicts as
   another system's file (model, sample_id, question_id, verdict, parent_ids);
 - ``physics.jsonl`` (docs/bring_your_own_benchmark.md): the JSON example of that page, one sample per
@@ -21,8 +21,8 @@ names the file, once the default run has produced what they are made from:
   one a line, as AIBench publishes them;
 - ``aibench_images`` (same page): model ``mine``'s drawings of those papers (their quoted labels in
   boxes) and the papers' own figures in ``reference/``, named by the imported sample ids;
-- ``review_queue.reviewed.csv`` (README, "Reviewing curate's screen by hand"): the default run's review
-  queue as a person gives it back: every row decided, KEEP but the first spot check, REJECT.
+- ``review_queue.reviewed.csv`` (docs/review.md, "Reviewing curate's screen by hand"): the default run's
+  review queue as a person gives it back: every row decided, KEEP but the first spot check, REJECT.
 - ``metric_scores.csv`` (docs/human_corr.md, "Both from files"): another system's scores in the documented
   layout (image_id, metric, score): the default run's final score per image under each aggregation rule;
 - ``my_pairs`` (docs/finetune.md, "Training data"): a folder of image + caption pairs, the first four

@@ -1,6 +1,6 @@
 """`kedro run` end to end on the embedded sample, in the session's fresh clone (tests/e2e/conftest.py).
 
-DVC (`dvc repro`, `status`, `metrics show`, `push`) is run as the README shows it, by
+DVC (`dvc repro`, `status`, `metrics show`, `push`) is run as docs/release.md shows it, by
 tests/e2e/test_documented_commands.py, after this module's run: its second `kedro run` makes no model
 calls and its `dvc repro` runs every stage alone (`kedro run --pipelines <stage>`)."""
 

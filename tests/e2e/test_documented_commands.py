@@ -1,7 +1,7 @@
-"""Every command README.md and docs/*.md show is run, exactly as written, as a newcomer's shell runs it.
+"""Every command README.md and docs/ show is run, exactly as written, as a newcomer's shell runs it.
 
 The commands are the lines of the documents' fenced ``bash`` blocks (``# comments`` stripped), run in
-order (README.md first, then docs/*.md by name) in one bash session in the session's fresh clone
+order (README.md first, then docs/**/*.md by path) in one bash session in the session's fresh clone
 (tests/e2e/conftest.py). The shell starts as a newcomer's does: no virtual environment on PATH, no
 PYTHONPATH, no MLflow override; only what the README says to do (``make run``, then
 ``source .venv/bin/activate``) puts the tools on PATH. Commands that cannot run here are listed in
@@ -30,7 +30,7 @@ import pytest
 pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("e2e_project")]
 
 REPO = Path(__file__).resolve().parents[2]
-DOCUMENTS = ["README.md", *sorted(str(p.relative_to(REPO)) for p in (REPO / "docs").glob("*.md"))]
+DOCUMENTS = ["README.md", *sorted(p.relative_to(REPO).as_posix() for p in (REPO / "docs").rglob("*.md"))]
 FIXTURE_SCRIPT = Path(__file__).with_name("doc_fixtures.py")
 
 
@@ -449,7 +449,7 @@ def test_every_documented_command_runs(session, document):
 
 
 def _log_of(session: Path, text: str) -> str:
-    """The output of the README's block command ``text``."""
+    """The output of the first block command ``text`` of the documents."""
     index = next(i for i, command in enumerate(ALL_BLOCKS) if command.text == text)
     return (session / f"{index}.log").read_text(errors="replace")
 
@@ -469,9 +469,10 @@ def test_the_second_kedro_run_makes_no_model_calls(session):
 STAGES = ["ingest", "curate", "annotate", "bench_select", "finetune", "generate", "evaluate", "human_corr"]
 
 
-def test_the_readme_dvc_commands_reproduce_check_and_push(session, project):
-    # In a fresh clone DVC's cache is empty, so `dvc repro` after `make run` runs every stage, each as
-    # `kedro run --pipelines <stage>` (dvc.yaml): every named pipeline runs alone after a default run.
+def test_the_dvc_commands_reproduce_check_and_push(session, project):
+    # docs/release.md: in a fresh clone DVC's cache is empty, so `dvc repro` after `make run` (and the
+    # commands of the pages before it) runs every stage, each as `kedro run --pipelines <stage>` (dvc.yaml):
+    # every named pipeline runs alone after a default run.
     reproduced = _log_of(session, "dvc repro")
     assert [stage for stage in STAGES if f"Running stage '{stage}'" not in reproduced] == []
     assert "Data and pipelines are up to date" in _log_of(session, "dvc status")

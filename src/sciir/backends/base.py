@@ -285,6 +285,7 @@ class Model(Backend, Generic[Req, Res]):
         size = window or self.stream_window
         if size < 1:
             raise ValueError(f"a stream's window must be at least 1, got {size}")
+        offset: int  # declared: the default of `shifted` below reads it before mypy infers it
         iterator, offset = iter(requests), 0
         while True:
             chunk, waiting = _take_window(iterator, size)

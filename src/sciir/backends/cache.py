@@ -103,7 +103,8 @@ class ResponseCache:
 
     def __len__(self) -> int:
         with self._lock:
-            return self._connection().execute(f"SELECT COUNT(*) FROM {self.table}").fetchone()[0]
+            count: int = self._connection().execute(f"SELECT COUNT(*) FROM {self.table}").fetchone()[0]
+            return count
 
     def close(self) -> None:
         """Close this process's connection (it reopens on the next use)."""
@@ -171,6 +172,12 @@ class CachedModel(Model[Req, Res]):
     (default: the inner model's own window, e.g. an HTTP backend's concurrency); answers are written one
     by one as they arrive.
     """
+
+    inner: Model[Req, Res]
+    cache: ResponseCache
+    window: int | None
+    _encode: Callable[[Res], bytes]
+    _decode: Callable[[bytes], Res]
 
     def __init__(
         self,

@@ -96,7 +96,8 @@ class CLIPScorer(Backend):
             raise FileNotFoundError(f"CLIPScore: no CLIP model folder at {self.model_path}")
         from transformers import AutoTokenizer, CLIPImageProcessorPil, CLIPModel
 
-        model = CLIPModel.from_pretrained(self.model_path).to(self.device).eval()
+        # transformers types PreTrainedModel.to as the unbound torch.nn.Module.to it wraps (functools.wraps)
+        model = CLIPModel.from_pretrained(self.model_path).to(self.device).eval()  # type: ignore[arg-type]
         tokenizer = AutoTokenizer.from_pretrained(self.model_path)
         image_processor = CLIPImageProcessorPil.from_pretrained(self.model_path)
         return model, tokenizer, image_processor

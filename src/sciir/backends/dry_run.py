@@ -77,7 +77,7 @@ class Ledger:
 
     def add(
         self, backend: str, task: str, prompt: int, images: int, completion: int | None, cost: float | None
-    ):
+    ) -> None:
         with self._lock:
             row = self.rows[(backend, task)]
             row.requests += 1
@@ -105,8 +105,9 @@ LEDGER = Ledger()
 
 def _completion_limit(config: dict[str, Any]) -> int | None:
     for name in ("max_tokens", "max_new_tokens", "max_completion_tokens"):
-        if isinstance(config.get(name), int):
-            return config[name]
+        value = config.get(name)
+        if isinstance(value, int):
+            return value
     return None
 
 
@@ -147,4 +148,5 @@ class DryRunVLM(VisionLanguageModel):
         prices = getattr(self.inner, "prices", None)
         if prices is None or self._completion is None:
             return None
-        return prices.cost_usd({"prompt_tokens": prompt, "completion_tokens": self._completion})
+        cost: float = prices.cost_usd({"prompt_tokens": prompt, "completion_tokens": self._completion})
+        return cost

@@ -73,7 +73,8 @@ def estimated_tokens(payload: Mapping[str, Any], image_max_side: int) -> float:
         chars += sum(len(part.get("text", "")) for part in parts)
         images += sum(part.get("type") == "image_url" for part in parts)
     patches = image_tokens(image_max_side, image_max_side)
-    return text_tokens(chars) + images * patches + payload.get("max_tokens", 0)
+    completion: float = payload.get("max_tokens", 0)
+    return text_tokens(chars) + images * patches + completion
 
 
 class OpenAICompatibleVLM(HTTPBackend[VLMRequest, VLMResult], VisionLanguageModel):

@@ -44,7 +44,8 @@ class PlanError(ValueError):
 def _node_label(label: str) -> str:
     """The label as graphviz text: wrapped into lines, backslashes and ``<...>`` taken literally."""
     lines = textwrap.wrap(label, WRAP_CHARS, break_long_words=False) or [label]
-    return graphviz.nohtml("\\n".join(line.replace("\\", "\\\\") for line in lines))
+    text: str = graphviz.nohtml("\\n".join(line.replace("\\", "\\\\") for line in lines))  # a str subclass
+    return text
 
 
 def _reading_order_rows(dot: graphviz.Digraph, node_ids: list[str]) -> None:

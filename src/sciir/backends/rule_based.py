@@ -10,7 +10,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from itertools import count
-from typing import Any, ClassVar
+from typing import Any, ClassVar, TypeGuard
 
 import pytesseract
 
@@ -56,11 +56,12 @@ def answer_threads() -> int:
     return max(1, os.cpu_count() or 1)
 
 
-def _waits(item: VLMRequest | Pending) -> bool:
-    """A waiting source (``PENDING``) when every request it was given is answered already: an error."""
+def _sent(item: VLMRequest | Pending) -> TypeGuard[VLMRequest]:
+    """A request; a waiting source (``PENDING``) when every request it was given is answered already is an
+    error."""
     if isinstance(item, Pending):
         raise no_request_in_flight()
-    return False
+    return True
 
 
 class RuleBasedVLM(VisionLanguageModel):
@@ -108,7 +109,7 @@ class RuleBasedVLM(VisionLanguageModel):
             raise ValueError(f"a stream's window must be at least 1, got {size}")
         threads = answer_threads()
         if threads == 1:  # one core: answered here, each before the next is taken
-            for position, request in enumerate(item for item in requests if not _waits(item)):
+            for position, request in enumerate(item for item in requests if _sent(item)):
                 on_result(position, self._answer(request))
             return
         running: dict[Future[VLMResult], int] = {}
@@ -122,13 +123,13 @@ class RuleBasedVLM(VisionLanguageModel):
             max_workers=answer_threads(), thread_name_prefix=f"{self.reader}-rules"
         ) as pool:
             positions = count()
-            for request in requests:
-                if isinstance(request, Pending):
+            for item in requests:
+                if isinstance(item, Pending):
                     if not running:
                         raise no_request_in_flight()
                     report_done()
                     continue
-                running[pool.submit(self._answer, request)] = next(positions)
+                running[pool.submit(self._answer, item)] = next(positions)
                 if len(running) >= size:
                     report_done()
             while running:

@@ -32,7 +32,7 @@ import json
 import re
 from collections import OrderedDict
 from collections.abc import Iterable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeGuard
 
 if TYPE_CHECKING:
     import torch
@@ -172,17 +172,18 @@ class SchemaConstraint:
         self.vocab_size = vocab_size
         self.started = False
 
-    def __call__(self, input_ids: torch.LongTensor, scores: torch.FloatTensor) -> torch.FloatTensor:
+    def __call__(self, input_ids: torch.LongTensor, scores: torch.Tensor) -> torch.Tensor:
         import xgrammar as xgr
 
         if self.started:
             self._accept(input_ids[:, -1].tolist())
         self.started = True
-        rows = [row for row, matcher in enumerate(self.matchers) if _active(matcher)]
+        active = {row: matcher for row, matcher in enumerate(self.matchers) if _active(matcher)}
+        rows = list(active)
         if not rows:
             return scores
-        for row in rows:
-            self.matchers[row].fill_next_token_bitmask(self.bitmask, row)  # type: ignore[union-attr]
+        for row, matcher in active.items():
+            matcher.fill_next_token_bitmask(self.bitmask, row)
         # xgrammar masks logits on CUDA or on the CPU; other devices go through the CPU.
         on_cpu = scores.device.type not in ("cuda", "cpu")
         logits = scores.to("cpu") if on_cpu else scores
@@ -194,9 +195,9 @@ class SchemaConstraint:
     def _accept(self, tokens: list[int]) -> None:
         """Advance each active row's matcher by the token generated for it at the last step."""
         for row, (matcher, token) in enumerate(zip(self.matchers, tokens, strict=True)):
-            if _active(matcher) and not matcher.accept_token(token):  # type: ignore[union-attr]
+            if _active(matcher) and not matcher.accept_token(token):
                 raise RuntimeError(f"row {row}: generated token {token} is outside its grammar")
 
 
-def _active(matcher: xgr.GrammarMatcher | None) -> bool:
+def _active(matcher: xgr.GrammarMatcher | None) -> TypeGuard[xgr.GrammarMatcher]:
     return matcher is not None and not matcher.is_terminated()

@@ -30,6 +30,8 @@ import functools
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
+from pydantic import BaseModel
+
 JSON_TYPES = frozenset({"object", "array", "string", "number", "integer", "boolean", "null"})
 STRING_FORMATS = frozenset(
     {"date-time", "time", "date", "duration", "email", "hostname", "ipv4", "ipv6", "uuid"}
@@ -83,24 +85,24 @@ def strict_schema(schema: Mapping[str, Any]) -> dict[str, Any]:
     return _strict_node(schema, "$")
 
 
-def model_schema(model: type[Any]) -> dict[str, Any]:
+def model_schema(model: type[BaseModel]) -> dict[str, Any]:
     """A pydantic model class's JSON schema (a copy of its own: the caller may change it). Pydantic builds
     the schema anew at each call, about 2 ms, and every request and reply of a task needs it."""
     return copy.deepcopy(_model_schema(model))
 
 
-def strict_model_schema(model: type[Any]) -> dict[str, Any]:
+def strict_model_schema(model: type[BaseModel]) -> dict[str, Any]:
     """The strict schema of a pydantic model class: what a request sends as its ``json_schema``."""
     return copy.deepcopy(_strict_model_schema(model))
 
 
 @functools.cache
-def _model_schema(model: type[Any]) -> dict[str, Any]:
+def _model_schema(model: type[BaseModel]) -> dict[str, Any]:
     return model.model_json_schema()
 
 
 @functools.cache
-def _strict_model_schema(model: type[Any]) -> dict[str, Any]:
+def _strict_model_schema(model: type[BaseModel]) -> dict[str, Any]:
     return strict_schema(_model_schema(model))
 
 

@@ -59,7 +59,9 @@ def load_processor(model_path: Path) -> Any:
     from transformers.utils import is_torchvision_available
 
     config = AutoConfig.from_pretrained(model_path, local_files_only=True)
-    processor_class = PROCESSOR_MAPPING.get(type(config), None)
+    # transformers types every auto mapping's value as the tokenizer mapping's (slow, fast) pair of classes;
+    # the processor mapping's value is one class.
+    processor_class: type[Any] | None = PROCESSOR_MAPPING.get(type(config), None)  # type: ignore[assignment]
     if (
         is_torchvision_available()
         or processor_class is None
@@ -69,17 +71,17 @@ def load_processor(model_path: Path) -> Any:
     return _without_video_processor(processor_class).from_pretrained(model_path, local_files_only=True)
 
 
-def _without_video_processor(processor_class: type) -> type:
+def _without_video_processor(processor_class: type[Any]) -> type[Any]:
     """A subclass of ``processor_class`` that loads and needs no video processor.
 
     ``ProcessorMixin`` takes the list of sub-processors to load and type-check from ``__init__``'s
     signature, so a signature without ``video_processor`` leaves it out.
     """
 
-    class ImageOnlyProcessor(processor_class):  # type: ignore[misc,valid-type]
+    class ImageOnlyProcessor(processor_class):  # type: ignore[misc]  # a class known at run time only
         def __init__(
-            self, image_processor: Any = None, tokenizer: Any = None, chat_template: Any = None, **kwargs
-        ):
+            self, image_processor: Any = None, tokenizer: Any = None, chat_template: Any = None, **kwargs: Any
+        ) -> None:
             super().__init__(
                 image_processor=image_processor,
                 tokenizer=tokenizer,

@@ -41,7 +41,7 @@ from typing import Any, ClassVar, TypeVar
 import aiohttp
 from pydantic import SecretStr
 
-from sciir.backends.base import Model, Pending, no_request_in_flight
+from sciir.backends.base import Model, Pending, Req, Res, no_request_in_flight
 from sciir.backends.http.rate_limits import RateLimits
 from sciir.backends.http.replicas import Replicas, replica_urls
 from sciir.backends.http.retries import RetryPolicy
@@ -247,7 +247,7 @@ async def _first_finished(
     return pending
 
 
-class HTTPBackend(Model[T, R]):
+class HTTPBackend(Model[Req, Res]):
     """The transport base of backends that call an HTTP API: it builds the transport from the backend's
     settings and answers ``generate`` and ``stream`` through it.
 
@@ -290,7 +290,7 @@ class HTTPBackend(Model[T, R]):
     def __repr__(self) -> str:  # never the key: model and URL only
         return f"{type(self).__name__}(model={self.model!r}, base_url={self._transport.shown_url!r})"
 
-    def generate(self, requests: Sequence[T]) -> list[R]:
+    def generate(self, requests: Sequence[Req]) -> list[Res]:
         """One result per request, in order; transport and parse problems become failures with a reason."""
         return self._transport.run_batch(requests, self._call_one, self._failure)
 
@@ -300,17 +300,17 @@ class HTTPBackend(Model[T, R]):
         return self._transport.concurrency
 
     def stream(
-        self, requests: Iterable[T | Pending], on_result: Callable[[int, R], None], window: int | None = None
+        self, requests: Iterable[Req | Pending], on_result: Callable[[int, Res], None], window: int | None = None
     ) -> None:
         """Every request of a lazy stream on one session, ``window`` (default: the concurrency) ahead of
         the results at most; ``on_result(position, result)`` as each completes (see
         :meth:`HTTPTransport.run_stream`)."""
         self._transport.run_stream(requests, self._call_one, self._failure, on_result, window)
 
-    async def _call_one(self, session: HTTPSession, request: T) -> R:
+    async def _call_one(self, session: HTTPSession, request: Req) -> Res:
         raise NotImplementedError
 
-    def _failure(self, request: T, err: Exception) -> R:
+    def _failure(self, request: Req, err: Exception) -> Res:
         raise NotImplementedError
 
 

@@ -208,7 +208,8 @@ def _dilated(mask: np.ndarray, radius: int) -> np.ndarray:
 def _ends(pixels: np.ndarray, touched: Sequence[int], distances: Sequence[np.ndarray]) -> np.ndarray:
     """For each pixel of a stroke, the touched shape it is closest to (its end of the stroke)."""
     stacked = np.stack([distances[index][pixels] for index in touched])
-    return np.asarray(touched)[np.argmin(stacked, axis=0)]
+    ends: np.ndarray = np.asarray(touched)[np.argmin(stacked, axis=0)]
+    return ends
 
 
 def _stroke(component: np.ndarray, touched: list[int], distances: Sequence[np.ndarray]) -> Stroke:

@@ -102,7 +102,7 @@ def read_second(png: bytes) -> tuple[str, ...]:
 
 
 # Second readings of recently seen images (text only: small), for every judge of the process.
-_SECOND_READINGS = ReadingMemo(read_second)  # type: ignore[arg-type]
+_SECOND_READINGS = ReadingMemo(read_second)
 
 
 def with_second_reading(reading: OcrReading, png: bytes) -> OcrReading:

@@ -26,7 +26,7 @@ from collections import Counter, OrderedDict
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 import numpy as np
 import pytesseract
@@ -363,15 +363,19 @@ def _lines_by_angle(passes: Sequence[_PassReading]) -> dict[int, list[OcrLine]]:
     return lines
 
 
-class ReadingMemo:
+# What a memo keeps of an image: an OcrReading (Tesseract), or the texts of the second recogniser.
+Reading = TypeVar("Reading")
+
+
+class ReadingMemo(Generic[Reading]):
     """Readings of recently seen images, so several tasks on one image read it once."""
 
-    def __init__(self, read: Callable[[bytes], OcrReading], size: int = 1024) -> None:
+    def __init__(self, read: Callable[[bytes], Reading], size: int = 1024) -> None:
         self._read, self._size = read, size
-        self._readings: OrderedDict[str, OcrReading] = OrderedDict()
+        self._readings: OrderedDict[str, Reading] = OrderedDict()
         self._lock = threading.Lock()
 
-    def __call__(self, png: bytes) -> OcrReading:
+    def __call__(self, png: bytes) -> Reading:
         key = sha256_hex(png)
         with self._lock:
             if key in self._readings:
@@ -387,10 +391,10 @@ class ReadingMemo:
 
 # One memo per language for the whole process: Kedro builds a fresh judge for every node, and the
 # nodes of one run (checklist judging, AIBench questions) ask about the same images.
-_SHARED_MEMOS: dict[str, ReadingMemo] = {}
+_SHARED_MEMOS: dict[str, ReadingMemo[OcrReading]] = {}
 
 
-def shared_reader(lang: str) -> ReadingMemo:
+def shared_reader(lang: str) -> ReadingMemo[OcrReading]:
     """The process-wide memo of Tesseract readings in ``lang`` (a reading depends only on the bytes)."""
     if lang not in _SHARED_MEMOS:
         _SHARED_MEMOS[lang] = ReadingMemo(lambda png: read_text(png, lang))

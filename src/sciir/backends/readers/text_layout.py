@@ -128,7 +128,8 @@ def _mark_boxes(ink: np.ndarray) -> np.ndarray:
         & (w <= MAX_GLYPH_WIDTH * height)
         & (area <= 0.8 * w * h)  # a filled rectangle is a swatch or a bar, not a letter
     )
-    return np.stack([x, y, x + w, y + h], axis=1)[glyph]
+    boxes: np.ndarray = np.stack([x, y, x + w, y + h], axis=1)[glyph]
+    return boxes
 
 
 def _rows(boxes: np.ndarray) -> list[np.ndarray]:
@@ -215,7 +216,7 @@ def _plain_background(grey: np.ndarray) -> bool:
     """Whether most of the image is one even grey (a drawing's background), unlike a photograph or noise."""
     histogram = np.bincount(grey.ravel(), minlength=256)
     mode = int(histogram.argmax())
-    return histogram[max(0, mode - 4) : mode + 5].sum() >= _MIN_BACKGROUND_SHARE * grey.size
+    return bool(histogram[max(0, mode - 4) : mode + 5].sum() >= _MIN_BACKGROUND_SHARE * grey.size)
 
 
 def _inside_any(boxes: np.ndarray, containers: np.ndarray) -> np.ndarray:
