@@ -98,7 +98,8 @@ def build_graph_request(methods_text: str, caption: str, terms: Sequence[str]) -
 
 def parse_graph_reply(result: VLMResult) -> LogicGraph:
     """The logic graph of a reply, or GraphTaskError saying why it is unusable."""
-    return TASK.parse(result, GraphTaskError).graph()
+    reply: GraphReply = TASK.parse(result, GraphTaskError)
+    return reply.graph()
 
 
 def graph_json(graph: LogicGraph) -> dict[str, Any]:

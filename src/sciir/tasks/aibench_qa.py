@@ -93,6 +93,7 @@ def solver_items(questions: pd.DataFrame) -> list[dict[str, Any]]:
     components, from and to (also in the text; given apart so a rule-based reader need not parse prose).
     Never the gold answer."""
     items = []
+    row: Any  # an itertuples row: pandas-stubs types its fields as any scalar, the table's columns fix them
     for row in questions.itertuples(index=False):
         level, options = int(row.level), question_options(row)
         nodes = [] if options is not None else json.loads(row.nodes)
@@ -188,7 +189,7 @@ def parse_solver_reply(
     ignored = []
     for reply in answers:
         qid = reply.get("id") if isinstance(reply, Mapping) else None
-        if qid in question_ids:
+        if isinstance(qid, str) and qid in question_ids:
             by_id[qid].append(reply)
         else:
             ignored.append(f"solver reply for {image_id} answered unknown question id {qid!r}: ignored")
@@ -205,6 +206,7 @@ def answer_rows(
     ``insufficient`` (it gave the insufficient-information option) only where it answered a question
     that offers one."""
     rows = []
+    row: Any  # an itertuples row: pandas-stubs types its fields as any scalar, the table's columns fix them
     for row in questions.itertuples(index=False):
         outcome = outcomes[str(row.question_id)]
         insufficient = getattr(row, "insufficient_option", None)

@@ -69,7 +69,7 @@ class AnnotationTask(ModelTask):
             raise KeyError(f"task {self.name} needs context keys {missing}")
         if self.sees_image and image is None:
             raise ValueError(f"task {self.name} reads the figure but no image was given")
-        fields = {key: _as_prompt_text(context[key]) for key in self.context_keys}
+        fields: dict[str, Any] = {key: _as_prompt_text(context[key]) for key in self.context_keys}
         return self.request(
             images=[image] if self.sees_image and image is not None else [],
             context={key: context[key] for key in self.context_keys},
@@ -79,7 +79,8 @@ class AnnotationTask(ModelTask):
 
     def parse_output(self, result: VLMResult) -> BaseModel:
         """The validated output, or AnnotationError saying why the answer is unusable."""
-        return self.parse(result, AnnotationError)
+        output: BaseModel = self.parse(result, AnnotationError)  # an instance of reply_schema
+        return output
 
 
 # ---- what the offline answerers share

@@ -17,7 +17,7 @@ import copy
 import json
 import math
 from collections import defaultdict
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -108,7 +108,7 @@ def optional_text(value: Any) -> str | None:
 STRUCTURED_FIELDS = ("kind", "polarity", "about")
 
 
-def _structured(row: Mapping[str, Any]) -> dict[str, Any]:
+def _structured(row: Mapping[Hashable, Any]) -> dict[str, Any]:
     """kind, polarity and about (a JSON list in the table) of one checklist row, those it has."""
     fields: dict[str, Any] = {}
     for name in STRUCTURED_FIELDS:
@@ -139,7 +139,7 @@ def render_judge_prompt(prompt: str, checklist: Sequence[ChecklistItem]) -> str:
     return TASK.prompt.render(**_prompt_fields(prompt, checklist))
 
 
-def _prompt_fields(prompt: str, checklist: Sequence[ChecklistItem]) -> dict[str, str]:
+def _prompt_fields(prompt: str, checklist: Sequence[ChecklistItem]) -> dict[str, Any]:
     return {"prompt": prompt, "checklist": json.dumps(list(checklist), ensure_ascii=False, indent=1)}
 
 
@@ -189,7 +189,9 @@ def verdict_row(
     }
 
 
-def failed_rows(checklist: Sequence[ChecklistItem], model: str, sample_id: str, reason: str) -> list[dict]:
+def failed_rows(
+    checklist: Sequence[ChecklistItem], model: str, sample_id: str, reason: str
+) -> list[dict[str, Any]]:
     """Every question of one image marked failed with the same reason (no image, failed request ...)."""
     return [verdict_row(item, model, sample_id, status="failed", reason=reason) for item in checklist]
 

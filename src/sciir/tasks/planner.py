@@ -41,7 +41,8 @@ def build_plan_request(prompt: str, settings: PlannerSettings) -> VLMRequest:
 
 def plan_of(reply: VLMResult) -> str:
     """The plan of a reply; TaskReplyError (``sciir.tasks.task``) saying why there is none."""
-    return TASK.parse(reply).plan
+    parsed: Plan = TASK.parse(reply)
+    return parsed.plan
 
 
 TASK = ModelTask(

@@ -112,7 +112,8 @@ def build_prompt_checklist_request(prompt: str) -> VLMRequest:
 
 def checklist_of(reply: VLMResult) -> PromptChecklist:
     """The checklist of a reply; TaskReplyError (``sciir.tasks.task``) saying why there is none."""
-    return TASK.parse(reply)
+    checklist: PromptChecklist = TASK.parse(reply)
+    return checklist
 
 
 # ---- offline: the quoted strings only

@@ -93,7 +93,8 @@ class TracksEvidence(BaseModel):
     law: TrackEvidence
 
     def of(self, track: str) -> TrackEvidence:
-        return getattr(self, track)
+        evidence: TrackEvidence = getattr(self, track)  # one of the three fields above
+        return evidence
 
 
 class Reasoning(BaseModel):

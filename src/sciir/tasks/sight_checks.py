@@ -29,7 +29,7 @@ is abstained on: a wrong "no" on a correct image costs more than a question left
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 from pydantic import BaseModel, ValidationError
 
@@ -180,8 +180,10 @@ def answer_relation(item: JudgeItem, reading: OcrReading, diagram: Diagram) -> A
             count = len(diagram.labelled(label))
             why = f'"{label}" is read inside {count} shapes' if count > 1 else _unlocated(label, reading)
             return abstention(item, why)
-    a, b = ends[source].index, ends[target].index  # type: ignore[union-attr]
-    evidence = f'"{source}": {_where(ends[source])}; "{target}": {_where(ends[target])}'  # type: ignore[arg-type]
+    # Both shapes are found: the loop above returned otherwise.
+    source_shape, target_shape = cast(Shape, ends[source]), cast(Shape, ends[target])
+    a, b = source_shape.index, target_shape.index
+    evidence = f'"{source}": {_where(source_shape)}; "{target}": {_where(target_shape)}'
     joining = diagram.joining(a, b)
     forward = any(stroke.points(a, b) for stroke in joining)
     backward = any(stroke.points(b, a) for stroke in joining)
