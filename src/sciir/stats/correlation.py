@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import logging
 import math
-from collections.abc import Sequence
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any, Literal, get_args
 
@@ -60,12 +60,12 @@ class Correlation:
         ]
 
 
-def _as_floats(values: Sequence[Any]) -> np.ndarray:
+def _as_floats(values: Iterable[Any]) -> np.ndarray:
     """Numbers (or booleans) as floats, missing values (None, NaN, NA) as NaN; text raises."""
     return pd.Series(list(values), dtype="Float64").to_numpy(dtype=float, na_value=np.nan)
 
 
-def complete_columns_with_mask(*columns: Sequence[Any]) -> tuple[list[np.ndarray], np.ndarray]:
+def complete_columns_with_mask(*columns: Iterable[Any]) -> tuple[list[np.ndarray], np.ndarray]:
     """Each column as a float array restricted to the rows where no column is missing, and that row mask."""
     arrays = [_as_floats(column) for column in columns]
     if len({array.size for array in arrays}) > 1:
@@ -74,7 +74,7 @@ def complete_columns_with_mask(*columns: Sequence[Any]) -> tuple[list[np.ndarray
     return [array[keep] for array in arrays], keep
 
 
-def complete_columns(*columns: Sequence[Any]) -> list[np.ndarray]:
+def complete_columns(*columns: Iterable[Any]) -> list[np.ndarray]:
     """Each column as a float array, keeping only the rows where no column is missing."""
     return complete_columns_with_mask(*columns)[0]
 
@@ -98,7 +98,7 @@ def scipy_result(coefficient: Coefficient, xs: np.ndarray, ys: np.ndarray, varia
 
 
 def correlate(
-    x: Sequence[float], y: Sequence[float], label: str = "metric", kendall_variant: KendallVariant = "b"
+    x: Iterable[float], y: Iterable[float], label: str = "metric", kendall_variant: KendallVariant = "b"
 ) -> Correlation:
     """Pearson, Spearman and Kendall (``kendall_variant``) between ``x`` and ``y`` with two-tailed p-values."""
     xs, ys = complete_columns(x, y)

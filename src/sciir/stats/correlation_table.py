@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import logging
 import math
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -62,7 +62,8 @@ def _tanh_mean(values: np.ndarray, fisher_z: FisherZ, axis: int | None = None) -
     """tanh of the mean of arctanh(values) (Fisher z) or, with ``skip_arctanh``, of the raw values."""
     with np.errstate(divide="ignore"):
         transformed = values if fisher_z == "skip_arctanh" else np.arctanh(values)
-    return np.tanh(transformed.mean(axis=axis))
+    averaged: np.ndarray = np.tanh(transformed.mean(axis=axis))
+    return averaged
 
 
 def average_correlations(values: Sequence[float], fisher_z: FisherZ = "arctanh") -> float:
@@ -148,7 +149,7 @@ def _average_row(
     """The group-average row: coefficients averaged as configured, p-values NaN (no test of an average)."""
     averaging = f"fisher_z:{settings.fisher_z}"
     if not defined:
-        reason = f"no group has a defined correlation (of {n_groups} groups)"
+        reason: str | None = f"no group has a defined correlation (of {n_groups} groups)"
         logger.warning("group average of %s undefined: %s", metric, reason)
         undefined = Correlation(n=0, kendall_variant=settings.kendall_variant, reason=reason)
         return _row(metric, GROUP_AVERAGE, None, averaging, undefined, {})
@@ -178,10 +179,10 @@ def _average_row(
 
 def metric_rows(
     metric: str,
-    x: Sequence[float],
-    y: Sequence[float],
+    x: Iterable[float],
+    y: Iterable[float],
     settings: CorrelationSettings,
-    groups: Sequence[Any] | None = None,
+    groups: Iterable[Any] | None = None,
 ) -> list[dict[str, Any]]:
     """Rows of ``correlation_table`` for one metric: pooled, then per group and their average when grouped."""
     (xs, ys), keep = complete_columns_with_mask(x, y)

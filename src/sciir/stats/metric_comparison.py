@@ -9,7 +9,7 @@ from __future__ import annotations
 import itertools
 import logging
 import math
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 import numpy as np
@@ -90,9 +90,9 @@ def _bootstrap_difference(
 
 def compare_pair(
     names: tuple[str, str],
-    a: Sequence[float],
-    b: Sequence[float],
-    y: Sequence[float],
+    a: Iterable[float],
+    b: Iterable[float],
+    y: Iterable[float],
     coefficient: Coefficient,
     settings: CorrelationSettings,
 ) -> dict[str, Any]:

@@ -17,7 +17,8 @@ from sciir.stats.correlation import Coefficient, KendallVariant
 
 
 def _constant_rows(matrix: np.ndarray) -> np.ndarray:
-    return np.ptp(matrix, axis=1) == 0
+    constant: np.ndarray = np.ptp(matrix, axis=1) == 0
+    return constant
 
 
 def _pearson_rows(xs: np.ndarray, ys: np.ndarray, _variant: KendallVariant) -> np.ndarray:
