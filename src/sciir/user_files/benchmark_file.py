@@ -43,7 +43,7 @@ import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, SupportsInt, cast
 
 import pandas as pd
 
@@ -177,9 +177,10 @@ def _sample(where: str, record: Mapping[str, Any], questions: list[FileQuestion]
             f"{where}, field 'sample_id': {sample_id!r} cannot name an image file (letters, digits, '_', "
             "'-' and '.' only, not starting with '.' or '-')"
         )
-    tracks = record.get("tracks")
-    if not is_missing(tracks):
-        tracks = id_list(tracks)
+    cell = record.get("tracks")
+    tracks: list[str] | None = None
+    if not is_missing(cell):
+        tracks = id_list(cell)
         if tracks is None:
             raise BenchmarkFileError(f"{where}, field 'tracks': expected a list of category names")
     group = record.get("group")
@@ -188,7 +189,7 @@ def _sample(where: str, record: Mapping[str, Any], questions: list[FileQuestion]
         sample_id=sample_id,
         group=DEFAULT_GROUP if is_missing(group) else str(group),
         prompts=_prompts(where, record),
-        tracks=None if is_missing(tracks) else tuple(tracks),
+        tracks=None if tracks is None else tuple(tracks),
         questions=_checked_parents(where, questions),
     )
 
@@ -312,8 +313,8 @@ def _table_samples(path: Path) -> Iterator[Sample]:
         first = int(rows.index[0])
         where = f"{file.label}, {file.row(first)} (sample {sample_id!r})"
         sample_fields = _agreed_sample_fields(file, rows, prompt_columns)
-        questions = [
-            _question(f"{file.label}, {file.row(int(index))}", _question_record(row))
+        questions = [  # a table read from a file keeps its RangeIndex: a row's label is an int
+            _question(f"{file.label}, {file.row(int(cast(SupportsInt, index)))}", _question_record(row))
             for index, row in rows.iterrows()
         ]
         yield _sample(where, sample_fields, questions)

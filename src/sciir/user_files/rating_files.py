@@ -29,7 +29,7 @@ import math
 import re
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 import pandas as pd
 
@@ -172,7 +172,7 @@ def imagenhub_ratings(folder: str | Path, component: RatingComponent = "SC") -> 
         raise ValueError(f"no *_rater<k>.tsv files in {folder}")
     rows = []
     for path in files:
-        rater = f"rater{RATER_FILE.search(path.name).group(1)}"
+        rater = f"rater{cast(re.Match[str], RATER_FILE.search(path.name)).group(1)}"  # files match it
         table = pd.read_csv(path, sep="\t", dtype=str)
         for record in table.to_dict("records"):
             uid = record.pop("uid")
@@ -194,7 +194,8 @@ def _judge_score(answer: Any, where: str) -> float:
     if not isinstance(scores, list) or not scores or not all(isinstance(s, int | float) for s in scores):
         logger.warning("%s: no numeric score list (%r); the image has no judge score", where, scores)
         return math.nan
-    return min(scores) / 10
+    lowest: float = min(scores)  # the list's items are numbers (checked above)
+    return lowest / 10
 
 
 def viescore_metric_scores(

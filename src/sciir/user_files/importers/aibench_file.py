@@ -121,8 +121,8 @@ def _choices(paper: Record, fields: FieldMap, skipped: list[Skipped]) -> list[Ch
         question_id = required_field_text(question, fields, "question_id")
         level, options = _value(question, fields, "level"), _value(question, fields, "options")
         correct = _value(question, fields, "correct_option")
-        problem, number = choice_problem(level, options, correct), level_number(level)
-        if problem is not None or number is None:
+        problem, level_no = choice_problem(level, options, correct), level_number(level)
+        if problem is not None or level_no is None:
             skipped.append(Skipped(f"{where} (id {question_id!r})", str(problem)))
             continue
         if question_id in {choice.id for choice in choices}:
@@ -131,7 +131,7 @@ def _choices(paper: Record, fields: FieldMap, skipped: list[Skipped]) -> list[Ch
             ChoiceQuestion(
                 id=question_id,
                 text=required_field_text(question, fields, "question"),
-                level=number,
+                level=level_no,
                 options={str(letter): str(text).strip() for letter, text in options.items()},
                 answer=str(correct).strip(),
             )

@@ -10,7 +10,7 @@ import json
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from sciir.aibench.choices import ChoiceQuestion
 from sciir.user_files.benchmark_file import DEFAULT_GROUP, DEFAULT_SETTING, SAFE_ID, FileQuestion, Sample
@@ -78,9 +78,10 @@ def read_records(path: Path, what: str, text_columns: Sequence[str] = ()) -> lis
             table = table_file.read([], text_columns=text_columns)
         except TableFileError as error:
             raise ImportFileError(str(error)) from None
+        rows = cast("list[dict[str, Any]]", table.to_dict("records"))  # a file's columns are named by text
         return [
             Record(f"{label}, {table_file.row(int(index))}", row, table_file.row(int(index)))
-            for index, row in zip(table.index, table.to_dict("records"), strict=True)
+            for index, row in zip(table.index, rows, strict=True)
         ]
     raise ImportFileError(
         f"{label}: unknown format {path.suffix!r} (expected .json, .jsonl, .csv, .tsv or .parquet)"

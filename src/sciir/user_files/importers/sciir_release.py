@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
+from typing import SupportsInt, cast
 
 import pandas as pd
 
@@ -55,7 +56,9 @@ def import_release(folder: str | Path) -> Imported:
     imported = Imported()
     questions_of = {str(sample_id): rows for sample_id, rows in checklists.groupby("sample_id", sort=False)}
     for index, row in benchmark.iterrows():
-        where = f"{benchmark_file.label}, {benchmark_file.row(int(index))} (sample {row['sample_id']!r})"
+        # a table read from a file keeps its RangeIndex: a row's label is an int
+        line = benchmark_file.row(int(cast(SupportsInt, index)))
+        where = f"{benchmark_file.label}, {line} (sample {row['sample_id']!r})"
         rows = questions_of.pop(str(row["sample_id"]), None)
         if rows is None:
             imported.skipped.append(Skipped(where, f"no question in {checklist_file.path}"))
