@@ -164,19 +164,20 @@ def _add_prompts_options(sub: argparse.ArgumentParser) -> None:
 def checklist_writer(arguments: argparse.Namespace) -> VisionLanguageModel:
     """The writer the options name, through the response cache (a catalog entry names its own)."""
     given = {key: getattr(arguments, key) for key in OPENAI_OPTIONS if getattr(arguments, key)}
+    options_given = ", ".join(OPENAI_OPTIONS[key] for key in given)
     backend = arguments.backend or "offline"
     try:
         if arguments.catalog_entry:
             if given:
                 raise WriterSetupError(
-                    f"--catalog-entry takes its settings from the catalog, not {', '.join(map(OPENAI_OPTIONS.get, given))}"
+                    f"--catalog-entry takes its settings from the catalog, not {options_given}"
                 )
             return configured_backend(arguments.catalog_entry, "vlm")
         if backend == "openai" and not {"base_url", "model"} <= given.keys():
             raise WriterSetupError("--backend openai needs --base-url URL and --model NAME")
         if given and backend != "openai":
             raise WriterSetupError(
-                f"{', '.join(map(OPENAI_OPTIONS.get, given))}: settings of --backend openai, not {backend}"
+                f"{options_given}: settings of --backend openai, not {backend}"
             )
         resolve_backend("vlm", backend)  # a misspelt name fails before the cache file is made
         return make_backend(

@@ -102,7 +102,10 @@ class ProjectHooks:
         if renamed:
             mlflow.MlflowClient().update_run(run.info.run_id, name=self._run_name)
         mark_model_training(run.info.experiment_id)
-        name = self._run_name if renamed else run.info.run_name or run.info.run_id
+        if renamed and self._run_name is not None:
+            name = self._run_name
+        else:
+            name = run.info.run_name or run.info.run_id
         self._page = runs_page_text(mlflow.get_tracking_uri(), run.info.experiment_id, name)
         self._tagged = True
 

@@ -51,6 +51,7 @@ def level_number(value: Any) -> int | None:
     none of AIBench's four."""
     if isinstance(value, bool):
         return None
+    number: int | None
     if isinstance(value, int):
         number = value
     elif isinstance(value, float) and value.is_integer():

@@ -73,7 +73,7 @@ def metrics_from_table(table: pd.DataFrame, name: Callable[[str, str], str]) -> 
     for record in table.to_dict("records"):
         model = str(record.pop("model"))
         metrics |= {
-            name(model, column): float(value)
+            name(model, str(column)): float(value)  # the table's columns are named by text
             for column, value in record.items()
             if not isinstance(value, str)
         }

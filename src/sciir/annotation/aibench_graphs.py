@@ -17,7 +17,7 @@ import json
 import logging
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 import pandas as pd
 
@@ -118,9 +118,9 @@ class _GraphStream:
         sample, task = job
         if task == "graph":
             return build_graph_request(sample.methods_text, sample.caption, sample.terms)
-        return build_questions_request(
-            sample.sample_id, sample.graph, self.distractors[sample.sample_id], self.settings
-        )
+        graph = cast(LogicGraph, sample.graph)  # a questions job is made for a sample with its graph only
+        distractors = self.distractors[sample.sample_id]
+        return build_questions_request(sample.sample_id, graph, distractors, self.settings)
 
     def answered(self, job: tuple[SampleGraph, str], result: VLMResult) -> list[tuple[SampleGraph, str]]:
         """Parse the answer; a sample whose graph is usable gets its questions job."""
@@ -128,11 +128,10 @@ class _GraphStream:
         self.progress.add(result)
         if task == "questions":
             distractors = self.distractors.pop(sample.sample_id)
+            graph = cast(LogicGraph, sample.graph)  # a questions job is made for a sample with its graph only
             _parsed(
                 sample,
-                lambda: setattr(
-                    sample, "questions", parse_questions_reply(result, sample.graph, distractors)
-                ),
+                lambda: setattr(sample, "questions", parse_questions_reply(result, graph, distractors)),
             )
             return []
         _parsed(sample, lambda: take_graph(sample, result))

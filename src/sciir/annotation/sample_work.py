@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 import pandas as pd
 from PIL import Image
@@ -145,7 +145,7 @@ def kept_samples(curated: pd.DataFrame, max_methods_chars: int) -> list[SampleWo
     kept = curated[curated["status"] == "kept"]
     return [
         SampleWork(
-            sample_id=row.sample_id,
+            sample_id=cast(str, row.sample_id),  # a text column (itertuples types a field as any scalar)
             caption=_text(row.caption),
             methods_text=_text(row.methods_text)[:max_methods_chars],
         )

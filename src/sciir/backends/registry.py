@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import difflib
 import importlib
-from typing import Any, Literal
+from typing import Any, Literal, overload
 
 from sciir.backends.base import Backend, ImageGenerator, VisionLanguageModel
 
@@ -46,6 +46,12 @@ def register_backend(kind: Kind, name: str, target: str) -> None:
     _REGISTRY[kind][name] = target
 
 
+@overload
+def resolve_backend(kind: Literal["vlm"], name: str) -> type[VisionLanguageModel]: ...
+@overload
+def resolve_backend(kind: Literal["generator"], name: str) -> type[ImageGenerator]: ...
+@overload
+def resolve_backend(kind: Kind, name: str) -> type[VisionLanguageModel] | type[ImageGenerator]: ...
 def resolve_backend(kind: Kind, name: str) -> type[Backend]:
     """Import the class registered as ``name`` and check it implements the ``kind`` interface."""
     if kind not in _REGISTRY:
@@ -65,6 +71,12 @@ def resolve_backend(kind: Kind, name: str) -> type[Backend]:
     return cls
 
 
+@overload
+def build_backend(kind: Literal["vlm"], name: str, **config: Any) -> VisionLanguageModel: ...
+@overload
+def build_backend(kind: Literal["generator"], name: str, **config: Any) -> ImageGenerator: ...
+@overload
+def build_backend(kind: Kind, name: str, **config: Any) -> VisionLanguageModel | ImageGenerator: ...
 def build_backend(kind: Kind, name: str, **config: Any) -> Backend:
     """Build the backend registered as ``name`` with its configuration."""
     return resolve_backend(kind, name)(**config)

@@ -9,12 +9,12 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal, cast, overload
 
 from kedro.config import MissingConfigException, OmegaConfigLoader
 from kedro.io import AbstractDataset, DatasetError
 
-from sciir.backends.base import GENERATOR_ROLES, Backend, GeneratorRole, ImageGenerator
+from sciir.backends.base import GENERATOR_ROLES, Backend, GeneratorRole, ImageGenerator, VisionLanguageModel
 from sciir.backends.cache import CachedGenerator, CachedVLM, ResponseCache
 from sciir.backends.dry_run import DryRunVLM, dry_run_requested
 from sciir.backends.registry import Kind, build_backend, resolve_backend
@@ -63,6 +63,30 @@ def task_rules(kind: Kind, backend_name: str) -> dict[str, Any]:
     return {"rules": rule_book(backend_class.reader)} if issubclass(backend_class, RuleBasedVLM) else {}
 
 
+@overload
+def make_backend(
+    name: str,
+    kind: Literal["vlm"],
+    spec: dict[str, Any],
+    cache: ResponseCache | None,
+    credentials: dict[str, Any] | None,
+) -> VisionLanguageModel: ...
+@overload
+def make_backend(
+    name: str,
+    kind: Literal["generator"],
+    spec: dict[str, Any],
+    cache: ResponseCache | None,
+    credentials: dict[str, Any] | None,
+) -> ImageGenerator: ...
+@overload
+def make_backend(
+    name: str,
+    kind: Kind,
+    spec: dict[str, Any],
+    cache: ResponseCache | None,
+    credentials: dict[str, Any] | None,
+) -> VisionLanguageModel | ImageGenerator: ...
 def make_backend(
     name: str,
     kind: Kind,
@@ -78,7 +102,7 @@ def make_backend(
     (a vision-language backend entry, plus ``max_words``): see ``wrapped_generator``.
     """
     config = dict(spec)
-    wrappers = {
+    wrappers: dict[str, Any] = {
         key: config.pop(key) for key in ("best_of", "planner") if kind == "generator" and key in config
     }
     if wrappers:
@@ -91,7 +115,8 @@ def make_backend(
     config.pop("api_key_env", None)
     backend = build_backend(kind, backend_name, **config, **secrets, **task_rules(kind, backend_name))
     if kind == "vlm" and dry_run_requested():
-        backend = DryRunVLM(backend)  # under the cache: what it holds is still answered
+        # under the cache: what it holds is still answered (a "vlm" backend: its class was checked)
+        backend = DryRunVLM(cast(VisionLanguageModel, backend))
     if isinstance(backend, ImageGenerator):
         backend.role = generator_role(name, backend, role)
     return _WRAPPERS[kind](backend, cache) if cache is not None else backend
@@ -111,7 +136,7 @@ def wrapped_generator(
     wrappers: dict[str, Any],
     cache: ResponseCache | None,
     credentials: dict[str, Any] | None,
-) -> Backend:
+) -> ImageGenerator:
     """The generator of ``spec`` with its test-time scaling: ``best_of`` (draw n, a selector keeps the
     best; ``sciir.generation.best_of_n``) and then ``planner`` (a language model plans each prompt first;
     ``sciir.generation.planning``). Generator, selector and planner are each cached.
@@ -203,6 +228,18 @@ class BackendSetDataset(AbstractDataset[None, dict[str, Backend]]):
         return {"kind": self._kind, "members": sorted(self._members), "cache_path": self._cache_path}
 
 
+@overload
+def configured_backend(
+    name: str, kind: Literal["vlm"], conf_source: str | Path = "conf"
+) -> VisionLanguageModel: ...
+@overload
+def configured_backend(
+    name: str, kind: Literal["generator"], conf_source: str | Path = "conf"
+) -> ImageGenerator: ...
+@overload
+def configured_backend(
+    name: str, kind: Kind, conf_source: str | Path = "conf"
+) -> VisionLanguageModel | ImageGenerator: ...
 def configured_backend(name: str, kind: Kind, conf_source: str | Path = "conf") -> Backend:
     """The backend entry ``name`` of the project's ``backends.yml`` (conf/local's replaces conf/base's, as in a
     run), loaded outside a Kedro run (a command line's), with its credentials from conf/local.

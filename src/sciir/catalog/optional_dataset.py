@@ -10,13 +10,19 @@ fails as clearly as a missing file would.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import pandas as pd
 from kedro.io import AbstractDataset
 
+if TYPE_CHECKING:
+    from typing_extensions import TypeIs  # typing's own from Python 3.13
+
 T = TypeVar("T")
+K = TypeVar("K")
+V = TypeVar("V")
 
 
 class MissingInputError(FileNotFoundError):
@@ -55,7 +61,7 @@ class MissingInput:
         raise MissingInputError(self.message())
 
 
-def is_missing_input(value: object) -> bool:
+def is_missing_input(value: object) -> TypeIs[MissingInput]:
     return isinstance(value, MissingInput)
 
 
@@ -72,7 +78,7 @@ def frame_or_empty(value: pd.DataFrame | MissingInput, columns: tuple[str, ...])
     return pd.DataFrame(columns=list(columns)) if isinstance(value, MissingInput) else value
 
 
-def mapping_or_empty(value: dict[str, Any] | MissingInput) -> dict[str, Any]:
+def mapping_or_empty(value: Mapping[K, V] | MissingInput) -> Mapping[K, V]:
     """The mapping (a folder's partitions, a JSON summary), or an empty one when it does not exist (an image
     folder: or is empty)."""
     return {} if isinstance(value, MissingInput) else value

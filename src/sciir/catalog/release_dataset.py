@@ -17,7 +17,7 @@ import json
 import shutil
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import pandas as pd
 import pyarrow as pa
@@ -34,7 +34,8 @@ ARROW_TYPES = {"bool": pa.bool_(), "int64": pa.int64(), "float64": pa.float64(),
 def _features(table: pd.DataFrame) -> dict[str, Any]:
     """Hugging Face feature types of a split's columns: the image, numbers, flags, text."""
     features: dict[str, Any] = {}
-    for name, dtype in table.dtypes.items():
+    for label, dtype in table.dtypes.items():
+        name = cast(str, label)  # a split's columns are named by text
         if name == IMAGE_COLUMN:
             features[name] = {"_type": "Image"}
         elif pd.api.types.is_bool_dtype(dtype) or str(dtype) == "boolean":

@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, cast
 
 import pandas as pd
 
@@ -76,9 +76,10 @@ def figure_rows(
     if problem is not None:
         reason = f"figure {where}: image file {figure['image_path']}: {problem}"
         return [_whole_figure_rejected(figure, methods_text, reason)], {}
+    panels = cast(FigureOutcome, outcome).panels  # a Failed outcome has a reason: it returned above
     rows, images = [], {}
-    for panel_index, panel in enumerate(outcome.panels):
-        rows.append(_outcome_row(figure, methods_text, panel_index, len(outcome.panels), panel, where))
+    for panel_index, panel in enumerate(panels):
+        rows.append(_outcome_row(figure, methods_text, panel_index, len(panels), panel, where))
         if panel.png is not None:
             images[rows[-1]["sample_id"]] = ImageFile.of_bytes(panel.png, f"{rows[-1]['sample_id']}.png")
     return rows, images

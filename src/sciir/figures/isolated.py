@@ -17,7 +17,7 @@ from collections import deque
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from multiprocessing.connection import Connection, wait
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, TypeVar, cast
 
 Item = TypeVar("Item")
 Result = TypeVar("Result")
@@ -162,7 +162,7 @@ class IsolatedPool(Generic[Item, Result]):
                 if outcome is None:
                     continue
                 busy.remove(worker)
-                index, worker.index = worker.index, None
+                index, worker.index = cast(int, worker.index), None  # a busy worker holds an item
                 yield index, outcome[1]
                 idle.append(self._replace(worker) if outcome[0] else worker)
 
@@ -195,4 +195,4 @@ def run_isolated(
     with IsolatedPool(function, limits) as pool:
         for index, result in pool.run(items):
             results[index] = result
-    return results  # type: ignore[return-value]
+    return cast("list[Result | Failed]", results)  # the pool yields every index

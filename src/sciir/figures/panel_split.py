@@ -10,6 +10,7 @@ neighbour, so a plot keeps its title and labels.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import cast
 
 import numpy as np
 from PIL import Image
@@ -100,10 +101,11 @@ def _gutter_segments(has_ink: np.ndarray, min_gutter_px: int, min_part_px: int) 
 def _split(foreground: np.ndarray, box: Box, min_gutter_px: int, min_part_px: int) -> list[Box]:
     """Cut a trimmed box along horizontal gutters, else vertical ones; one box when there is none."""
     region = foreground[box.y0 : box.y1, box.x0 : box.x1]
-    row_segments = _gutter_segments(region.any(axis=1), min_gutter_px, min_part_px)
+    # region is 2-D: along one axis, any() is an array (NumPy types it a scalar too, for 1-D input)
+    row_segments = _gutter_segments(cast(np.ndarray, region.any(axis=1)), min_gutter_px, min_part_px)
     if len(row_segments) > 1:
         return [Box(box.x0, box.y0 + top, box.x1, box.y0 + bottom) for top, bottom in row_segments]
-    col_segments = _gutter_segments(region.any(axis=0), min_gutter_px, min_part_px)
+    col_segments = _gutter_segments(cast(np.ndarray, region.any(axis=0)), min_gutter_px, min_part_px)
     return [Box(box.x0 + left, box.y0, box.x0 + right, box.y1) for left, right in col_segments]
 
 

@@ -64,7 +64,7 @@ def _file_digest(path: str) -> str | None:
 def _settings_fingerprint(settings: CurateParams) -> dict[str, Any]:
     """The settings that change what a figure yields (not where or on how many workers it runs, nor the
     screen, review and near-duplicate settings, which only the later filtering node reads)."""
-    dumped = settings.model_dump(mode="json", exclude=FILTERING_ONLY | {"shards", "cluster"})
+    dumped = settings.model_dump(mode="json", exclude=set(FILTERING_ONLY) | {"shards", "cluster"})
     dumped["workers"].pop("count", None)
     weights = settings.detector.yolo_weights
     # A detector retrained into the same file is another detector: its shards are not resumed.

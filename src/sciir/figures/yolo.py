@@ -75,8 +75,8 @@ def decode_detections(output: np.ndarray, confidence: float, iou: float) -> np.n
     confident = scores >= confidence
     centre_x, centre_y, width, height = anchors[:4, confident]
     corner_boxes = np.stack([centre_x - width / 2, centre_y - height / 2, width, height], axis=1)
-    kept = cv2.dnn.NMSBoxes(corner_boxes.tolist(), scores[confident].tolist(), confidence, iou)
-    kept = np.asarray(kept, dtype=int).reshape(-1)
+    picked = cv2.dnn.NMSBoxes(corner_boxes.tolist(), scores[confident].tolist(), confidence, iou)
+    kept = np.asarray(picked, dtype=int).reshape(-1)
     x0, y0 = corner_boxes[kept, 0], corner_boxes[kept, 1]
     return np.stack([x0, y0, x0 + corner_boxes[kept, 2], y0 + corner_boxes[kept, 3]], axis=1)
 

@@ -53,8 +53,8 @@ class BestOfNGenerator(ImageGenerator):
     def identity(self) -> dict[str, Any]:
         return {**self.inner.identity(), "best_of": self.settings.n, "selector": self.selector.identity()}
 
-    @property
-    def stats(self) -> Mapping[str, float]:
+    @property  # read-only: Model.stats is an attribute only a model sets (a cached model counts in it)
+    def stats(self) -> Mapping[str, float]:  # type: ignore[override]
         """The wrapped generator's counts (its response cache's, when it is cached)."""
         return self.inner.stats
 

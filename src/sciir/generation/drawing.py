@@ -12,7 +12,7 @@ from __future__ import annotations
 import io
 import logging
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -149,7 +149,7 @@ def missing_adapter(model: str, generator: ImageGenerator) -> str | None:
     )
 
 
-def adapter_record(generator: ImageGenerator, finetune_summary: dict[str, Any]) -> dict[str, Any] | None:
+def adapter_record(generator: ImageGenerator, finetune_summary: Mapping[str, Any]) -> dict[str, Any] | None:
     """For a generator that loads a LoRA: its path, plus the finetune run's facts when it is that run's adapter."""
     lora_path = lora_path_of(generator)
     if lora_path is None:
@@ -217,7 +217,7 @@ def draw_every_sample(
     requests_of: RequestsOf,
     sample_order: Sequence[str],
     config: GenerateParams,
-    finetune_summary: dict[str, Any],
+    finetune_summary: Mapping[str, Any],
     meta: dict[str, Any] | None = None,
 ) -> Drawn:
     """Each generator on the requests ``requests_of`` gives it (with the samples never sent and why),

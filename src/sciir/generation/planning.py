@@ -43,8 +43,8 @@ class PlannedGenerator(ImageGenerator):
     def identity(self) -> dict[str, Any]:
         return {**self.inner.identity(), "planner": self.planner.identity()}
 
-    @property
-    def stats(self) -> Mapping[str, float]:
+    @property  # read-only: Model.stats is an attribute only a model sets (a cached model counts in it)
+    def stats(self) -> Mapping[str, float]:  # type: ignore[override]
         """The wrapped generator's response-cache counts, when it is cached (else empty)."""
         return self.inner.stats
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 import hashlib
 import io
 from dataclasses import dataclass
+from typing import cast
 
 import numpy as np
 from PIL import Image, ImageCms
@@ -101,6 +102,12 @@ def _lab_to_srgb() -> ImageCms.ImageCmsTransform:
     return transform
 
 
+def _applied(image: Image.Image, transform: ImageCms.ImageCmsTransform) -> Image.Image:
+    """``image`` converted by ``transform``: a new image (Pillow types the result optional, None being what
+    an in-place conversion returns)."""
+    return cast(Image.Image, ImageCms.applyTransform(image, transform))
+
+
 def to_srgb_colour(colour: Image.Image, icc: bytes | None) -> tuple[Image.Image, bool]:
     """Colour channels (no alpha) as sRGB ``L`` or ``RGB``, and whether the values changed."""
     if icc:
@@ -108,7 +115,7 @@ def to_srgb_colour(colour: Image.Image, icc: bytes | None) -> tuple[Image.Image,
         if transform is None:
             return colour, False
         try:
-            return ImageCms.applyTransform(colour, transform), True
+            return _applied(colour, transform), True
         except (ImageCms.PyCMSError, OSError, ValueError) as error:
             raise UnreadableImageError(
                 f"its embedded ICC profile cannot convert a {colour.mode} image to sRGB",
@@ -117,7 +124,7 @@ def to_srgb_colour(colour: Image.Image, icc: bytes | None) -> tuple[Image.Image,
     if colour.mode in ("L", "RGB"):
         return colour, False
     if colour.mode == "LAB":
-        return ImageCms.applyTransform(colour, _lab_to_srgb()), True
+        return _applied(colour, _lab_to_srgb()), True
     return colour.convert("RGB"), True  # CMYK without a profile, YCbCr, HSV
 
 
@@ -138,7 +145,8 @@ def _flattened(image: Image.Image, icc: bytes | None) -> tuple[Image.Image, list
     colour, colour_changed = to_srgb_colour(colour, icc)
     if colour_changed:
         changes.append("colour-converted")
-    if alpha is not None and alpha.getextrema()[0] < 255:
+    # One band's extrema: (lowest, highest).
+    if alpha is not None and cast("tuple[int, int]", alpha.getextrema())[0] < 255:
         shade = composite_background(colour, alpha)
         background = Image.new(colour.mode, colour.size, shade if colour.mode == "L" else (shade,) * 3)
         colour = Image.composite(colour, background, alpha)

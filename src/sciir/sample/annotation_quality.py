@@ -19,7 +19,7 @@ differently from the drawing: its truth is not its content, so it is left out an
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -140,9 +140,11 @@ def box_iou(first: Sequence[float], second: Sequence[float]) -> float:
 def misjoined(truth: pd.DataFrame, curated: pd.DataFrame) -> set[str]:
     """Sample ids whose curated panel box does not overlap the truth's box of the same panel index."""
     boxes = curated.dropna(subset=["x0"]).set_index("sample_id")[["x0", "y0", "x1", "y1"]]
+    # Each row's fields are typed by the table (pandas-stubs types each as any scalar).
+    rows: Iterable[Any] = truth.itertuples(index=False)
     return {
         row.sample_id
-        for row in truth.itertuples(index=False)
+        for row in rows
         if row.sample_id in boxes.index and box_iou(boxes.loc[row.sample_id].tolist(), row.bbox) < MIN_BOX_IOU
     }
 
@@ -154,13 +156,13 @@ def _json_list(value: Any) -> list[Any]:
     return json.loads(value) if isinstance(value, str) else list(value)
 
 
-def _labels(row: Mapping[str, Any]) -> dict[str, bool | None]:
+def _labels(row: Mapping[Hashable, Any]) -> dict[str, bool | None]:
     return {
         track: None if pd.isna(row[f"label_{track}"]) else bool(row[f"label_{track}"]) for track in TRACKS
     }
 
 
-def _shown(row: Mapping[str, Any]) -> dict[str, bool]:
+def _shown(row: Mapping[Hashable, Any]) -> dict[str, bool]:
     """Per track, whether the annotation gives it terms and visualisations (columns missing: not shown)."""
     return {
         track: bool(_json_list(row.get(f"terms_{track}")))

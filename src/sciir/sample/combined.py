@@ -28,6 +28,7 @@ from sciir.sample.drawing import (
     arrows_shown,
     crop_to_ink,
     font,
+    text_box,
     titled_panel,
 )
 from sciir.sample.renderers import circuit_body, circuit_truth, flow_body, molecule_body, plot_body
@@ -71,21 +72,21 @@ def side_by_side(parts: Sequence[Image.Image], gap: int = PART_GAP_PX) -> Image.
 def text_line(text: str, size: int = EQUATION_PX) -> Image.Image:
     """``text`` in black serif (Tesseract reads a serif "1" as a one), cropped to a small margin."""
     line_font = font(size, serif=True)
-    x0, y0, x1, y1 = line_font.getbbox(text)
+    x0, y0, x1, y1 = text_box(line_font, text)
     canvas = Image.new("RGB", (x1 - x0 + 8, y1 - y0 + 8), WHITE)
     ImageDraw.Draw(canvas).text((4 - x0, 4 - y0), text, fill=INK, font=line_font)
     return canvas
 
 
 def _name_box_size(name: str) -> tuple[int, int]:
-    x0, y0, x1, y1 = font(NAME_PX).getbbox(name)
+    x0, y0, x1, y1 = text_box(font(NAME_PX), name)
     return x1 - x0 + 2 * _NAME_PAD[0], y1 - y0 + 2 * _NAME_PAD[1]
 
 
 def _draw_name_box(draw: ImageDraw.ImageDraw, box: tuple[int, int, int, int], name: str, fill: str) -> None:
     """A pale box without a dark frame (Tesseract skips framed text) holding ``name``."""
     draw.rectangle(box, fill=fill)
-    x0, y0, _, _ = font(NAME_PX).getbbox(name)
+    x0, y0, _, _ = text_box(font(NAME_PX), name)
     draw.text((box[0] + _NAME_PAD[0] - x0, box[1] + _NAME_PAD[1] - y0), name, fill=INK, font=font(NAME_PX))
 
 

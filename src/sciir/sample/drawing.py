@@ -11,6 +11,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
+from typing import cast
 
 from PIL import Image, ImageDraw, ImageFont
 
@@ -63,6 +64,12 @@ def font(size: int, bold: bool = False, serif: bool = False) -> ImageFont.FreeTy
     return ImageFont.truetype(str(Path(matplotlib.get_data_path()) / "fonts" / "ttf" / name), size)
 
 
+def text_box(text_font: ImageFont.FreeTypeFont, text: str) -> tuple[int, int, int, int]:
+    """The box (x0, y0, x1, y1) of ``text`` in ``text_font``, in whole pixels (Pillow types the box float,
+    for text drawn with a fractional stroke width; none is drawn here)."""
+    return cast("tuple[int, int, int, int]", text_font.getbbox(text))
+
+
 def crop_to_ink(image: Image.Image, pad: int = PANEL_PAD_PX) -> Image.Image:
     """Crop white borders away, keeping ``pad`` white pixels around the ink."""
     grey = image.convert("L").point(lambda v: 255 if v < _INK_LEVEL else 0)
@@ -79,7 +86,7 @@ def crop_to_ink(image: Image.Image, pad: int = PANEL_PAD_PX) -> Image.Image:
 def add_title(body: Image.Image, title: str) -> Image.Image:
     """Put ``title`` centred above ``body`` in bold black."""
     title_font = font(TITLE_PX, bold=True)
-    x0, y0, x1, y1 = title_font.getbbox(title)
+    x0, y0, x1, y1 = text_box(title_font, title)
     text_w, text_h = x1 - x0, y1 - y0
     width = max(body.width, text_w + 2 * PANEL_PAD_PX)
     top = PANEL_PAD_PX + text_h + TITLE_GAP_PX

@@ -124,10 +124,12 @@ def molecule_body(
     drawer = rdMolDraw2D.MolDraw2DCairo(*size)
     options = drawer.drawOptions()
     options.useBWAtomPalette()
-    options.minFontSize = 26
-    options.bondLineWidth = 2
+    # rdkit-stubs types each drawing option's setter as taking the options (its generated signature is
+    # (*args, **kwargs), the first being the options themselves); the values are numbers.
+    options.minFontSize = 26  # type: ignore[assignment]
+    options.bondLineWidth = 2  # type: ignore[assignment]
     rotation = rng.choice((0, 90, 180, 270))
-    options.rotate = _upright(molecule, rotation) if upright else rotation
+    options.rotate = _upright(molecule, rotation) if upright else rotation  # type: ignore[assignment]
     drawer.DrawMolecule(molecule)
     drawer.FinishDrawing()
     body = Image.open(io.BytesIO(drawer.GetDrawingText())).convert("RGB")

@@ -14,7 +14,8 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Iterable, Mapping
+from collections.abc import Hashable, Iterable, Mapping
+from typing import Any
 
 import pandas as pd
 
@@ -34,11 +35,11 @@ BENCHMARK_COLUMNS = ("sample_id", "group", "setting", "tracks", "term_count", "p
 TRAIN_COLUMNS = ("sample_id", "prompt", "image_path")
 
 
-def _is_on(label: object) -> bool:
+def _is_on(label: Any) -> bool:
     return label is not None and not pd.isna(label) and bool(label)
 
 
-def active_tracks(row: Mapping[str, object]) -> frozenset[str]:
+def active_tracks(row: Mapping[Hashable, object]) -> frozenset[str]:
     """The tracks whose label is on in an ``annotations`` row (a null label is off)."""
     return frozenset(track for track in TRACKS if _is_on(row.get(f"label_{track}")))
 
@@ -52,7 +53,7 @@ def _json_list(value: object) -> list:
     return json.loads(value) if isinstance(value, str) else []
 
 
-def shown_tracks(row: Mapping[str, object]) -> frozenset[str]:
+def shown_tracks(row: Mapping[Hashable, object]) -> frozenset[str]:
     """The tracks an ``annotations`` row has non-empty terms and visualisations for (C.2); a row without
     the per-track columns (an older table) shows none."""
     return frozenset(
@@ -65,7 +66,8 @@ def shown_tracks(row: Mapping[str, object]) -> frozenset[str]:
 def labelled(annotations: pd.DataFrame) -> pd.DataFrame:
     """``ok`` rows with at least one label, with their active tracks as a column."""
     ok = annotations[annotations["status"] == "ok"].copy()
-    ok["tracks"] = [active_tracks(row) for row in ok.to_dict("records")]
+    # A column of frozensets (an object column): pandas-stubs types a column's values as scalars.
+    ok["tracks"] = [active_tracks(row) for row in ok.to_dict("records")]  # type: ignore[assignment]
     return ok.loc[ok["tracks"].astype(bool)]
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import io
 import json
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -97,7 +97,7 @@ def _same_columns(splits: Mapping[str, pd.DataFrame]) -> dict[str, pd.DataFrame]
         # An empty split (all samples drawn for the benchmark) has no values to give a column its type.
         filled = [table for table in splits.values() if column in table and len(table)]
         kind = next(table[column].dtype for table in filled or splits.values() if column in table)
-        common = {"int64": "Int64", "bool": "boolean"}.get(str(kind), kind)
+        common = {"int64": pd.Int64Dtype(), "bool": pd.BooleanDtype()}.get(str(kind), kind)
         for table in aligned.values():
             table[column] = table[column].astype(common)
     return aligned
@@ -214,6 +214,8 @@ def _group_setting_table(benchmark: pd.DataFrame) -> list[str]:
 
 
 def _attribution_table(sources: pd.DataFrame) -> list[str]:
+    # Each row's fields are typed by the table (pandas-stubs types each as any scalar).
+    records: Iterable[Any] = sources.itertuples(index=False)
     rows = [
         [
             _cell(row.sample_id),
@@ -225,7 +227,7 @@ def _attribution_table(sources: pd.DataFrame) -> list[str]:
             _cell(", ".join(_json_list(row.changes))),
             _link(row.licence_name, row.licence_url),
         ]
-        for row in sources.itertuples(index=False)
+        for row in records
     ]
     return _markdown_table(
         ["sample_id", "split", "DOI", "URL", "figure", "authors", "changes", "licence"], rows

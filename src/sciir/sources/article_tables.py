@@ -165,7 +165,8 @@ def _figure_row(
 
 def _figure_rows(parsed: _ParsedArticle, policy: LicencePolicy, limits: LimitParams) -> list[dict[str, Any]]:
     """A row for every ``<fig>`` of the article, in document order."""
-    rows, seen_ids = [], set()
+    rows: list[dict[str, Any]] = []
+    seen_ids: set[str] = set()
     for figure in parsed.article.figures:
         rows.append(_figure_row(parsed, figure, seen_ids, policy, limits))
         seen_ids.add(figure.figure_id)

@@ -17,6 +17,7 @@ import tarfile
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
+from typing import Any
 
 from sciir.figures.jats_reader import MAX_XML_BYTES
 from sciir.sources.params import MAX_IMAGE_BYTES, MAX_PACKAGE_BYTES, FileLimits
@@ -125,7 +126,7 @@ def unpack_package(package: Path, target: Path, limits: PackageLimits | None = N
             with tarfile.open(package, "r:*") as archive:
                 members = _checked_members(archive, package, limits)
                 # Python's own "data" filter (3.10.12+) checks every path a second time.
-                extra = {"filter": "data"} if hasattr(tarfile, "data_filter") else {}
+                extra: dict[str, Any] = {"filter": "data"} if hasattr(tarfile, "data_filter") else {}
                 archive.extractall(staging, members=members, **extra)
         except (tarfile.TarError, EOFError, OSError) as error:
             raise UnsafePackageError(f"package {package}: cannot unpack: {error}") from error

@@ -93,7 +93,7 @@ def solver_items(questions: pd.DataFrame) -> list[dict[str, Any]]:
     components, from and to (also in the text; given apart so a rule-based reader need not parse prose).
     Never the gold answer."""
     items = []
-    row: Any  # an itertuples row: pandas-stubs types its fields as any scalar, the table's columns fix them
+    row: Any  # an itertuples row: fields typed by the table (pandas-stubs: any scalar)
     for row in questions.itertuples(index=False):
         level, options = int(row.level), question_options(row)
         nodes = [] if options is not None else json.loads(row.nodes)
@@ -206,7 +206,7 @@ def answer_rows(
     ``insufficient`` (it gave the insufficient-information option) only where it answered a question
     that offers one."""
     rows = []
-    row: Any  # an itertuples row: pandas-stubs types its fields as any scalar, the table's columns fix them
+    row: Any  # an itertuples row: fields typed by the table (pandas-stubs: any scalar)
     for row in questions.itertuples(index=False):
         outcome = outcomes[str(row.question_id)]
         insufficient = getattr(row, "insufficient_option", None)
