@@ -26,10 +26,11 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping
 from typing import Any, Literal
 
 import numpy as np
+import numpy.typing as npt
 import pandas as pd
 
 logger = logging.getLogger(__name__)
@@ -105,7 +106,8 @@ def dependency_correctness(verdicts: pd.DataFrame, policy: UnjudgedPolicy = "exc
         filtered = _filter_by_parents(
             dict(zip(qids, correct.loc[rows.index], strict=True)), parents, str(unit)
         )
-        result.loc[rows.index] = [filtered[qid] for qid in qids]
+        # pandas-stubs takes no list for the values of .loc[labels] (pandas does)
+        result.loc[rows.index] = [filtered[qid] for qid in qids]  # type: ignore[call-overload]
     return result
 
 
@@ -140,9 +142,10 @@ def unit_score(
 def with_unit_scores(table: pd.DataFrame, rule: AggregationRule) -> pd.DataFrame:
     """``table`` (one row per unit with ``n_questions``, ``n_counted`` and ``n_correct``) plus each unit's
     score and weight."""
+    # Each row's fields are typed by the table (pandas-stubs types each as any scalar).
+    rows: Iterable[Any] = table.itertuples()
     pairs = [
-        unit_score(int(row.n_questions), int(row.n_counted), float(row.n_correct), rule)
-        for row in table.itertuples()
+        unit_score(int(row.n_questions), int(row.n_counted), float(row.n_correct), rule) for row in rows
     ]
     return table.assign(score=[score for score, _ in pairs], weight=[weight for _, weight in pairs])
 
@@ -166,7 +169,7 @@ def prompt_scores(
     return with_unit_scores(table, rule)
 
 
-def weighted_mean(scores: Sequence[float] | np.ndarray, weights: Sequence[float] | np.ndarray) -> float:
+def weighted_mean(scores: npt.ArrayLike, weights: npt.ArrayLike) -> float:
     """Sum of score x weight over the sum of weights (NaN when nothing carries weight)."""
     scores, weights = np.asarray(scores, dtype=float), np.asarray(weights, dtype=float)
     total = weights.sum()

@@ -117,7 +117,9 @@ def no_examination(reason: str) -> tuple[pd.DataFrame, pd.DataFrame, dict[str, A
     """Empty ``aibench_answers`` and ``aesthetics_ratings`` and an empty run summary, with one log line
     saying why the examination did not run."""
     logger.info("AIBench examination skipped: %s", reason)
-    summary = {"missing_images": {}, "failed_requests": {}, "ignored_answers": [], "cache": {}}
+    summary: dict[str, Any] = {
+        "missing_images": {}, "failed_requests": {}, "ignored_answers": [], "cache": {}
+    }
     return answers_frame([]), aesthetics_frame([]), summary
 
 

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+from typing import Any
+
 import pandas as pd
 
 from sciir.stats.correlation import COEFFICIENTS, KendallVariant, value_column
@@ -46,7 +49,9 @@ def summarise_correlations(
     metrics |= _numeric_cells(
         comparisons, "compare." + comparisons["metric_a"] + "_vs_" + comparisons["metric_b"]
     )
-    metrics |= {f"agreement.{row.statistic}": float(row.value) for row in agreement.itertuples(index=False)}
+    # Each row's fields are typed by the table (pandas-stubs types each as any scalar).
+    rows: Iterable[Any] = agreement.itertuples(index=False)
+    metrics |= {f"agreement.{row.statistic}": float(row.value) for row in rows}
     metrics["rated_images"] = float(ratings["image_id"].nunique())
     metrics["raters"] = float(ratings["rater_id"].nunique())
     return metrics

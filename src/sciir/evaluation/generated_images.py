@@ -90,7 +90,7 @@ def folder_images(folder: Path) -> dict[str, Callable[[], ImageFile]]:
     return loaders
 
 
-def image_source(generations: ImageFiles, images_dir: str | None) -> ImageFiles:
+def image_source(generations: ImageLoaders, images_dir: str | None) -> ImageLoaders:
     """The images to use: the ``images_dir`` folder when set, else the ``generations`` dataset."""
     return folder_images(Path(images_dir)) if images_dir else generations
 

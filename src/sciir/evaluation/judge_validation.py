@@ -174,6 +174,7 @@ def _image_truths(benchmark: pd.DataFrame, manifest: pd.DataFrame) -> dict[tuple
         if isinstance(row.plan, str)
     }
     truths: dict[tuple[str, str], ImageTruth] = {}
+    row: Any  # an itertuples row: fields typed by the table (pandas-stubs: any scalar)
     for row in manifest[manifest["status"] == "ok"].itertuples(index=False):
         truth = image_truth(plans.get(str(row.sample_id), {}), json.loads(row.meta or "{}"))
         if truth is not None:

@@ -24,7 +24,7 @@ import pandas as pd
 from sciir.backends.base import Deferred, VisionLanguageModel, VLMRequest, VLMResult
 from sciir.evaluation.generated_images import (
     ExpectedImage,
-    ImageFiles,
+    ImageLoaders,
     ManifestEntries,
     PayloadLoaders,
     image_payloads,
@@ -82,10 +82,12 @@ def judge_jobs(benchmark: pd.DataFrame, checklists: pd.DataFrame, models: Sequen
     without = [sample for sample in benchmark["sample_id"] if sample not in questions]
     what = "benchmark samples have no checklist questions (not judged)"
     log_list(logger, logging.WARNING, what, [str(sample) for sample in without], "samples_without_questions")
+    # Each row's fields are typed by the table (pandas-stubs types each as any scalar).
+    rows: list[Any] = list(benchmark.itertuples(index=False))
     return [
         ImageJob(model, row.sample_id, row.prompt, questions[row.sample_id])
         for model in models
-        for row in benchmark.itertuples(index=False)
+        for row in rows
         if row.sample_id in questions
     ]
 
@@ -146,7 +148,9 @@ def _judge_stream(
             parsed[position] = parse_judge_reply(result, chunk, job.model, job.sample_id)
 
         requests = _judge_requests(jobs, images, run, questions_per_request, sent, progress)
-        judge.stream(requests, arrived, window)
+        # A Deferred request comes only of a file known beside the response cache (``judge_images``):
+        # the judge is then a cached one, whose stream takes it (Model.stream does not).
+        judge.stream(requests, arrived, window)  # type: ignore[arg-type]
     if sent:
         raise RuntimeError(f"the judge left {len(sent)} requests without a result")
     for position in sorted(parsed):
@@ -204,7 +208,7 @@ def verdicts_from_file(
 def judge_images(
     benchmark: pd.DataFrame,
     checklists: pd.DataFrame,
-    images: ImageFiles,
+    images: ImageLoaders,
     manifest: ManifestEntries,
     judge: VisionLanguageModel,
     window: int | None,

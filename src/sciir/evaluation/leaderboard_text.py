@@ -64,7 +64,8 @@ def coverage_note(board: pd.DataFrame) -> str | None:
 def leaderboard_text(board: pd.DataFrame) -> str:
     """Every rule's leaderboard with its heading, then the coverage sentence when coverage is partial."""
     blocks = [
-        f"SciIR leaderboard ({_RULE_HEADINGS.get(rule, rule)}, 95% bootstrap interval, n = samples counted; "
+        f"SciIR leaderboard ({_RULE_HEADINGS.get(str(rule), rule)}, 95% bootstrap interval, "
+        "n = samples counted; "
         f"coverage = share of questions judged)\n\n{format_leaderboard(rows)}"
         for rule, rows in board.groupby("aggregation", sort=False)
     ]
@@ -77,8 +78,10 @@ def print_run_summary(catalog: Any, project_path: Path, runtime_params: dict[str
     folder of images or verdicts file (``runtime_params``) has its report in its own results folder."""
     board = catalog.load("leaderboard")
     evaluate = (runtime_params or {}).get("evaluate") or {}
-    scope = (evaluate.get(name) for name in ("benchmark", "images_dir", "verdicts_file"))
-    folder = results_folder(*scope, "data/08_reporting")
+    benchmark, images_dir, verdicts_file = (
+        evaluate.get(name) for name in ("benchmark", "images_dir", "verdicts_file")
+    )
+    folder = results_folder(benchmark, images_dir, verdicts_file, "data/08_reporting")
     report = project_path / folder / "report" / "index.html"
     print(f"\n{leaderboard_text(board)}")
     print(f"\nReport: {report}")

@@ -85,7 +85,9 @@ def ask_per_image(
                 del waiting[number]
                 progress.add(Asked(jobs[number], results[number]))
 
-        model.stream(requests(), arrived, window)
+        # A Deferred request comes only of a file known beside the response cache (``known``): the model is
+        # then a cached one, whose stream takes it (Model.stream does not).
+        model.stream(requests(), arrived, window)  # type: ignore[arg-type]
     if sent:
         raise RuntimeError(f"backend left {len(sent)} requests without a result")
     return [Asked(job, results.get(number, {}), unavailable.get(number)) for number, job in enumerate(jobs)]

@@ -11,7 +11,7 @@ import io
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
@@ -21,7 +21,7 @@ if TYPE_CHECKING:
 
 PLOTS = "plots"  # the report folder's folder of plots
 # The save_args of the plots' MatplotlibDataset entries (conf/base/catalog*.yml): the report's copies match.
-PNG_SAVE_ARGS = {"dpi": 110, "bbox_inches": "tight"}
+PNG_SAVE_ARGS: dict[str, Any] = {"dpi": 110, "bbox_inches": "tight"}
 
 
 @dataclass(frozen=True)

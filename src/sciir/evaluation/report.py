@@ -22,7 +22,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cache, partial
 from pathlib import PurePosixPath
-from typing import Any
+from typing import Any, cast
 
 import pandas as pd
 from jinja2 import Environment, PackageLoader, select_autoescape
@@ -113,10 +113,17 @@ def _breakdown_cells(
     tables = [breakdown_table(scores, breakdown, column) for column in ("score", "ci_low", "ci_high")]
     values = [column for column in tables[0].columns if column != "model"]
     rows = [
-        (str(model), [tuple(float(table.at[index, value]) for table in tables) for value in values])
+        (str(model), [_cell_interval(tables, index, value) for value in values])
         for index, model in enumerate(tables[0]["model"])
     ]
     return values, rows
+
+
+def _cell_interval(tables: list[pd.DataFrame], index: int, value: str) -> Interval:
+    """(score, low, high): the cell at ``index``, ``value`` of each of the three tables (a number, which
+    pandas-stubs types as any scalar)."""
+    score, low, high = (float(cast(float, table.at[index, value])) for table in tables)
+    return score, low, high
 
 
 def breakdown_intervals(title: str, scores: pd.DataFrame, breakdown: str) -> Table:

@@ -13,7 +13,7 @@ from typing import Any
 import pandas as pd
 
 from sciir.backends.base import CONTESTANT
-from sciir.evaluation.generated_images import ImageFiles
+from sciir.evaluation.generated_images import ImageLoaders
 from sciir.evaluation.params import EvaluateParams
 from sciir.evaluation.plots import Plot, figure_png, plot_group_heatmap, plot_track_pass_rates
 from sciir.evaluation.report import (
@@ -111,7 +111,7 @@ def evaluate_report(
     verdicts: pd.DataFrame,
     checklists: pd.DataFrame,
     benchmark: pd.DataFrame,
-    images: ImageFiles,
+    images: ImageLoaders,
     judge_summary: Mapping[str, Any],
     config: EvaluateParams,
     source: Mapping[str, str] | None = None,
@@ -125,7 +125,9 @@ def evaluate_report(
     track_bars, group_heatmap = report_plots(leaderboard, evaluate_scores, rule)
     boards = [
         replace(
-            leaderboard_table(f"Leaderboard ({RULE_LABELS[name]}, 95% interval, n = samples counted)", rows),
+            leaderboard_table(
+                f"Leaderboard ({RULE_LABELS[str(name)]}, 95% interval, n = samples counted)", rows
+            ),
             plot=track_bars if name == rule else None,
         )
         for name, rows in leaderboard.groupby("aggregation", sort=False)

@@ -13,7 +13,7 @@ import hashlib
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 import pandas as pd
 
@@ -125,12 +125,14 @@ class ImageViews:
     def of_model(self, model: str) -> list[ImageView]:
         """``model``'s views, one per sample it has verdicts for, in sample order."""
         results: dict[str, list[tuple[str, str, str]]] = {}
+        row: Any  # an itertuples row: fields typed by the table (pandas-stubs: any scalar)
         for row in self.scores.get(model, pd.DataFrame()).itertuples(index=False):
             results.setdefault(row.sample_id, []).append(
                 (row.track, _result_label(row.passed), _defect_note(row.track, row.checklist_defect))
             )
         views = []
-        for sample_id, rows in self.checks[model].groupby("sample_id", sort=True):
+        for key, rows in self.checks[model].groupby("sample_id", sort=True):
+            sample_id = cast(str, key)  # a text column
             facts = self.samples.get(sample_id, UNKNOWN_SAMPLE)
             thumbnail, note = self.images[f"{model}/{sample_id}"]
             views.append(

@@ -70,6 +70,7 @@ def aibench_stage_metrics(
     missing images; for the judge its failed requests per task, ignored answers and cache counts."""
     metrics = metrics_from_table(aibench_scores, lambda model, column: f"{model}.{column}")
     metrics |= metrics_from_table(aesthetics_scores, lambda model, column: f"{model}.aesthetics.{column}")
+    row: Any  # an itertuples row: fields typed by the table (pandas-stubs: any scalar)
     for row in baseline_summary(baseline_scores).itertuples(index=False):
         metrics[f"{row.model}.{row.metric}"] = float(row.mean)
         metrics[f"{row.model}.{row.metric}.coverage"] = float(row.coverage)

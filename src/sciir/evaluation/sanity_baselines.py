@@ -82,7 +82,7 @@ def _white_like(entry: Any) -> Image.Image:
 
 def baseline_roles(config: EvaluateParams) -> dict[str, str]:
     """Model -> ``reference`` for the blank baseline (when enabled) and the reference folders."""
-    roles = dict.fromkeys(config.reference_models, REFERENCE)
+    roles: dict[str, str] = dict.fromkeys(config.reference_models, REFERENCE)
     return roles | ({BLANK: REFERENCE} if config.blank.enabled else {})
 
 

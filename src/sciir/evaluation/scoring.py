@@ -29,6 +29,7 @@ samples (a score over none is NaN, shown as n/a). Coverage is judged questions /
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -178,9 +179,9 @@ def _veto_results(verdicts: pd.DataFrame, benchmark: pd.DataFrame, policy: Unjud
     counts = _category_counts(verdicts)
     categories = pd.concat([counts, _defect_rows(counts, labelled_tracks(benchmark))], ignore_index=True)
     categories["checklist_defect"] = categories["n_questions"] == 0
-    categories["passed"] = [
-        category_pass(row.n_questions, row.n_judged, row.n_yes, policy) for row in categories.itertuples()
-    ]
+    # Each row's fields are typed by the table (pandas-stubs types each as any scalar).
+    rows: Iterable[Any] = categories.itertuples()
+    categories["passed"] = [category_pass(row.n_questions, row.n_judged, row.n_yes, policy) for row in rows]
     return categories
 
 
@@ -359,6 +360,7 @@ def model_metrics(scores: pd.DataFrame, model: str) -> dict[str, float]:
     than the primary (first) one start with the rule's name."""
     primary = rules_in(scores)[0] if len(scores) else ""
     metrics: dict[str, float] = {}
+    row: Any  # an itertuples row: fields typed by the table (pandas-stubs: any scalar)
     for row in scores[scores["model"] == model].itertuples(index=False):
         prefix = _metric_prefix(row.aggregation, primary)
         name = prefix + (row.value if row.breakdown == "track" else f"{row.breakdown}.{row.value}")

@@ -6,7 +6,7 @@ column; an unreadable verdict or a question answered twice is a failed row with 
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Hashable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -57,7 +57,7 @@ def read_verdict_value(value: Any) -> str | None:
     raise ValueError(f"unreadable verdict {value!r} (expected yes/no, true/false, 1/0, or empty to abstain)")
 
 
-def _file_row(record: Mapping[str, Any], where: str) -> dict[str, Any]:
+def _file_row(record: Mapping[Hashable, Any], where: str) -> dict[str, Any]:
     """Verdict, status and reason of one file row (evidence and reasoning kept when the file has them)."""
     row = {
         "evidence": optional_text(record.get("evidence")),

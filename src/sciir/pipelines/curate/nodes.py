@@ -7,7 +7,7 @@ or holds no content.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 import pandas as pd
 
@@ -31,7 +31,8 @@ def curate_figures(
     """
     settings = CurateParams.model_validate(params)
     methods_by_article = dict(zip(articles["article_id"], articles["methods_text"], strict=True))
-    kept = figures[figures["status"] == "kept"].to_dict("records")
+    rows = figures[figures["status"] == "kept"].to_dict("records")
+    kept = cast("list[dict[str, Any]]", rows)  # the table's columns are named by text
     methods = [methods_by_article.get(figure["article_id"]) for figure in kept]
     return curate_in_shards(kept, methods, settings)
 

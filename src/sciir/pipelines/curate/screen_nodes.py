@@ -10,7 +10,7 @@ from __future__ import annotations
 import io
 import json
 import logging
-from typing import Any
+from typing import Any, cast
 
 import pandas as pd
 from PIL import Image
@@ -47,6 +47,11 @@ def _kept(table: pd.DataFrame) -> pd.Index:
     return table.index[table["status"] == "kept"]
 
 
+def _sample_id(table: pd.DataFrame, index: Any) -> str:
+    """The sample id of the panel at ``index`` (a text column; pandas-stubs types a cell as any scalar)."""
+    return cast(str, table.at[index, "sample_id"])
+
+
 def reject_caption_cues(table: pd.DataFrame, settings: CurateParams) -> None:
     """Default deny: a kept panel whose caption holds a clinical or patient cue is rejected with the cue."""
     for index in _kept(table):
@@ -62,14 +67,14 @@ def _panel_image(images: dict[str, Any], sample_id: str) -> Image.Image:
 def reject_near_duplicates(table: pd.DataFrame, images: dict[str, Any], max_distance: int) -> None:
     """Hash every kept panel; a later near-copy of an earlier kept panel is rejected naming the original."""
     kept = list(_kept(table))
-    hashes = [phash(_panel_image(images, table.at[index, "sample_id"])) for index in kept]
+    hashes = [phash(_panel_image(images, _sample_id(table, index))) for index in kept]
     for index, value in zip(kept, hashes, strict=True):
         table.at[index, "phash"] = hex_hash(value)
     for index, copy in zip(kept, first_copies(hashes, max_distance), strict=True):
         if copy is not None:
             original, distance = kept[copy[0]], copy[1]
             reason = (
-                f"{_where(table.loc[index])}: near-duplicate of {table.at[original, 'sample_id']} "
+                f"{_where(table.loc[index])}: near-duplicate of {_sample_id(table, original)} "
                 f"(pHash distance {distance} <= {max_distance})"
             )
             _reject(table, index, reason)
@@ -83,7 +88,7 @@ def screen_verdicts(
     results: dict[int, VLMResult] = {}
     requests = (
         screen_request(
-            image_file(images[table.at[index, "sample_id"]]).read(),
+            image_file(images[_sample_id(table, index)]).read(),
             str(table.at[index, "caption"] or ""),
             settings.screen,
         )
@@ -148,13 +153,13 @@ def apply_screen(
             elif reviewed[0] == "REJECT":
                 _reject(table, index, f"{_where(row)}: manual review REJECT: {reviewed[1] or verdict.reason}")
     sampled = spot_check_sample(
-        [table.at[index, "sample_id"] for index in model_keeps],
+        [_sample_id(table, index) for index in model_keeps],
         settings.review.spot_check_share,
         settings.review.seed,
     )
     reviewed_count = false_positives = 0
     for index in model_keeps:
-        sample = table.at[index, "sample_id"]
+        sample = _sample_id(table, index)
         if sample not in sampled:
             continue
         reviewed = decisions.get(sample)
@@ -203,7 +208,7 @@ def screen_panels(
     if rate.flagged:
         logger.warning(
             "spot check: false-positive rate %.1f%% (%d of %d reviewed KEEPs) is above %.0f%%: refine the "
-            "screen prompt (SciIR B.3)", 100 * rate.rate, rate.false_positives, rate.reviewed,
+            "screen prompt (SciIR B.3)", 100 * cast(float, rate.rate), rate.false_positives, rate.reviewed,
             100 * rate.max_rate,
         )  # fmt: skip
     table["screen_confidence"] = pd.to_numeric(table["screen_confidence"])

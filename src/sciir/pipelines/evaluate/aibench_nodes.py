@@ -72,7 +72,9 @@ def examine_images(
         return no_examination(skip)
     settings = AIBenchParams.model_validate(params)
     images = with_blank(images, [str(sample) for sample in aibench_set["sample_id"]], config.blank)
-    return examine_illustrations(images, manifest, aibench_set, aibench_qa, judge, settings.window)
+    # examination_skip found them: the manifest, the AIBench set and its questions exist
+    tables = cast("tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]", (manifest, aibench_set, aibench_qa))
+    return examine_illustrations(images, *tables, judge, settings.window)
 
 
 def score_aibench(
@@ -100,8 +102,7 @@ def vqascore_backend(settings: VQAScoreSettings) -> VisionLanguageModel:
     """The configured VQA model, built like a catalog backend (cached when ``cache_path`` is set)."""
     cache = ResponseCache(settings.cache_path) if settings.cache_path else None
     spec = {"backend": settings.backend, **settings.config}
-    # kind "vlm" builds only vision-language models (the registry checks the class)
-    return cast(VisionLanguageModel, make_backend("vqascore", "vlm", spec, cache, None))
+    return make_backend("vqascore", "vlm", spec, cache, None)  # "vlm": the registry checks the class
 
 
 def baseline_metrics(

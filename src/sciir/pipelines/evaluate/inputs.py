@@ -20,7 +20,7 @@ from typing import Any
 import pandas as pd
 
 from sciir.catalog.optional_dataset import MissingInput, frame_or_empty, is_missing_input, mapping_or_empty
-from sciir.evaluation.generated_images import ImageFiles, image_source, manifest_roles
+from sciir.evaluation.generated_images import ImageLoaders, image_source, manifest_roles
 from sciir.evaluation.params import EvaluateParams
 from sciir.evaluation.sanity_baselines import roles_with_baselines
 from sciir.runs.results_folder import SAMPLE_BENCHMARK
@@ -72,7 +72,9 @@ def evaluation_inputs(
             len(tables.choice_questions),
         )
         source = {"name": tables.name, "sha256": tables.sha256, "source": str(path)}
-        outputs = (tables.benchmark, tables.checklists, *_file_examination(tables), source)
+        outputs: tuple[Any, Any, Any, Any, dict[str, str]] = (
+            tables.benchmark, tables.checklists, *_file_examination(tables), source
+        )
     else:
         known = [table for table in (benchmark, checklists) if not is_missing_input(table)]
         source = {"name": SAMPLE_BENCHMARK, "sha256": table_sha256(*known), "source": "catalog"}
@@ -133,11 +135,11 @@ def model_roles(generation_manifest: pd.DataFrame | MissingInput, params: dict[s
 
 def examined_images(
     config: EvaluateParams,
-    aibench_generations: ImageFiles | MissingInput,
+    aibench_generations: ImageLoaders | MissingInput,
     aibench_generation_manifest: pd.DataFrame | MissingInput,
-    generations: ImageFiles | MissingInput,
+    generations: ImageLoaders | MissingInput,
     generation_manifest: pd.DataFrame | MissingInput,
-) -> tuple[ImageFiles, pd.DataFrame | MissingInput]:
+) -> tuple[ImageLoaders, pd.DataFrame | MissingInput]:
     """The illustrations the AIBench examination reads and their manifest: for a benchmark file, the
     file's own images (``images_dir``, without a manifest, or the generations with theirs), since its
     questions are about what was drawn from its prompts; else the AIBench set's illustrations."""

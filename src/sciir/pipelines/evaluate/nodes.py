@@ -26,6 +26,7 @@ from sciir.backends.base import VisionLanguageModel
 from sciir.catalog.optional_dataset import MissingInput, is_missing_input, mapping_or_empty, supplied
 from sciir.evaluation.generated_images import (
     ImageFiles,
+    ImageLoaders,
     image_source,
     manifest_entries,
     missing_image_table,
@@ -76,7 +77,7 @@ def judge_generations(
     checklists = supplied(checklists, "evaluate: no checklists", BENCHMARK_FILE)
     if checklists.empty:
         return no_checklist_questions(checklists, judge)
-    images = image_source(mapping_or_empty(generations), config.images_dir)
+    images: ImageLoaders = image_source(mapping_or_empty(generations), config.images_dir)
     # The manifest describes the generations folder only, not a folder the user points at.
     manifest = {} if config.images_dir else manifest_entries(manifest_or_empty(generation_manifest))
     warn_if_no_image(images, manifest, config.images_dir or _folder_of(generations))

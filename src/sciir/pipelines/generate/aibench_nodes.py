@@ -12,11 +12,12 @@ SciIR-Bench generation, so a rerun draws only what is missing.
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 from typing import Any
 
 import pandas as pd
 
-from sciir.backends.base import ImageGenerator
+from sciir.backends.base import GenerationRequest, ImageGenerator
 from sciir.catalog.image_dataset import EncodedImage
 from sciir.catalog.optional_dataset import MissingInput, is_missing_input, mapping_or_empty
 from sciir.generation.aibench_requests import aibench_generators, aibench_reference_requests, aibench_requests
@@ -73,8 +74,12 @@ def generate_aibench_images(
     if not selected:
         return _nothing_drawn("no generator is selected")
     requests, unsent = aibench_requests(aibench_set, config)
-    planned, unplanned = aibench_reference_requests(requests, aibench_graphs)
-    by_role = {"contestant": (requests, unsent), "reference": (planned, {**unsent, **unplanned})}
+    # A missing aibench_graphs raises MissingInputError, naming it, where it is first used.
+    planned, unplanned = aibench_reference_requests(requests, aibench_graphs)  # type: ignore[arg-type]
+    by_role: dict[str, tuple[Sequence[GenerationRequest], dict[str, str]]] = {
+        "contestant": (requests, unsent),
+        "reference": (planned, {**unsent, **unplanned}),
+    }
     drawn = draw_every_sample(
         selected,
         lambda generator: by_role[generator.role],

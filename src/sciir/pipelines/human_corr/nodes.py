@@ -60,10 +60,10 @@ def collect_ratings(
     if config.ratings.source == "file":
         return file_ratings(config, None if is_missing_input(benchmark) else benchmark)
     missing = "human_corr: no oracle ratings"
-    tables = [
+    manifest, samples, panels, figure_rows = (
         supplied(table, missing, RATINGS_FILE) for table in (generation_manifest, benchmark, curated, figures)
-    ]
-    return oracle_ratings(*tables, config.ratings)
+    )
+    return oracle_ratings(manifest, samples, panels, figure_rows, config.ratings)
 
 
 def collect_metric_scores(sample_scores: pd.DataFrame | MissingInput, params: dict[str, Any]) -> pd.DataFrame:
