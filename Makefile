@@ -60,6 +60,7 @@ run: setup
 
 test: setup browser
 	$(VENV)/bin/ruff check src tests benchmarks
+	$(VENV)/bin/mypy
 	# The documentation site (mkdocs.yml) into site/: a broken link, anchor or page, or an unreadable docstring, fails it
 	# (not -q: it would hide the warnings that --strict counts, and the build would pass).
 	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict

@@ -104,7 +104,9 @@ def checklist_ids(text: str) -> list[str]:
     return found
 
 
-def checklist_responder(verdict_for: Callable[[str], str | None], note: str = "scripted") -> Responder:
+def checklist_responder(
+    verdict_for: Callable[[str], str | None], note: str = "scripted"
+) -> Callable[[dict[str, Any]], str]:
     """A responder answering every checklist question in a SciIR judge request with ``verdict_for(id)``."""
 
     def answer(request: dict[str, Any]) -> str:

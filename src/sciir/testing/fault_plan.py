@@ -8,6 +8,7 @@ import random
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
+from typing import cast
 
 
 class ServerFault(StrEnum):
@@ -92,12 +93,13 @@ class FaultPlan:
 
     def fault_for(self, index: int, rng: random.Random) -> ServerFault | None:
         """The fault to inject into the ``index``-th chat-completions request, if any."""
+        # __post_init__ made every fault a ServerFault and latency_s a (low, high) range.
         if index < len(self.script):
-            return self.script[index]
+            return cast("ServerFault | None", self.script[index])
         draw = rng.random()
         for fault, probability in self.probabilities.items():
             if draw < probability:
-                return fault
+                return cast(ServerFault, fault)
             draw -= probability
         return None
 
@@ -106,5 +108,5 @@ class FaultPlan:
         if self.latency_lognormal is not None:
             median, p95 = self.latency_lognormal
             return rng.lognormvariate(math.log(median), lognormal_sigma(median, p95))
-        low, high = self.latency_s
+        low, high = cast("tuple[float, float]", self.latency_s)
         return low if low == high else rng.uniform(low, high)

@@ -13,7 +13,7 @@ needs a video processor, whose class requires torchvision (see :mod:`sciir.backe
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 if TYPE_CHECKING:
     from transformers import Qwen2_5_VLForConditionalGeneration, Qwen2Tokenizer, Qwen2VLImageProcessorPil
@@ -69,7 +69,9 @@ def build_tiny_model(tokenizer: Qwen2Tokenizer, seed: int = 0) -> Qwen2_5_VLForC
     import torch
     from transformers import Qwen2_5_VLConfig, Qwen2_5_VLForConditionalGeneration
 
-    token_id = tokenizer.convert_tokens_to_ids
+    def token_id(token: str) -> int:
+        return cast(int, tokenizer.convert_tokens_to_ids(token))  # typed int | list[int]: one token, one id
+
     text_config = {
         "vocab_size": len(tokenizer),
         "hidden_size": 32,

@@ -118,7 +118,8 @@ def save_checkpoint(
         {"torch": torch.get_rng_state(), "generator": generator.get_state()}, folder / RANDOM_TENSORS_FILE
     )
     states = {
-        "numpy": _numpy_state_to_json(np.random.get_state()),
+        # get_state() is the legacy tuple (legacy=True by default); numpy's first overload says a dict
+        "numpy": _numpy_state_to_json(np.random.get_state()),  # type: ignore[arg-type]
         "python": _python_state_to_json(random.getstate()),
     }
     (folder / PROGRESS_FILE).write_text(json.dumps(dict(progress) | {"random_states": states}) + "\n")

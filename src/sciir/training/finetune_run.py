@@ -9,7 +9,7 @@ import logging
 import tempfile
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import pandas as pd
 
@@ -45,7 +45,8 @@ def training_rows(train_split: pd.DataFrame, limit: int) -> list[dict[str, Any]]
     missing = [column for column in TRAIN_COLUMNS if column not in train_split.columns]
     if missing:
         raise ValueError(f"the training data lacks column(s) {missing}; expected {list(TRAIN_COLUMNS)}")
-    return train_split.loc[:, list(TRAIN_COLUMNS)].head(limit).to_dict("records")
+    records = train_split.loc[:, list(TRAIN_COLUMNS)].head(limit).to_dict("records")
+    return cast("list[dict[str, Any]]", records)  # the columns of TRAIN_COLUMNS
 
 
 def _no_usable_images_error(n_rows: int, skipped: list[SkippedImage]) -> ValueError:

@@ -27,7 +27,10 @@ from sciir.training.training_images import TrainingImage
 
 if TYPE_CHECKING:
     import torch
-    from diffusers import QwenImagePipeline, QwenImageTransformer2DModel
+
+    # From their modules: `from diffusers import ...` gives a type checker diffusers' dummy objects.
+    from diffusers.models.transformers.transformer_qwenimage import QwenImageTransformer2DModel
+    from diffusers.pipelines.qwenimage.pipeline_qwenimage import QwenImagePipeline
 
 # The attention projections of both streams (image and text) of every Qwen-Image block.
 FLOW_LORA_TARGET_MODULES = ("to_q", "to_k", "to_v", "to_out.0", "add_q_proj", "add_k_proj", "add_v_proj")

@@ -20,7 +20,10 @@ from sciir.training.recipe import LoraRecipe
 
 if TYPE_CHECKING:
     import torch
-    from diffusers import FluxPipeline, FluxTransformer2DModel
+
+    # From their modules: `from diffusers import ...` gives a type checker diffusers' dummy objects.
+    from diffusers.models.transformers.transformer_flux import FluxTransformer2DModel
+    from diffusers.pipelines.flux.pipeline_flux import FluxPipeline
 
 # T5 tokens of a caption: FluxPipeline's default max_sequence_length, so training sees prompts as generation does.
 FLUX_TEXT_TOKENS = 512
@@ -53,7 +56,7 @@ def flux_loss_at(
     batch, _, height, width = latents.shape
     states = examples.caption_embeds[indices]
     guidance = None
-    if transformer.config.guidance_embeds:
+    if transformer.config["guidance_embeds"]:
         guidance = torch.full((batch,), FLUX_GUIDANCE, device=latents.device)
     image_ids = FluxPipeline._prepare_latent_image_ids(
         batch, height // 2, width // 2, latents.device, latents.dtype

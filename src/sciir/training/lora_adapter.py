@@ -22,7 +22,8 @@ def lora_config(rank: int, alpha: float | None, target_modules: Iterable[str]) -
 
     return LoraConfig(
         r=rank,
-        lora_alpha=rank if alpha is None else alpha,
+        # peft types lora_alpha int; a float works alike (its scale is lora_alpha / r)
+        lora_alpha=rank if alpha is None else alpha,  # type: ignore[arg-type]
         init_lora_weights="gaussian",
         target_modules=list(target_modules),
     )
@@ -36,7 +37,7 @@ def peft_lora_layers(model: torch.nn.Module) -> dict[str, torch.Tensor]:
 
 
 def save_diffusers_lora(
-    pipeline_class: type, component: str, model: torch.nn.Module, folder: str | Path
+    pipeline_class: type[Any], component: str, model: torch.nn.Module, folder: str | Path
 ) -> Path:
     """Save the LoRA of the pipeline's ``component`` (``unet``, ``transformer``) with diffusers' writer
     for ``pipeline_class``, with its peft configuration (so a reload gets its alpha), as safetensors with
@@ -74,5 +75,6 @@ def canonical_safetensors_header(path: Path) -> None:
 def lora_adapter_metadata(model: torch.nn.Module) -> dict[str, Any]:
     """The LoRA's peft configuration for the adapter file (so a reload gets its alpha), sets as sorted
     lists: a set's order changes between processes, and the file's bytes would change with it."""
-    config = model.peft_config["default"].to_dict()
+    # peft_config: set on the model by peft (add_adapter); torch types an unknown attribute Tensor | Module
+    config = model.peft_config["default"].to_dict()  # type: ignore[index,union-attr]
     return {key: sorted(value) if isinstance(value, set) else value for key, value in config.items()}

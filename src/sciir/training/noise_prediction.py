@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 
@@ -29,7 +29,11 @@ from sciir.training.training_images import TrainingImage
 
 if TYPE_CHECKING:
     import torch
-    from diffusers import AutoencoderKL, DDPMScheduler, UNet2DConditionModel
+
+    # From their modules: `from diffusers import ...` gives a type checker diffusers' dummy objects.
+    from diffusers.models.autoencoders.autoencoder_kl import AutoencoderKL
+    from diffusers.models.unets.unet_2d_condition import UNet2DConditionModel
+    from diffusers.schedulers.scheduling_ddpm import DDPMScheduler
     from transformers import CLIPTextModel, CLIPTextModelWithProjection, CLIPTokenizer
 
 LORA_TARGET_MODULES = ("to_k", "to_q", "to_v", "to_out.0")
@@ -52,7 +56,7 @@ class DiffusionParts:
     text_encoder_2: CLIPTextModelWithProjection | None = None
 
     @property
-    def text_encoders(self) -> tuple[CLIPTextModel, ...]:
+    def text_encoders(self) -> tuple[CLIPTextModel | CLIPTextModelWithProjection, ...]:
         return (self.text_encoder,) if self.text_encoder_2 is None else (self.text_encoder, self.text_encoder_2)
 
 
@@ -124,7 +128,12 @@ class EncodedExamples:
         return int(self.latent_mean.shape[0])
 
 
-def _clip_outputs(tokenizer: CLIPTokenizer, encoder: CLIPTextModel, captions: list[str], device: Any) -> Any:
+def _clip_outputs(
+    tokenizer: CLIPTokenizer,
+    encoder: CLIPTextModel | CLIPTextModelWithProjection,
+    captions: list[str],
+    device: Any,
+) -> Any:
     """The text encoder's outputs (hidden states included) for captions padded and cut to its length."""
     token_ids = tokenizer(
         captions,
@@ -149,7 +158,8 @@ def encode_clip_captions(parts: DiffusionParts, captions: list[str]) -> tuple[to
     if parts.text_encoder_2 is None:
         return _clip_outputs(parts.tokenizer, parts.text_encoder, captions, device).last_hidden_state, None
     first = _clip_outputs(parts.tokenizer, parts.text_encoder, captions, device)
-    second = _clip_outputs(parts.tokenizer_2, parts.text_encoder_2, captions, device)
+    tokenizer_2 = cast("CLIPTokenizer", parts.tokenizer_2)  # SDXL's parts hold both its tokenizers
+    second = _clip_outputs(tokenizer_2, parts.text_encoder_2, captions, device)
     states = torch.cat([first.hidden_states[-2], second.hidden_states[-2]], dim=-1)
     return states, second.text_embeds
 
@@ -186,7 +196,7 @@ def encode_examples(parts: DiffusionParts, images: list[TrainingImage], chunk_si
         torch.cat(means),
         torch.cat(stds),
         torch.cat(states),
-        pooled_captions=torch.cat(pooled),
+        pooled_captions=torch.cat(cast("list[torch.Tensor]", pooled)),  # SDXL: every chunk's pooled caption
         size_ids=size_ids(len(images), height, width).to(device),
     )
 
@@ -199,7 +209,7 @@ def diffusion_draws(
     import torch
 
     shape = encoded.latent_mean[indices].shape
-    n_timesteps = parts.noise_scheduler.config.num_train_timesteps
+    n_timesteps = parts.noise_scheduler.config["num_train_timesteps"]
     return (
         torch.randn(shape, generator=generator),
         torch.randn(shape, generator=generator),
@@ -217,20 +227,22 @@ def diffusion_loss(
     device = encoded.latent_mean.device
     standard, noise, timesteps = (draw.to(device) for draw in draws)
     sampled = encoded.latent_mean[indices] + encoded.latent_std[indices] * standard
-    latents = sampled * parts.vae.config.scaling_factor
-    noisy_latents = parts.noise_scheduler.add_noise(latents, noise, timesteps)
-    prediction_type = parts.noise_scheduler.config.prediction_type
+    latents = sampled * parts.vae.config["scaling_factor"]
+    # diffusers annotates the timesteps torch.IntTensor; they are int64 (torch.randint), as it takes them.
+    noisy_latents = parts.noise_scheduler.add_noise(latents, noise, timesteps)  # type: ignore[arg-type]
+    prediction_type = parts.noise_scheduler.config["prediction_type"]
     if prediction_type == "epsilon":
         target = noise
     elif prediction_type == "v_prediction":
-        target = parts.noise_scheduler.get_velocity(latents, noise, timesteps)
+        target = parts.noise_scheduler.get_velocity(latents, noise, timesteps)  # type: ignore[arg-type]
     else:
         raise ValueError(
             f"unsupported prediction type {prediction_type!r} (expected epsilon or v_prediction)"
         )
     conditions = None
     if encoded.pooled_captions is not None:  # SDXL
-        conditions = {"text_embeds": encoded.pooled_captions[indices], "time_ids": encoded.size_ids[indices]}
+        size_ids = cast("torch.Tensor", encoded.size_ids)  # made with the pooled captions
+        conditions = {"text_embeds": encoded.pooled_captions[indices], "time_ids": size_ids[indices]}
     prediction = parts.unet(
         noisy_latents,
         timesteps,

@@ -12,6 +12,7 @@ from sciir.training.training_images import TrainingImage, by_size
 
 if TYPE_CHECKING:
     import torch
+    from diffusers.models.modeling_utils import ModelMixin
 
 # Images encoded per call of the VAE and the text encoder: fixed, so the encodings (and the cache key)
 # do not depend on the training batch size.
@@ -30,7 +31,7 @@ class LoraRecipe:
     of its share of the examples (:class:`sciir.training.data_parallel.DataParallel`).
     """
 
-    denoiser: torch.nn.Module
+    denoiser: ModelMixin
     encoders: tuple[torch.nn.Module, ...]
     encode: Callable[[list[TrainingImage], int], Any]
     encoded_type: type

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     import torch
+    from diffusers.models.modeling_utils import ModelMixin
 
 # The package each optimiser needs beyond torch.
 OPTIMIZER_PACKAGES = {"adamw": None, "adamw8bit": "bitsandbytes"}
@@ -66,7 +67,7 @@ def autocast(mixed_precision: str, device: torch.device) -> AbstractContextManag
     raise ValueError(f"mixed_precision {mixed_precision!r} is not supported (expected no or bf16)")
 
 
-def enable_gradient_checkpointing(model: torch.nn.Module) -> None:
+def enable_gradient_checkpointing(model: ModelMixin) -> None:
     """Recompute the model's block activations in the backward pass (diffusers' models).
 
     Raises:

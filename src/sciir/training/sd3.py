@@ -21,7 +21,10 @@ from sciir.training.recipe import LoraRecipe
 
 if TYPE_CHECKING:
     import torch
-    from diffusers import SD3Transformer2DModel, StableDiffusion3Pipeline
+
+    # From their modules: `from diffusers import ...` gives a type checker diffusers' dummy objects.
+    from diffusers.models.transformers.transformer_sd3 import SD3Transformer2DModel
+    from diffusers.pipelines.stable_diffusion_3.pipeline_stable_diffusion_3 import StableDiffusion3Pipeline
 
 # T5 tokens of a caption: StableDiffusion3Pipeline's default max_sequence_length.
 SD3_TEXT_TOKENS = 256

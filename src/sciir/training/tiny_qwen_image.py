@@ -15,12 +15,11 @@ from typing import TYPE_CHECKING, Any
 from sciir.training.saved_pipelines import ensure_marked, holds, save_marked
 
 if TYPE_CHECKING:
-    from diffusers import (
-        AutoencoderKLQwenImage,
-        FlowMatchEulerDiscreteScheduler,
-        QwenImagePipeline,
-        QwenImageTransformer2DModel,
-    )
+    # From their modules: `from diffusers import ...` gives a type checker diffusers' dummy objects.
+    from diffusers.models.autoencoders.autoencoder_kl_qwenimage import AutoencoderKLQwenImage
+    from diffusers.models.transformers.transformer_qwenimage import QwenImageTransformer2DModel
+    from diffusers.pipelines.qwenimage.pipeline_qwenimage import QwenImagePipeline
+    from diffusers.schedulers.scheduling_flow_match_euler_discrete import FlowMatchEulerDiscreteScheduler
     from transformers import Qwen2_5_VLForConditionalGeneration, Qwen2Tokenizer
 
 MARKER_FILE = "sciir_tiny_flow.json"
@@ -73,13 +72,9 @@ def _text_encoder(tokenizer: Qwen2Tokenizer) -> Qwen2_5_VLForConditionalGenerati
     # The vision tower is never run for text-to-image but the class always builds one: keep it minimal.
     vision_config = {"depth": 1, "hidden_size": 16, "intermediate_size": 16, "num_heads": 2}
     vision_config["out_hidden_size"] = TEXT_HIDDEN_SIZE
-    config = Qwen2_5_VLConfig(
-        text_config=text_config,
-        vision_config=vision_config,
-        vocab_size=len(tokenizer),
-        hidden_size=TEXT_HIDDEN_SIZE,
-        **special_ids,
-    )
+    # transformers' @strict config takes keyword arguments beyond its fields (set on the config as they are)
+    extra: dict[str, Any] = {"vocab_size": len(tokenizer), "hidden_size": TEXT_HIDDEN_SIZE, **special_ids}
+    config = Qwen2_5_VLConfig(text_config=text_config, vision_config=vision_config, **extra)
     return Qwen2_5_VLForConditionalGeneration(config)
 
 

@@ -12,18 +12,17 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from sciir.training.saved_pipelines import ensure_marked, holds, save_marked
 
 if TYPE_CHECKING:
-    from diffusers import (
-        AutoencoderKL,
-        DDIMScheduler,
-        StableDiffusionPipeline,
-        StableDiffusionXLPipeline,
-        UNet2DConditionModel,
-    )
+    # From their modules: `from diffusers import ...` gives a type checker diffusers' dummy objects.
+    from diffusers.models.autoencoders.autoencoder_kl import AutoencoderKL
+    from diffusers.models.unets.unet_2d_condition import UNet2DConditionModel
+    from diffusers.pipelines.stable_diffusion.pipeline_stable_diffusion import StableDiffusionPipeline
+    from diffusers.pipelines.stable_diffusion_xl.pipeline_stable_diffusion_xl import StableDiffusionXLPipeline
+    from diffusers.schedulers.scheduling_ddim import DDIMScheduler
     from transformers import CLIPTextModel, CLIPTextModelWithProjection, CLIPTokenizer
 
 T = TypeVar("T")
@@ -157,10 +156,11 @@ def narrow_posterior(vae: AutoencoderKL, log_variance: float) -> None:
     """
     import torch
 
-    channels = vae.config.latent_channels
+    channels = vae.config["latent_channels"]
+    quant_conv = cast(torch.nn.Conv2d, vae.quant_conv)  # a VAE built with use_quant_conv (the default)
     with torch.no_grad():
-        vae.quant_conv.weight[channels:] = 0.0
-        vae.quant_conv.bias[channels:] = log_variance
+        quant_conv.weight[channels:] = 0.0
+        cast(torch.Tensor, quant_conv.bias)[channels:] = log_variance  # a Conv2d with its bias
 
 
 def _scheduler() -> DDIMScheduler:

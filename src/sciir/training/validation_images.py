@@ -8,7 +8,7 @@ import logging
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import pandas as pd
 
@@ -41,7 +41,8 @@ class ValidationSettings:
 
     def prompt_rows(self) -> list[dict[str, Any]]:
         """The prompts drawn, as records of sample_id and prompt (what a training process is given)."""
-        return self.prompts.head(VALIDATION_IMAGES)[["sample_id", "prompt"]].to_dict("records")
+        records = self.prompts.head(VALIDATION_IMAGES)[["sample_id", "prompt"]].to_dict("records")
+        return cast("list[dict[str, Any]]", records)  # the columns named above
 
 
 def write_validation_images(
