@@ -11,7 +11,7 @@ LOCK_INPUTS := pyproject.toml requirements.in --extra test
 LOCK_FLAGS := -q --universal --python-version 3.11 --generate-hashes --no-emit-package torch --custom-compile-command "make lock"
 export KEDRO_DISABLE_TELEMETRY := 1
 
-.PHONY: setup system-packages browser run test clean lock lock-upgrade
+.PHONY: setup system-packages browser run test test-fast clean lock lock-upgrade
 
 system-packages:
 	@if ! command -v dot >/dev/null || ! command -v tesseract >/dev/null || \
@@ -66,6 +66,12 @@ test: setup browser
 	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict
 	# One worker per core; a module's tests stay on one worker, the longest groups sent first (tests/conftest.py). The 15 slowest are printed.
 	$(VENV)/bin/pytest -q -n auto --dist loadgroup --no-loadscope-reorder --durations=15
+
+# The inner loop (docs/CONTRIBUTING.md): the linter and every test but the slow kinds (a fresh clone or a default
+# run, a browser, a test of seconds: the markers in pyproject.toml), on every core.
+test-fast: setup
+	$(VENV)/bin/ruff check src tests benchmarks
+	$(VENV)/bin/pytest -q -n auto --dist loadgroup -m "not e2e and not browser and not slow" --durations=5
 
 clean:
 	find data -mindepth 2 -not -name .gitkeep -delete 2>/dev/null; rm -rf data/cache mlruns

@@ -31,6 +31,7 @@ def test_flops_are_counted_as_torch_executes_them(bench):
     assert bench.mfu(tflop=300.0, seconds=2.0, peak_tflops=None) is None
 
 
+@pytest.mark.slow
 def test_the_tiny_run_measures_a_training_step_and_generations_of_fifty_steps(bench, tmp_path, capsys):
     report = tmp_path / "report.json"
     assert bench.main(["--tiny", "--train-steps", "2", "--images", "1", "--json", str(report)]) == 0

@@ -10,6 +10,7 @@ import tomllib
 from importlib import metadata
 from pathlib import Path
 
+import pytest
 from packaging.markers import Marker
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
@@ -91,6 +92,7 @@ def test_the_makefile_bootstraps_the_locked_uv():
     assert re.search(rf"^UV_VERSION := {re.escape(uv)}\b", (REPO / "Makefile").read_text(), re.MULTILINE)
 
 
+@pytest.mark.slow
 def test_make_lock_refreshes_the_lock_for_a_changed_range(tmp_path):
     """`make lock` after a range changed: the new lock meets the range, keeps every other version it can, and
     carries the new inputs' stamp. Run in a copy with this checkout's tools (-o: the environment stays)."""

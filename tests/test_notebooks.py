@@ -85,6 +85,7 @@ def project(tmp_path) -> Path:
     return tmp_path
 
 
+@pytest.mark.slow
 def test_the_release_notebook_runs_and_plots(project, monkeypatch):
     monkeypatch.setenv("SCIIR_PROJECT", str(project))
     monkeypatch.setenv("HF_DATASETS_OFFLINE", "1")

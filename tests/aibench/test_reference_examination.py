@@ -83,6 +83,7 @@ def scores() -> pd.DataFrame:
     return score_answers(answers_frame(rows), roles).set_index("model")
 
 
+@pytest.mark.slow
 def test_the_exact_reference_is_answered_right_at_levels_1_and_2(scores: pd.DataFrame) -> None:
     exact = scores.loc["exact"]
     assert exact["level1"] == 1.0 and exact["level2"] == 1.0

@@ -102,6 +102,7 @@ def test_concurrent_writers_share_one_file(tmp_path):
 OPENERS, OPEN_TRIALS = 4, 300
 
 
+@pytest.mark.slow
 def test_openers_released_together_all_open_a_new_cache(tmp_path):
     errors: list[Exception] = []
 

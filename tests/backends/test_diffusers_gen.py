@@ -61,6 +61,7 @@ def test_registered_under_its_name(base_folder):
     assert isinstance(backend, DiffusersGenerator)
 
 
+@pytest.mark.slow
 def test_images_have_the_requested_size_and_depend_only_on_the_seed(generator):
     first, again, other, wide = generator.generate(
         [_request("a", seed=1), _request("b", seed=1), _request("c", seed=2), _request("d", size=40)]
@@ -96,6 +97,7 @@ def test_a_failing_request_does_not_stop_the_others(generator):
     assert "sample bad" in (bad.failure or "") and "Overflow" in (bad.failure or "")
 
 
+@pytest.mark.slow
 def test_a_lora_changes_the_images_and_the_identity(base_folder, generator, tmp_path):
     image = TrainingImage(
         sample_id="s", caption="a labelled cell diagram", pixels=np.ones((3, 32, 32), np.float32)
@@ -139,6 +141,7 @@ def test_a_prompt_is_cut_at_the_last_whole_word_the_text_encoder_reads():
     assert fit_prompt("a cell", tokenizer, tokenizer.model_max_length) == FittedPrompt("a cell", 2, 2)
 
 
+@pytest.mark.slow
 def test_long_prompts_are_said_once_and_recorded_per_image_not_warned_per_prompt(base_folder, caplog, capfd):
     generator = DiffusersGenerator(pipeline_path=str(base_folder), steps=1, resolution=32)
     long_requests = [
@@ -172,6 +175,7 @@ class _CountingPipeline:
         return self.pipeline(prompts, **kwargs)
 
 
+@pytest.mark.slow
 def test_batches_share_a_call_and_give_each_request_its_own_seeds_image(base_folder, generator):
     requests = [_request(f"s{seed}", seed=seed) for seed in range(5)]
     one_by_one = generator.generate(requests)
@@ -223,6 +227,7 @@ def test_a_t5_encoder_reads_more_of_a_long_prompt_than_clip(tmp_path, capfd):
     assert "truncated" not in printed.err + printed.out
 
 
+@pytest.mark.slow
 def test_a_batchs_images_are_encoded_while_the_next_batch_is_drawn(base_folder, monkeypatch):
     """The pipeline's thread draws; PNG encoding (about 0.4 s of CPU for a 1024-pixel image) runs beside it.
     The first batch's encodings wait until the second batch is drawn: were they made on the drawing

@@ -103,6 +103,7 @@ def _image_folder(root: Path) -> dict[str, Path]:
 ANSWER_COUNT_REASONS = ("omitted question", "times")
 
 
+@pytest.mark.slow
 def test_the_judge_node_reads_a_folder_with_a_local_judge_from_its_catalog_entry(tmp_path, model_folder):
     _image_folder(tmp_path / "images")
     config = {"model_path": str(model_folder), "batch_size": 2, "max_new_tokens": 256, "max_string_chars": 6}
@@ -126,6 +127,7 @@ def test_the_judge_node_reads_a_folder_with_a_local_judge_from_its_catalog_entry
         assert any(part in reason for part in ANSWER_COUNT_REASONS), reason
 
 
+@pytest.mark.slow
 def test_a_local_judge_returns_a_parsed_verdict_for_every_question(tmp_path, judge):
     files = _image_folder(tmp_path / "images")
     checklists = {sid: checklist_items(rows) for sid, rows in CHECKLISTS.groupby("sample_id")}

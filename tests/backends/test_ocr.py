@@ -171,6 +171,7 @@ def _judge_text(reading, label: str) -> dict:
     return answer_text(item, reading)
 
 
+@pytest.mark.slow
 def test_small_and_upward_labels_of_a_web_figure_are_read_where_they_are_drawn() -> None:
     png, upward_box = _web_plot()
     reading = read_text(png)
@@ -195,6 +196,7 @@ def test_a_slanted_label_is_read() -> None:
     assert reading.find("Gravimetric energy") is not None, reading.texts
 
 
+@pytest.mark.slow
 def test_not_found_is_no_only_where_all_the_text_was_read(figure: bytes) -> None:
     clean = read_text(figure)
     assert clean.legibility == Legibility(clean.legibility.marks, 0) and clean.reliable
@@ -380,6 +382,7 @@ def test_without_the_second_recogniser_the_reading_is_kept_and_the_install_named
     assert _judge_text(reading, "Aspirin")["verdict"] is None
 
 
+@pytest.mark.slow
 def test_the_second_recogniser_reads_offline_from_its_bundled_models() -> None:
     import importlib.resources
 

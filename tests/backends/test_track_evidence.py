@@ -43,6 +43,7 @@ def _shown(sights: dict[str, TrackSight]) -> set[str]:
     return {track for track, sight in sights.items() if sight.seen}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("kind", "topic"), PANELS, ids=[kind for kind, _ in PANELS])
 def test_the_tracks_seen_are_the_tracks_the_panel_draws(kind: str, topic) -> None:
     panel = render_panel(kind, topic, random.Random(2))
@@ -52,6 +53,7 @@ def test_the_tracks_seen_are_the_tracks_the_panel_draws(kind: str, topic) -> Non
         assert bool(sight.terms) == bool(sight.visualizations), track  # a track is all or nothing
 
 
+@pytest.mark.slow
 def test_what_each_track_is_seen_by() -> None:
     topic = REACTION_TOPICS[0]
     sights = _sights(encode_png(render_panel("rate_reaction", topic, random.Random(0)).image))

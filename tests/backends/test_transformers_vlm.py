@@ -89,6 +89,7 @@ def test_registered_under_its_name(model_folder):
     assert isinstance(backend, TransformersVLM)
 
 
+@pytest.mark.slow
 def test_random_weights_write_valid_replies_under_the_schema(batched):
     results = batched.generate(_requests())
     assert len(results) == 3
@@ -100,6 +101,7 @@ def test_random_weights_write_valid_replies_under_the_schema(batched):
         assert 1 <= result.usage["completion_tokens"] <= MAX_NEW_TOKENS
 
 
+@pytest.mark.slow
 def test_requests_with_different_schemas_in_one_batch_each_get_a_reply_of_their_own_schema(model_folder):
     schemas = [
         {"type": "object", "properties": {"verdict": {"enum": ["yes", "no"]}}, "required": ["verdict"]},
@@ -181,6 +183,7 @@ def test_first_token_log_probabilities_answer_a_vqascore_request(batched):
     assert mixed[1] == alone and mixed[0].ok and mixed[2].ok
 
 
+@pytest.mark.slow
 def test_batches_come_back_in_order_and_equal_generating_one_by_one(model_folder, batched):
     one_by_one = TransformersVLM(model_path=str(model_folder), batch_size=1, max_new_tokens=MAX_NEW_TOKENS)
     together = batched.generate(_requests())  # a batch of two, then a batch of one
@@ -193,10 +196,12 @@ def test_batches_come_back_in_order_and_equal_generating_one_by_one(model_folder
     assert long.usage["prompt_tokens"] > short.usage["prompt_tokens"]
 
 
+@pytest.mark.slow
 def test_greedy_decoding_is_deterministic(batched):
     assert [r.raw for r in batched.generate(_requests())] == [r.raw for r in batched.generate(_requests())]
 
 
+@pytest.mark.slow
 def test_sampling_depends_on_the_seed_only_and_leaves_the_callers_random_stream(model_folder):
     sampler = TransformersVLM(
         model_path=str(model_folder), temperature=1.0, batch_size=3, max_new_tokens=MAX_NEW_TOKENS
@@ -233,6 +238,7 @@ def test_streaming_reports_each_result_once_as_its_batch_completes(batched):
     assert [index for index, _ in reported] == [0, 1, 2]  # batches of two then one, in order
 
 
+@pytest.mark.slow
 def test_an_unreadable_image_fails_only_its_own_request(batched):
     requests = _requests()
     requests[1] = requests[1].model_copy(update={"images": [_png("red"), b"not an image"]})
@@ -265,6 +271,7 @@ def test_identity_follows_the_weights_and_decoding_not_device_or_batch_size(mode
     assert TransformersVLM(model_path=str(copy)).identity()["weights"] != before
 
 
+@pytest.mark.slow
 def test_auto_device_and_dtype_load_the_checkpoints_dtype_where_the_hardware_is(model_folder, batched):
     auto = TransformersVLM(
         model_path=str(model_folder), device="auto", dtype="auto", batch_size=2, max_new_tokens=MAX_NEW_TOKENS

@@ -359,6 +359,7 @@ def _environment() -> dict[str, str]:
     }
 
 
+@pytest.mark.slow  # each runs a benchmark script in a process of its own
 @pytest.mark.parametrize(
     "command",
     [

@@ -22,9 +22,10 @@ from sciir.runs.mlflow_view import EXPERIMENT_KIND_TAG, MODEL_TRAINING, mark_mod
 CHROMIUM = Path("/usr/bin/chromium")
 RUN_NAME = "evaluate physics on physics_images"
 
-pytestmark = pytest.mark.skipif(
-    not CHROMIUM.exists(), reason="headless Chromium (/usr/bin/chromium) is not installed"
-)
+pytestmark = [
+    pytest.mark.browser,
+    pytest.mark.skipif(not CHROMIUM.exists(), reason="headless Chromium (/usr/bin/chromium) is not installed"),
+]
 
 
 def _free_port() -> int:

@@ -26,9 +26,10 @@ from sciir.stats.bootstrap import BootstrapConfig
 CHROMIUM = Path("/usr/bin/chromium")
 FAIL_HIGHLIGHT = (0xF9, 0xD6, 0xD5)  # `.fail` background in sciir/evaluation/templates/report_base.html
 
-pytestmark = pytest.mark.skipif(
-    not CHROMIUM.exists(), reason="headless Chromium (/usr/bin/chromium) is not installed"
-)
+pytestmark = [
+    pytest.mark.browser,
+    pytest.mark.skipif(not CHROMIUM.exists(), reason="headless Chromium (/usr/bin/chromium) is not installed"),
+]
 
 BENCHMARK = pd.DataFrame(
     {

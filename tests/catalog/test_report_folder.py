@@ -104,6 +104,7 @@ def test_a_path_outside_the_folder_is_refused(tmp_path, path):
         ReportFolderDataset(path=str(tmp_path / "report")).save(ReportFolder({path: "x"}, {}))
 
 
+@pytest.mark.slow
 def test_logged_to_mlflow_as_one_folder_artifact(tmp_path, mlflow_store):
     dataset = MlflowArtifactDataset(
         dataset={"type": "sciir.catalog.report_dataset.ReportFolderDataset", "path": str(tmp_path / "report")}

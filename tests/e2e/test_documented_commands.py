@@ -102,6 +102,14 @@ EXEMPT = {
         "a throughput measurement that saturates the machine for about a minute (concurrency up to 256); "
         "its client and server are tested in tests/reliability and tests/backends"
     ),
+    "make test-fast": "the unit tests of this suite, which `make test` runs with the rest",
+    ".venv/bin/pre-commit run --all-files": (
+        "ruff and mypy over the whole tree, which `make test` runs itself (ruff check, ruff format --check, mypy)"
+    ),
+    'd=$(mktemp -d) && git clone -q . "$d" && cd "$d" && make run && .venv/bin/dvc commit -f': (
+        "a cold default run in a clean clone of its own (minutes, a new environment), whose `cd` would move this "
+        "session; the same cold run is tests/e2e/test_default_run.py's"
+    ),
     "make lock": (
         "resolves against PyPI and rewrites requirements.lock, after which `make setup` would reinstall this "
         "session's stand-in environment; tests/test_environment_lock.py runs it in a copy on a changed range"

@@ -238,6 +238,7 @@ def test_the_summary_links_each_model_page_with_its_counts_and_shows_no_thumbnai
     assert back.get("href") == "../index.html"
 
 
+@pytest.mark.slow
 def test_missing_image_explained_and_prompt_escaped():
     page = render("models/missing.html")
     missing = page.xpath('//section[@id="missing/s1"]')[0]

@@ -45,9 +45,10 @@ MIN_CHARS = 3
 # Tesseract alone; docs/benchmarks.md lists what is still missed). The floor guards what is reached.
 RECALL_FLOOR = 0.94
 
-pytestmark = pytest.mark.skipif(
-    not (EXTERNAL / "articles").is_dir(), reason="../shared/external/articles not present"
-)
+pytestmark = [
+    pytest.mark.slow,  # Tesseract over every real figure: minutes
+    pytest.mark.skipif(not (EXTERNAL / "articles").is_dir(), reason="../shared/external/articles not present"),
+]
 
 
 def _png(path: Path) -> bytes:

@@ -115,6 +115,7 @@ def _kill_after_shards(tmp_path: Path, params: dict[str, Any], shards: Path, cou
         process.wait()
 
 
+@pytest.mark.slow
 def test_a_killed_run_resumes_at_the_shard_level(
     tmp_path: Path, shard_params: Callable[..., dict[str, Any]]
 ) -> None:
@@ -150,6 +151,7 @@ def test_a_killed_run_resumes_at_the_shard_level(
     assert sorted(rerun_images) == sorted(images)
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(os.name != "posix", reason="a named pipe stands in for a file whose read never ends")
 def test_the_per_figure_time_limit_holds_inside_dask_worker_processes(
     tmp_path: Path, shard_params: Callable[..., dict[str, Any]]

@@ -15,6 +15,7 @@ def test_results_come_back_in_the_items_order() -> None:
     assert run_isolated(abs, [-3, 2, -1, 0], WorkerLimits(workers=2, timeout_s=30)) == [3, 2, 1, 0]
 
 
+@pytest.mark.slow
 def test_a_hanging_item_times_out_and_the_others_finish() -> None:
     started = time.monotonic()
     results = run_isolated(time.sleep, [0.0, 60.0, 0.0, 0.0], WorkerLimits(workers=2, timeout_s=3))

@@ -477,6 +477,7 @@ def test_the_corpus_is_large_and_covers_both_outcomes() -> None:
     )
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("case", [case for case in CASES if case.check], ids=lambda case: case.name)
 def test_odd_file_is_standardised(case: Case, corpus_run: tuple[pd.DataFrame, dict[str, Any]]) -> None:
     curated, images = corpus_run
@@ -514,6 +515,7 @@ def test_a_decoder_failure_keeps_the_decoders_own_message(
     assert "the decoder failed on this file (decoder: TypeError: " in reason
 
 
+@pytest.mark.slow
 def test_a_files_outcome_does_not_depend_on_the_others(
     tmp_path: Path,
     corpus_run: tuple[pd.DataFrame, dict[str, Any]],

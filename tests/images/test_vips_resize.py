@@ -105,6 +105,7 @@ def test_padding_colour_is_exact_on_a_dominant_and_a_mean_edge() -> None:
     assert tuple(out[0, 0]) == (128, 0, 128)
 
 
+@pytest.mark.slow
 def test_an_image_in_several_memory_blocks_is_copied_and_matches() -> None:
     image = _micrograph((2600, 2400), 10)  # 25 MB as RGBX: over Pillow's 16 MB block
     with pytest.raises(ValueError):
@@ -141,6 +142,7 @@ def test_shrink_and_pad_refuses_what_it_cannot_do() -> None:
         shrink_and_pad(image.convert("RGBA"), (50, 40), 64, (255, 255, 255), 3.0)
 
 
+@pytest.mark.slow
 def test_pyvips_is_imported_only_by_standardising() -> None:
     code = (
         "import sys\n"

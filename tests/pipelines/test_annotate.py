@@ -90,6 +90,7 @@ def first_run(sample: dict, tmp_path_factory) -> dict:
     }
 
 
+@pytest.mark.slow
 def test_every_kept_sample_gets_a_row(first_run: dict) -> None:
     annotations = first_run["annotations"].set_index("sample_id")
     assert tuple(first_run["annotations"].columns) == ANNOTATION_COLUMNS

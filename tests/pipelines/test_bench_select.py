@@ -312,6 +312,7 @@ NO_TRACK = {"none1": (False, False, False, 4), "none2": (False, False, False, 6)
 GROUPS = ("All_Three", "Entity_Law", "Law_Process", "Entity_Process")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("samples", "train"), [(ONE_TRACK, ["e1", "p1"]), (NO_TRACK, [])], ids=["one_track", "no_track"]
 )

@@ -124,6 +124,7 @@ def _iou(a: tuple[int, ...], b: tuple[int, ...]) -> float:
     return inter / ((a[2] - a[0]) * (a[3] - a[1]) + (b[2] - b[0]) * (b[3] - b[1]) - inter)
 
 
+@pytest.mark.slow
 def test_embedded_sample_panels_match_its_truth(tmp_path: Path) -> None:
     """Tests may read the sample's truth files; the pipelines never do."""
     sample = pytest.importorskip("sciir.sample")
@@ -154,6 +155,7 @@ def test_embedded_sample_panels_match_its_truth(tmp_path: Path) -> None:
             assert _iou(found, expected) > 0.6, figure.image_path
 
 
+@pytest.mark.slow
 def test_ingest_then_curate_on_external_articles_accounts_for_every_figure(
     tmp_path: Path, project_catalog
 ) -> None:

@@ -187,6 +187,7 @@ def test_pipeline_matches_the_contract():
     }  # fmt: skip
 
 
+@pytest.mark.slow
 def test_verdicts_record_every_question_with_reasons(outputs):
     verdicts = outputs["verdicts"].set_index(["model", "sample_id", "question_id"]).sort_index()
     assert len(verdicts) == 15
@@ -343,6 +344,7 @@ def test_a_folder_of_own_images_needs_no_manifest(tmp_path):
     assert table.n_questions.sum() == 0  # no ground truth for a user's own images
 
 
+@pytest.mark.slow
 def test_a_verdicts_file_is_reaggregated_without_the_judge(tmp_path):
     # Another system's answers on sample s1: the entity check fails, so under DSG its child p1 fails too.
     answers = pd.DataFrame(
@@ -369,6 +371,7 @@ def test_a_verdicts_file_is_reaggregated_without_the_judge(tmp_path):
     )
 
 
+@pytest.mark.slow
 def test_each_model_gets_a_nested_mlflow_run(tmp_path, mlflow_store):
     with mlflow.start_run(run_name="evaluate") as parent:
         outputs = run_pipeline(tmp_path)
@@ -402,6 +405,7 @@ def test_one_question_per_request_gives_the_same_verdicts(tmp_path):
     assert together_summary["cache"]["misses"] == 3 and apart_summary["cache"]["misses"] == 3 + 2 + 3
 
 
+@pytest.mark.slow
 def test_several_aggregation_rules_in_one_run_side_by_side(tmp_path):
     rules = ["sciir_veto", "tifa", "dsg"]
     outputs = run_pipeline(tmp_path, PARAMS | {"aggregation": rules})
@@ -457,6 +461,7 @@ def test_the_former_batch_size_key_is_read_as_the_window():
     assert EvaluateParams.model_validate(PARAMS).window == 2
 
 
+@pytest.mark.slow
 def test_a_run_that_finds_no_image_completes_lists_every_pair_missing_and_says_so(
     tmp_path: Path, project_catalog, mlflow_run, caplog
 ) -> None:

@@ -53,6 +53,7 @@ def _artifact_names(client, run_id: str, path: str) -> list[str]:
     return sorted(entry.path.rsplit("/", 1)[-1] for entry in client.list_artifacts(run_id, path))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("family", "marker"), [("noise_prediction", MARKER_FILE), ("flow_matching", FLOW_MARKER_FILE)]
 )

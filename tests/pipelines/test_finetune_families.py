@@ -93,6 +93,7 @@ def _losses(history: dict) -> list[float]:
     return [point["value"] for point in history["train_loss"]]
 
 
+@pytest.mark.slow
 def test_the_flow_family_learns_through_the_node_and_reloads(flow_base, train_split, tmp_path):
     params = _params(tmp_path, steps=40, lora_target_modules=FLOW_LAYERS, lora_alpha=8)
     summary, history, _ = finetune_lora(train_split, flow_base, params)
@@ -120,6 +121,7 @@ def test_the_flow_family_learns_through_the_node_and_reloads(flow_base, train_sp
     assert (draw() - plain).abs().mean() > 0.1 * plain.abs().mean()
 
 
+@pytest.mark.slow
 def test_a_resumed_flow_run_reaches_the_adapter_bytes_of_an_uninterrupted_one(
     flow_base, train_split, tmp_path, encoder_calls
 ):
@@ -161,6 +163,7 @@ def encoder_calls(monkeypatch) -> dict[str, int]:
     return calls
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("family", ["flow_matching", "noise_prediction"])
 def test_a_second_run_reads_the_cache_and_trains_the_same_adapter(
     family, train_split, tmp_path, encoder_calls
@@ -196,6 +199,7 @@ def test_a_second_run_reads_the_cache_and_trains_the_same_adapter(
     assert len(list((tmp_path / "cache").iterdir())) == 2
 
 
+@pytest.mark.slow
 def test_gradient_checkpointing_and_bf16_train_the_transformer(flow_base, train_split, tmp_path):
     images = [
         TrainingImage(row.sample_id, row.prompt, np.asarray(Image.open(row.image_path), dtype=np.float32).transpose(2, 0, 1) / 127.5 - 1)

@@ -140,6 +140,7 @@ def _drawn(base: str, lora: Path | None) -> np.ndarray:
     return np.asarray(Image.open(io.BytesIO(result.image)), dtype=np.float32)
 
 
+@pytest.mark.slow
 def test_the_node_trains_it_and_the_adapter_reloads_and_draws(kind, params, tmp_path):
     chosen, base = kind
     split = _split(tmp_path, [(SIDE, SIDE)] * 3)
@@ -162,6 +163,7 @@ def test_the_node_trains_it_and_the_adapter_reloads_and_draws(kind, params, tmp_
     assert np.abs(_drawn(base, tmp_path / "lora") - _drawn(base, None)).mean() > 5.0
 
 
+@pytest.mark.slow
 def test_the_cache_keeps_every_conditioning_and_trains_the_same_adapter(kind, params, tmp_path):
     chosen, base = kind
     split = _split(tmp_path, [(SIDE, SIDE)] * 3)
@@ -176,6 +178,7 @@ def test_the_cache_keeps_every_conditioning_and_trains_the_same_adapter(kind, pa
     assert (tmp_path / "plain" / ADAPTER_FILE).read_bytes() == first
 
 
+@pytest.mark.slow
 def test_each_sdxl_bucket_is_conditioned_on_its_own_size(tmp_path):
     base = ensure_tiny_sdxl_pipeline(tmp_path / "base", seed=0)
     split = _split(tmp_path, [(SIDE, SIDE), (2 * SIDE, SIDE), (SIDE, SIDE)])

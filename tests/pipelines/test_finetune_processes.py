@@ -61,6 +61,7 @@ def _adapter(folder: Path) -> dict[str, torch.Tensor]:
     return load_file(folder / ADAPTER)
 
 
+@pytest.mark.slow
 def test_two_processes_take_the_steps_one_process_takes_on_their_whole_batch(params, train_split, tmp_path):
     base = prepare_base_model(params)
     parallel = params | {"batch_size": 1, "adapter_path": str(tmp_path / "two"), "launch": _two_processes()}
@@ -84,6 +85,7 @@ def _largest_difference(first: dict[str, torch.Tensor], second: dict[str, torch.
     return max(float((first[key] - second[key]).abs().max()) for key in first)
 
 
+@pytest.mark.slow
 def test_two_process_training_is_one_mlflow_run(
     params, train_split, tmp_path, mlflow_store, finetune_catalog
 ):
@@ -116,6 +118,7 @@ def test_two_process_training_is_one_mlflow_run(
     assert catalog["finetune_summary"].load()["n_train"] == 4
 
 
+@pytest.mark.slow
 def test_a_failed_process_fails_the_node_with_its_output(params, train_split, tmp_path):
     base = prepare_base_model(params)
     broken = params | {

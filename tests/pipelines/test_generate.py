@@ -157,6 +157,7 @@ def test_the_seconds_of_each_image_are_a_table_of_their_own(benchmark: pd.DataFr
     assert aibench_timings[["model", "sample_id"]].equals(aibench_manifest[["model", "sample_id"]])
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", ["generation_timings", "aibench_generation_timings"])
 def test_the_timings_are_an_mlflow_artifact_and_no_dvc_out(name: str, tmp_path: Path, mlflow_store) -> None:
     entry = catalog_entries()[name]
@@ -548,6 +549,7 @@ def test_a_disabled_aibench_generation_still_writes_its_dvc_outs(
     assert is_missing_input(folder.load())  # an empty folder reads as no images: evaluate examines nothing
 
 
+@pytest.mark.slow
 def test_a_run_whose_every_image_failed_completes_writes_every_reason_and_says_so(
     benchmark: pd.DataFrame, tmp_path: Path, project_catalog, mlflow_run, caplog
 ) -> None:

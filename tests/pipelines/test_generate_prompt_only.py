@@ -131,6 +131,7 @@ def generated(tiny_pipeline: str) -> dict[str, Any]:
     }
 
 
+@pytest.mark.slow
 def test_every_contestant_receives_exactly_prompt_seed_and_size(generated: dict[str, Any]) -> None:
     prompts = dict(zip(generated["benchmark"]["sample_id"], generated["benchmark"]["prompt"], strict=True))
     for name in ("programmatic", "tiny_diffusers", "images_api"):

@@ -187,6 +187,7 @@ def test_oracle_ratings_and_correlations(tmp_path, caplog):
     assert first.r_a == pytest.approx(table.loc["checklist_pass_rate", "pearson_r"])
 
 
+@pytest.mark.slow
 def test_ratings_from_a_file_are_averaged_per_image(tmp_path):
     ratings = pd.DataFrame(
         {

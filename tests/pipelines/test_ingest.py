@@ -257,6 +257,7 @@ def test_unknown_or_missing_source_is_a_configuration_error(tmp_path: Path) -> N
         prepare_source(_params("jats_folder", tmp_path / "absent"))
 
 
+@pytest.mark.slow
 def test_embedded_sample_is_written_once_and_decided_as_its_manifest_says(tmp_path: Path) -> None:
     sample = pytest.importorskip("sciir.sample")
     if not hasattr(sample, "write_embedded_sample"):

@@ -11,6 +11,7 @@ import re
 import zlib
 
 import pandas as pd
+import pytest
 from PIL import Image
 
 from sciir.backends.openai_compat import OpenAICompatibleVLM
@@ -51,6 +52,7 @@ def checklist(sample: int) -> list[dict]:
     ]
 
 
+@pytest.mark.slow
 def test_every_request_ends_answered_or_failed_and_the_counts_add_up() -> None:
     buffer = io.BytesIO()
     Image.new("RGB", (8, 8), "white").save(buffer, format="PNG")

@@ -16,6 +16,8 @@ import time
 import zlib
 from pathlib import Path
 
+import pytest
+
 from sciir.backends.cache import ResponseCache
 from sciir.testing.chat_answers import checklist_responder
 from sciir.testing.fake_openai_server import FakeOpenAIServer
@@ -71,6 +73,7 @@ def settled_chat_requests(srv: FakeOpenAIServer) -> int:
     raise AssertionError("the server kept receiving requests after the client was killed")
 
 
+@pytest.mark.slow
 def test_a_killed_batch_resumes_paying_only_for_what_is_missing(tmp_path: Path) -> None:
     responder = checklist_responder(scripted_verdict)
     with FakeOpenAIServer(responder=responder, faults=FaultPlan(latency_s=0.03)) as srv:

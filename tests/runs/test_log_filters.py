@@ -7,6 +7,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 REPO = Path(__file__).resolve().parents[2]
 KEDRO = str(Path(sys.executable).with_name("kedro"))
 ADVICE = "Add type hints to the `predict` method"
@@ -53,6 +55,7 @@ def test_the_filter_drops_the_advice_and_keeps_other_warnings():
     assert "type hints" not in output
 
 
+@pytest.mark.slow
 def test_a_kedro_command_starts_without_the_advice():
     # settings.py attaches the filter before Kedro loads kedro-mlflow, whose class draws the advice.
     output = _output([KEDRO, "registry", "list"])

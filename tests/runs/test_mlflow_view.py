@@ -72,6 +72,7 @@ def test_an_experiment_without_a_kind_is_marked_as_model_training_once(mlflow_st
     }
 
 
+@pytest.mark.slow
 def test_a_kind_chosen_before_is_kept(mlflow_store):
     experiment_id = mlflow_store.create_experiment("sciir", tags={EXPERIMENT_KIND_TAG: "genai_development"})
     assert not mark_model_training(experiment_id)

@@ -28,6 +28,7 @@ def _register_in_a_run(folder: Path, tags: dict[str, str] | None = None) -> tupl
     return run.info.run_id, version
 
 
+@pytest.mark.slow
 def test_a_version_points_at_the_logged_adapter_and_names_its_data(mlflow_store, tmp_path):
     folder = _adapter(tmp_path / "lora", b"adapter one")
     run_id, version = _register_in_a_run(folder)

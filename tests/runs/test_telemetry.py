@@ -14,6 +14,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 REPO = Path(__file__).resolve().parents[2]
 
 # The variables MLflow 3.17 takes for "in CI or under test" (mlflow.telemetry.utils._is_ci_env_or_testing).
@@ -70,6 +72,7 @@ def _child(tmp_path: Path, script: str, **users_variables: str) -> str:
     return done.stdout.strip().splitlines()[-1]
 
 
+@pytest.mark.slow
 def test_the_project_settings_turn_mlflow_telemetry_off_in_a_users_shell(tmp_path):
     # on before: the child is a user's shell, where MLflow would send; off once the settings are read
     assert _child(tmp_path, BEFORE_AND_AFTER_SETTINGS) == "False True"
@@ -79,5 +82,6 @@ def test_a_user_who_sets_the_variable_is_obeyed(tmp_path):
     assert _child(tmp_path, BEFORE_AND_AFTER_SETTINGS, MLFLOW_DISABLE_TELEMETRY="false") == "False False"
 
 
+@pytest.mark.slow
 def test_a_tracked_run_queues_nothing_for_mlflows_servers(tmp_path):
     assert _child(tmp_path, TRACKED_RUN) == "[]"

@@ -115,6 +115,7 @@ def test_quality_joins_by_sample_id_counts_ok_samples_and_leaves_out_misjoined_p
                        "coverage": 0.25, "not_annotated": {"review": 1}}  # fmt: skip
 
 
+@pytest.mark.slow
 def test_sample_truth_has_one_row_per_panel_of_every_kept_figure(tmp_path) -> None:
     manifest = write_embedded_sample(tmp_path, seed=7)
     truth = sample_truth(tmp_path)

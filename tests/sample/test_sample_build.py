@@ -67,6 +67,7 @@ def _longest_white_run(blank: np.ndarray) -> int:
     return int((edges[1::2] - edges[::2]).max(initial=0))
 
 
+@pytest.mark.slow
 def test_manifest_is_returned_and_written(sample_dir: Path, manifest: dict[str, Any]) -> None:
     again = write_embedded_sample(sample_dir, seed=SEED)
     assert again == manifest and manifest["seed"] == SEED
@@ -259,6 +260,7 @@ def _files(folder: Path) -> dict[str, bytes]:
     return {str(path.relative_to(folder)): path.read_bytes() for path in sorted(folder.rglob("*")) if path.is_file()}
 
 
+@pytest.mark.slow
 def test_same_seed_writes_identical_bytes_even_over_another_seed(sample_dir: Path, tmp_path: Path) -> None:
     write_embedded_sample(tmp_path, seed=SEED + 1)
     write_embedded_sample(tmp_path, seed=SEED)  # stale figures of the other seed must go
@@ -274,6 +276,7 @@ def test_another_seed_changes_the_choices() -> None:
     assert choices(SEED) != choices(SEED + 1)
 
 
+@pytest.mark.slow
 def test_copies_scale_the_sample_with_distinct_drawings_and_shrink_back(
     sample_dir: Path, manifest: dict[str, Any], tmp_path: Path
 ) -> None:

@@ -122,6 +122,7 @@ def _files(folder: Path) -> dict[str, bytes]:
     }
 
 
+@pytest.mark.slow
 def test_paging_follows_each_next_cursor_to_the_end_and_fetches_every_article_once(
     sample_articles, ids, tmp_path
 ):
@@ -179,6 +180,7 @@ def test_the_query_carries_the_filters_and_each_record_is_checked_again(sample_a
     assert {"PMC9100001", "PMC9100002"}.isdisjoint(outcomes)
 
 
+@pytest.mark.slow
 def test_requests_keep_to_the_rate_limit_in_every_second(sample_articles, tmp_path):
     rate = 15.0
     with FakeEuropePMC(sample_articles) as server:
@@ -191,6 +193,7 @@ def test_requests_keep_to_the_rate_limit_in_every_second(sample_articles, tmp_pa
     assert busiest <= 2 * rate + 1
 
 
+@pytest.mark.slow
 def test_retries_honour_retry_after_and_recover_from_errors_and_dropped_connections(
     sample_articles, ids, tmp_path
 ):
@@ -215,6 +218,7 @@ def test_retries_honour_retry_after_and_recover_from_errors_and_dropped_connecti
     assert requests[limited.index + 1].received_at - limited.received_at >= 0.3
 
 
+@pytest.mark.slow
 def test_a_failed_article_is_recorded_with_its_reason_and_the_download_goes_on(
     sample_articles, ids, tmp_path
 ):
@@ -261,6 +265,7 @@ def _wait_for(server: FakeEuropePMC, path: str, process: subprocess.Popen, timeo
         time.sleep(0.05)
 
 
+@pytest.mark.slow
 def test_a_killed_download_resumes_fetching_nothing_twice_and_ends_as_an_uninterrupted_one(
     sample_articles, ids, tmp_path
 ):
@@ -342,6 +347,7 @@ def _comparable(table: pd.DataFrame, fields: list[str], keys: list[str]) -> list
     return table[fields].sort_values(keys).to_dict("records")
 
 
+@pytest.mark.slow
 def test_the_download_ingests_to_the_same_rows_as_the_folder_it_was_served_from(
     sample_folder, sample_articles, ids, tmp_path
 ):

@@ -69,6 +69,7 @@ def _accepted_articles(folder: Path, count: int) -> list[str]:
     return [row["article_id"] for row in manifest["articles"] if row["expected"] == "kept"][:count]
 
 
+@pytest.mark.slow
 def test_pmc_packages_and_nxml_articles_are_read_as_the_plain_folder(sample_folder, tmp_path):
     first, second, third = _accepted_articles(sample_folder, 3)
     source = tmp_path / "oa"

@@ -194,6 +194,7 @@ def _evaluation_loss(pipe: QwenImagePipeline, pixels: np.ndarray) -> float:
     return float(torch.stack(losses).mean())
 
 
+@pytest.mark.slow
 def test_the_tiny_pipeline_is_saved_once_and_reloads(trained):
     base = trained[0]
     assert is_tiny_flow_pipeline(base, seed=0) and not is_tiny_flow_pipeline(base, seed=1)
@@ -205,6 +206,7 @@ def test_the_tiny_pipeline_is_saved_once_and_reloads(trained):
     assert tokens[0] == "<|im_start|>" and tokens[-1] == "<|im_end|>" and len(tokens) == 9
 
 
+@pytest.mark.slow
 def test_a_seed_gives_the_same_adapter_and_leaves_the_callers_random_state(trained, tmp_path):
     base, pixels, _, config, _ = trained
     short = config.model_copy(update={"steps": 3})
@@ -222,12 +224,14 @@ def test_a_seed_gives_the_same_adapter_and_leaves_the_callers_random_state(train
     assert any(not torch.equal(first_layers[name], other_layers[name]) for name in first_layers)
 
 
+@pytest.mark.slow
 def test_images_and_captions_must_pair_up(trained):
     base, pixels, _, _, _ = trained
     with pytest.raises(ValueError, match="3 images but 2 captions"):
         encode_flow_examples(_pipeline(base), pixels, CAPTIONS[:2])
 
 
+@pytest.mark.slow
 def test_captions_encoded_in_chunks_are_padded_as_one_batch_is(trained):
     pipe = _pipeline(trained[0])
     captions = ["a", "a figure with a much longer caption than the others", "mid size", "b"]
@@ -239,12 +243,14 @@ def test_captions_encoded_in_chunks_are_padded_as_one_batch_is(trained):
     assert encode_qwen_image_captions(pipe, ["ab", "cd", "ef"], chunk_size=2)[1] is None
 
 
+@pytest.mark.slow
 def test_the_training_loss_falls(trained):
     losses = trained[4]
     # Measured: 0.915 over the first ten steps, 0.308 over the last ten (a factor 0.34).
     assert np.mean(losses[-10:]) < 0.5 * np.mean(losses[:10])
 
 
+@pytest.mark.slow
 def test_the_adapter_lowers_the_loss_on_fixed_draws(trained):
     base, pixels, adapter, _, _ = trained
     pipe = _pipeline(base)
@@ -255,6 +261,7 @@ def test_the_adapter_lowers_the_loss_on_fixed_draws(trained):
     assert after < 0.5 * before
 
 
+@pytest.mark.slow
 def test_the_adapter_reloads_every_tensor_and_its_alpha(trained):
     base, _, adapter, config, _ = trained
     saved = _adapter_layers(adapter)
@@ -290,6 +297,7 @@ def _nearest_mse(drawn: torch.Tensor, references: torch.Tensor) -> float:
     return float(errors.min(dim=1).values.mean())
 
 
+@pytest.mark.slow
 def test_the_adapter_moves_what_the_pipeline_draws_toward_the_training_images(trained):
     base, pixels, adapter, _, _ = trained
     pipe = _pipeline(base)

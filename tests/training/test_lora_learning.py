@@ -61,6 +61,7 @@ def trained(tmp_path_factory):
     return base, images, root / "lora", [record.loss for record in records]
 
 
+@pytest.mark.slow
 def test_the_training_loss_falls_below_half(trained):
     losses = trained[3]
     # Measured: 0.995 over the first five steps, 0.228 over the last five (a factor 0.23).
@@ -97,6 +98,7 @@ def _nearest_mse(outputs: np.ndarray, references: np.ndarray) -> float:
     return float(errors.min(axis=1).mean())
 
 
+@pytest.mark.slow
 def test_images_made_with_the_adapter_move_toward_the_training_images(trained):
     base_folder, images, adapter, _ = trained
     pipe = StableDiffusionPipeline.from_pretrained(base_folder, local_files_only=True)
