@@ -36,7 +36,9 @@ def _requirements() -> list[Requirement]:
     """What the lock must satisfy: pyproject.toml's dependencies and test extra, and requirements.in."""
     project = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))["project"]
     lines = [*project["dependencies"], *project["optional-dependencies"]["test"]]
-    lines += [line for line in (REPO / LOCK_INPUTS).read_text().splitlines() if line and not line.startswith("#")]
+    lines += [
+        line for line in (REPO / LOCK_INPUTS).read_text().splitlines() if line and not line.startswith("#")
+    ]
     return [Requirement(line) for line in lines]
 
 
@@ -54,7 +56,9 @@ def test_a_changed_range_without_make_lock_is_told(tmp_path):
     project.write_text(text.replace('"numpy>=1.26"', '"numpy>=1.27"'), encoding="utf-8")
     assert stamped_inputs(LOCK) != inputs_sha256(tmp_path)
     project.write_text(text.replace("[tool.ruff]", "# a comment\n[tool.ruff]"), encoding="utf-8")
-    assert stamped_inputs(LOCK) == inputs_sha256(tmp_path)  # what does not shape the resolution does not count
+    assert stamped_inputs(LOCK) == inputs_sha256(
+        tmp_path
+    )  # what does not shape the resolution does not count
 
 
 def test_every_requirement_is_satisfied_by_the_lock():
@@ -64,7 +68,9 @@ def test_every_requirement_is_satisfied_by_the_lock():
         for requirement in _requirements()
         if _here(str(requirement.marker) if requirement.marker else None)
         and canonicalize_name(requirement.name) not in BESIDE_THE_LOCK
-        and not requirement.specifier.contains(locked.get(canonicalize_name(requirement.name), "0"), prereleases=True)
+        and not requirement.specifier.contains(
+            locked.get(canonicalize_name(requirement.name), "0"), prereleases=True
+        )
     ]
     assert unmet == []
 
@@ -84,7 +90,9 @@ def test_this_environment_is_the_lock():
         for name, version in _locked_here().items()
         if installed.get(name) != version
     }
-    assert differ == {}, "installed versions differ from requirements.lock (locked, installed): run `make setup`"
+    assert differ == {}, (
+        "installed versions differ from requirements.lock (locked, installed): run `make setup`"
+    )
 
 
 def test_the_makefile_bootstraps_the_locked_uv():
@@ -103,7 +111,10 @@ def test_make_lock_refreshes_the_lock_for_a_changed_range(tmp_path):
     venv = Path(sys.prefix)
     result = subprocess.run(
         ["make", "-o", str(venv / ".installed"), "lock", f"VENV={venv}"],
-        cwd=tmp_path, capture_output=True, text=True, timeout=600,
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=600,
     )
     assert result.returncode == 0, result.stdout + result.stderr
     new = (tmp_path / LOCK_FILE).read_text(encoding="utf-8")

@@ -16,7 +16,10 @@ LABELS = ["Glucose", "Pyruvate", "Lactate"]
     ("text", "expected"),
     [
         ("Glucose leads to Pyruvate.", [("Glucose", "Pyruvate")]),
-        ("From glucose to pyruvate; Pyruvate -> Lactate.", [("Glucose", "Pyruvate"), ("Pyruvate", "Lactate")]),
+        (
+            "From glucose to pyruvate; Pyruvate -> Lactate.",
+            [("Glucose", "Pyruvate"), ("Pyruvate", "Lactate")],
+        ),
         ("Glucose is followed by pyruvate.", [("Glucose", "Pyruvate")]),
         ("Glucose precedes pyruvate, which feeds into lactate.", [("Glucose", "Pyruvate")]),
         ("Pyruvate feeds into lactate.", [("Pyruvate", "Lactate")]),

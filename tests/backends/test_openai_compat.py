@@ -375,9 +375,7 @@ def test_pydantic_generated_schemas_with_refs_unions_and_bounds_are_checked() ->
         "questions.0.layer: True is not of type 'integer'",
         "questions.0.layer: True is not one of [1, 2]",
     ]
-    assert schema_problems({"questions": []}, checklist_schema) == [
-        "questions: [] should be non-empty"
-    ]
+    assert schema_problems({"questions": []}, checklist_schema) == ["questions: [] should be non-empty"]
     scores = {"entity": 11, "process": "3", "law": 2, "rationale": "r"}
     assert schema_problems(scores, TASKS["track_scores"].schema()) == [
         "entity: 11 is greater than the maximum of 10",

@@ -24,7 +24,9 @@ RUN_NAME = "evaluate physics on physics_images"
 
 pytestmark = [
     pytest.mark.browser,
-    pytest.mark.skipif(not CHROMIUM.exists(), reason="headless Chromium (/usr/bin/chromium) is not installed"),
+    pytest.mark.skipif(
+        not CHROMIUM.exists(), reason="headless Chromium (/usr/bin/chromium) is not installed"
+    ),
 ]
 
 

@@ -28,7 +28,9 @@ FAIL_HIGHLIGHT = (0xF9, 0xD6, 0xD5)  # `.fail` background in sciir/evaluation/te
 
 pytestmark = [
     pytest.mark.browser,
-    pytest.mark.skipif(not CHROMIUM.exists(), reason="headless Chromium (/usr/bin/chromium) is not installed"),
+    pytest.mark.skipif(
+        not CHROMIUM.exists(), reason="headless Chromium (/usr/bin/chromium) is not installed"
+    ),
 ]
 
 BENCHMARK = pd.DataFrame(

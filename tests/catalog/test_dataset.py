@@ -37,7 +37,9 @@ def test_missing_environment_variable_is_named(monkeypatch):
 
 def test_backend_set_builds_each_member_behind_one_cache(tmp_path):
     members = {"a": {"backend": "bytes_gen"}, "b": {"backend": "bytes_gen", "variant": 2}}
-    loaded = BackendSetDataset(kind="generator", members=members, cache_path=str(tmp_path / "c.sqlite")).load()
+    loaded = BackendSetDataset(
+        kind="generator", members=members, cache_path=str(tmp_path / "c.sqlite")
+    ).load()
     assert sorted(loaded) == ["a", "b"]
     assert all(isinstance(g, CachedGenerator) for g in loaded.values())
     assert loaded["b"].inner.config == {"variant": 2}

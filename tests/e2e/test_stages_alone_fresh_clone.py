@@ -206,7 +206,9 @@ def test_generate_alone_draws_a_benchmark_file_with_generators_of_ones_own(make_
     status = manifest.set_index(["model", "sample_id"])["status"]
     # only the configured generators draw; the served one draws every item, the baseline what it can
     assert set(manifest["model"]) == {"my_model", "programmatic"}
-    assert {sample for (model, sample), state in status.items() if model == "my_model" and state == "ok"} == items
+    assert {
+        sample for (model, sample), state in status.items() if model == "my_model" and state == "ok"
+    } == items
     assert status[("programmatic", "lever__reasoning")] == "failed"
     # the served model was asked once per item, with the item's prompt alone and the configured size
     assert sorted(request.body["prompt"] for request in received) == sorted(

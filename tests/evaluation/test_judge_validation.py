@@ -158,7 +158,12 @@ def test_validation_rates_per_question_kind_and_polarity():
     by_polarity = table.set_index(["question_kind", "polarity"])
     assert len(by_polarity) == 13 and set(table.judge) == {"scripted"}
     negative = by_polarity.loc[("relation", "negative")]
-    assert (negative.n_questions, negative.n_faulty, negative.n_detected, negative.n_false_alarms) == (2, 1, 0, 0)
+    assert (negative.n_questions, negative.n_faulty, negative.n_detected, negative.n_false_alarms) == (
+        2,
+        1,
+        0,
+        0,
+    )
     positive = by_polarity.loc[("relation", "positive")]
     assert (positive.n_faulty, positive.n_faulty_judged, positive.n_detected) == (2, 1, 1)
     rows = table[table.polarity == "all"].set_index("question_kind")

@@ -12,7 +12,9 @@ def board_row(model: str, final: float, text: float, coverage: float, **more) ->
 def test_rates_print_as_percentages_and_nothing_scored_as_na():
     board = pd.DataFrame(
         [
-            board_row("programmatic", 0.8333, 0.8333, 0.44, final_n=24, text_n=24, entity=math.nan, entity_n=0),
+            board_row(
+                "programmatic", 0.8333, 0.8333, 0.44, final_n=24, text_n=24, entity=math.nan, entity_n=0
+            ),
             board_row("noise", 0.0, 0.0, 0.44, final_n=20, text_n=24, entity=math.nan, entity_n=0),
         ]
     )

@@ -47,7 +47,9 @@ RECALL_FLOOR = 0.94
 
 pytestmark = [
     pytest.mark.slow,  # Tesseract over every real figure: minutes
-    pytest.mark.skipif(not (EXTERNAL / "articles").is_dir(), reason="../shared/external/articles not present"),
+    pytest.mark.skipif(
+        not (EXTERNAL / "articles").is_dir(), reason="../shared/external/articles not present"
+    ),
 ]
 
 

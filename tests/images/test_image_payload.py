@@ -249,7 +249,9 @@ def test_an_encoded_image_is_written_as_it_is_and_decoded_for_a_pillow_folder(tm
     _noisy().save(png, format="PNG", compress_level=0)
     encoded = EncodedImage(png.getvalue())
     ImageFolderDataset(
-        path=str(tmp_path / "ours"), dataset="sciir.catalog.image_dataset.ImageFileDataset", filename_suffix=".png"
+        path=str(tmp_path / "ours"),
+        dataset="sciir.catalog.image_dataset.ImageFileDataset",
+        filename_suffix=".png",
     ).save({"m/s1": encoded})
     assert (tmp_path / "ours" / "m" / "s1.png").read_bytes() == png.getvalue()
     # The project's image folders are such folders: the generations entry as conf/base/catalog.yml has it.

@@ -59,7 +59,9 @@ def sample() -> dict:
             _curated_row(
                 "process-p0",
                 f"{process.description} {PROCESS.facts['law']}",
-                methods_text([[PanelProse("process", PROCESS.title, truth.required_text, truth.relations)]], rng),
+                methods_text(
+                    [[PanelProse("process", PROCESS.title, truth.required_text, truth.relations)]], rng
+                ),
             ),
             _curated_row("law-p0", f"{law.description} {LAW.facts['entity']}", "Measured at 20 C."),
             _curated_row("plain-p0", "Panel of the same plot.", ""),

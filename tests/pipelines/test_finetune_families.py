@@ -258,11 +258,15 @@ def test_the_family_picks_the_tiny_pipeline_and_must_match_a_folders_class(tmp_p
     other = tmp_path / "other"
     other.mkdir()
     (other / "model_index.json").write_text(json.dumps({"_class_name": "KandinskyPipeline"}))
-    with pytest.raises(ValueError, match="KandinskyPipeline is of no known family; supported: .*FluxPipeline"):
+    with pytest.raises(
+        ValueError, match="KandinskyPipeline is of no known family; supported: .*FluxPipeline"
+    ):
         prepare_base_model(_params(tmp_path, base_model=str(other), family=None))
 
 
-def test_aspect_buckets_train_the_flow_family_and_its_cache_keeps_each_size(flow_base, tmp_path, encoder_calls):
+def test_aspect_buckets_train_the_flow_family_and_its_cache_keeps_each_size(
+    flow_base, tmp_path, encoder_calls
+):
     # Two square figures and two twice as wide: the wide ones train at 64x32, as latents twice as wide.
     rows = []
     for index, size in enumerate([(48, 48), (96, 48), (48, 48), (96, 48)]):

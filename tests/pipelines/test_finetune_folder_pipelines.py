@@ -93,8 +93,19 @@ KINDS = {
         pipeline=StableDiffusion3Pipeline,
         family="flow_matching",
         denoiser="transformer",
-        layers=("to_q", "to_k", "to_v", "to_out.0", "add_q_proj", "add_k_proj", "add_v_proj", "to_add_out",
-                "ff.net.0.proj", "ff.net.2", "proj_out"),  # fmt: skip
+        layers=(
+            "to_q",
+            "to_k",
+            "to_v",
+            "to_out.0",
+            "add_q_proj",
+            "add_k_proj",
+            "add_v_proj",
+            "to_add_out",
+            "ff.net.0.proj",
+            "ff.net.2",
+            "proj_out",
+        ),  # fmt: skip
         cache_fields=("caption_embeds", "latents", "pooled_captions"),
         # Measured: 2.240 over the first ten steps, 1.532 over the last ten (0.68).
         loss_ratio=0.8,

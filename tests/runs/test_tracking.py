@@ -12,7 +12,11 @@ from sciir.runs.tracking import METRICS_PER_BATCH, NestedRun, log_metrics, log_n
 
 def test_metrics_go_to_json_and_to_the_active_run(tmp_path, mlflow_store):
     dataset = MetricsDataset(filepath=str(tmp_path / "m" / "evaluate.json"), prefix="evaluate")
-    metrics = {"prog.final": 0.75, "noise.final": math.nan, "loss": [{"value": 2.0, "step": 0}, {"value": 1.0, "step": 1}]}
+    metrics = {
+        "prog.final": 0.75,
+        "noise.final": math.nan,
+        "loss": [{"value": 2.0, "step": 0}, {"value": 1.0, "step": 1}],
+    }
     with mlflow.start_run() as run:
         dataset.save(metrics)
     saved = json.loads((tmp_path / "m" / "evaluate.json").read_text())

@@ -83,10 +83,17 @@ def test_quality_joins_by_sample_id_counts_ok_samples_and_leaves_out_misjoined_p
     )  # fmt: skip
     annotations = pd.DataFrame(
         [
-            _annotation("a", [*STEPS, "Tube"], [EDGES[0], ["Elution", "Centrifugation"]], {"process": True},
-                        shown={"process": (STEPS, ["arrow from Cell lysis to Centrifugation"]),
-                               "entity": (["Tube"], ["structural drawing labelled Tube"]),
-                               "law": (["Elution"], [])}),  # law terms without a visualisation: not shown
+            _annotation(
+                "a",
+                [*STEPS, "Tube"],
+                [EDGES[0], ["Elution", "Centrifugation"]],
+                {"process": True},
+                shown={
+                    "process": (STEPS, ["arrow from Cell lysis to Centrifugation"]),
+                    "entity": (["Tube"], ["structural drawing labelled Tube"]),
+                    "law": (["Elution"], []),
+                },
+            ),  # law terms without a visualisation: not shown
             _annotation("b", ["R1"], [], {"law": True}, status="failed"),
             _annotation("c", ["Vin"], [], {"law": True}),  # split differently by curate: left out
             _annotation("z", ["Noise"], [["X", "Y"]], {"entity": True}),  # not in the truth
@@ -109,7 +116,11 @@ def test_quality_joins_by_sample_id_counts_ok_samples_and_leaves_out_misjoined_p
     assert measures.loc["shown_micro", ["precision", "recall"]].tolist() == [0.5, 0.5]
     errors = relation_errors(truth, annotations)
     assert errors.to_dict("records") == [
-        {"sample_id": "a", "missed": [("centrifugation", "elution")], "added": [("elution", "centrifugation")]}
+        {
+            "sample_id": "a",
+            "missed": [("centrifugation", "elution")],
+            "added": [("elution", "centrifugation")],
+        }
     ]
     assert summary == {"samples_truth": 4, "samples_annotated": 3, "samples_counted": 1, "misjoined": 1,
                        "coverage": 0.25, "not_annotated": {"review": 1}}  # fmt: skip

@@ -134,7 +134,9 @@ def test_composite_panels_are_apart_and_in_reading_order(manifest: dict[str, Any
             assert (same_row and second[0] >= first[2]) or second[1] >= first[3], figure["file"]
 
 
-def test_no_panel_has_an_inner_white_band_as_wide_as_a_gutter(manifest: dict[str, Any], sample_dir: Path) -> None:
+def test_no_panel_has_an_inner_white_band_as_wide_as_a_gutter(
+    manifest: dict[str, Any], sample_dir: Path
+) -> None:
     """Otherwise panel splitting would cut one panel in two."""
     for figure in _kept(manifest):
         ink = np.asarray(Image.open(sample_dir / figure["file"]).convert("L")) < 200
@@ -142,7 +144,7 @@ def test_no_panel_has_an_inner_white_band_as_wide_as_a_gutter(manifest: dict[str
             x0, y0, x1, y1 = panel["bbox"]
             region = ink[y0:y1, x0:x1]
             rows, columns = np.flatnonzero(region.any(axis=1)), np.flatnonzero(region.any(axis=0))
-            drawn = region[rows[0]:rows[-1] + 1, columns[0]:columns[-1] + 1]
+            drawn = region[rows[0] : rows[-1] + 1, columns[0] : columns[-1] + 1]
             longest = max(_longest_white_run(~drawn.any(axis=1)), _longest_white_run(~drawn.any(axis=0)))
             assert longest < MIN_GUTTER, f"{figure['file']} panel {panel['panel_index']}"
             # The truth box is tight: the drawing fills most of it.
@@ -176,7 +178,9 @@ def test_methods_name_every_drawing_and_narrate_workflows_in_varied_prose(
     assert 0 < stated < edges and len(phrasings) >= 4
 
 
-def test_kept_articles_carry_doi_licence_and_their_figures(manifest: dict[str, Any], sample_dir: Path) -> None:
+def test_kept_articles_carry_doi_licence_and_their_figures(
+    manifest: dict[str, Any], sample_dir: Path
+) -> None:
     for article in manifest["articles"]:
         if article["reason_kind"] == "malformed_xml":
             continue
@@ -184,11 +188,15 @@ def test_kept_articles_carry_doi_licence_and_their_figures(manifest: dict[str, A
         assert root.findtext(".//article-id[@pub-id-type='doi']") == article["doi"]
         assert re.fullmatch(r"10\.5555/sciir\.sample\.\d{3}", article["doi"])
         licence_url = root.find(".//permissions/license").get(f"{{{XLINK_NS}}}href")
-        expected_url = {"CC BY 4.0": "https://creativecommons.org/licenses/by/4.0/",
-                        "CC BY-NC 4.0": "https://creativecommons.org/licenses/by-nc/4.0/"}[article["licence"]]
+        expected_url = {
+            "CC BY 4.0": "https://creativecommons.org/licenses/by/4.0/",
+            "CC BY-NC 4.0": "https://creativecommons.org/licenses/by-nc/4.0/",
+        }[article["licence"]]
         assert licence_url == expected_url
         hrefs = [graphic.get(f"{{{XLINK_NS}}}href") for graphic in root.iter("graphic")]
-        listed = [figure["file"] for figure in manifest["figures"] if figure["article_id"] == article["article_id"]]
+        listed = [
+            figure["file"] for figure in manifest["figures"] if figure["article_id"] == article["article_id"]
+        ]
         assert [f"{article['article_id']}/{href}" for href in hrefs] == listed
         assert all((sample_dir / path).is_file() for path in listed)
 
@@ -199,10 +207,14 @@ def test_negative_cases_are_planted_as_the_manifest_says(manifest: dict[str, Any
     with pytest.raises(etree.XMLSyntaxError):
         etree.parse(str(sample_dir / articles["malformed_xml"]["file"]))
 
-    figures = {figure["reason_kind"]: figure for figure in manifest["figures"] if figure["reason_kind"] != "licence"}
+    figures = {
+        figure["reason_kind"]: figure for figure in manifest["figures"] if figure["reason_kind"] != "licence"
+    }
     assert {"corrupt_image", "third_party", "too_small"} <= set(figures)
     assert all(figure["expected"] == "rejected" for figure in figures.values() if figure["reason_kind"])
-    kept_articles = {article["article_id"] for article in manifest["articles"] if article["expected"] == "kept"}
+    kept_articles = {
+        article["article_id"] for article in manifest["articles"] if article["expected"] == "kept"
+    }
     corrupt = figures["corrupt_image"]
     assert corrupt["article_id"] in kept_articles
     with pytest.raises(OSError):
@@ -210,8 +222,9 @@ def test_negative_cases_are_planted_as_the_manifest_says(manifest: dict[str, Any
     assert _caption(sample_dir, figures["third_party"]).endswith("Reproduced from [12] with permission.")
     assert Image.open(sample_dir / figures["too_small"]["file"]).size == (90, 90)
     non_commercial = [figure for figure in manifest["figures"] if figure["reason_kind"] == "licence"]
-    assert non_commercial and all(figure["article_id"] == articles["licence"]["article_id"]
-                                  for figure in non_commercial)
+    assert non_commercial and all(
+        figure["article_id"] == articles["licence"]["article_id"] for figure in non_commercial
+    )
 
 
 _CONFUSABLE = str.maketrans({"l": "1", "i": "1", "|": "1", "!": "1", "o": "0"})
@@ -242,13 +255,16 @@ def test_required_text_is_read_by_tesseract(manifest: dict[str, Any], sample_dir
     import pytesseract
 
     kept = _kept(manifest)
-    chosen = [next(figure for figure in kept if figure["kind"] == kind)
-              for kind in ("process", "molecule", "circuit", "plot", "composite", *COMBINED_KINDS)]
+    chosen = [
+        next(figure for figure in kept if figure["kind"] == kind)
+        for kind in ("process", "molecule", "circuit", "plot", "composite", *COMBINED_KINDS)
+    ]
     for figure in chosen:
         image = Image.open(sample_dir / figure["file"])
         for panel in _truth(sample_dir, figure)["panels"]:
-            read = _normalise(pytesseract.image_to_string(_glyph_ink(image.crop(panel["bbox"])),
-                                                          config="--psm 11"))
+            read = _normalise(
+                pytesseract.image_to_string(_glyph_ink(image.crop(panel["bbox"])), config="--psm 11")
+            )
             for text in panel["required_text"]:
                 # Spacing around the symbols of an equation ("P V = constant") is read either way.
                 expected = _normalise(text).replace(" ", "") if "=" in text else _normalise(text)
@@ -257,7 +273,11 @@ def test_required_text_is_read_by_tesseract(manifest: dict[str, Any], sample_dir
 
 
 def _files(folder: Path) -> dict[str, bytes]:
-    return {str(path.relative_to(folder)): path.read_bytes() for path in sorted(folder.rglob("*")) if path.is_file()}
+    return {
+        str(path.relative_to(folder)): path.read_bytes()
+        for path in sorted(folder.rglob("*"))
+        if path.is_file()
+    }
 
 
 @pytest.mark.slow
@@ -269,8 +289,10 @@ def test_same_seed_writes_identical_bytes_even_over_another_seed(sample_dir: Pat
 
 def test_another_seed_changes_the_choices() -> None:
     def choices(seed: int) -> list[list[str]]:
-        return [[topic.title for figure in article.figures for topic in figure.topics]
-                for article in plan_sample(random.Random(seed))]
+        return [
+            [topic.title for figure in article.figures for topic in figure.topics]
+            for article in plan_sample(random.Random(seed))
+        ]
 
     assert choices(SEED) == choices(SEED)
     assert choices(SEED) != choices(SEED + 1)
@@ -300,4 +322,6 @@ def test_copies_scale_the_sample_with_distinct_drawings_and_shrink_back(
             assert all(0 <= x0 < x1 <= width and 0 <= y0 < y1 <= height for x0, y0, x1, y1 in
                        (panel["bbox"] for panel in truth["panels"]))  # fmt: skip
     _remove_surplus_copies(tmp_path, 1)  # what writing one copy over two does after drawing it
-    assert _files(tmp_path) == _files(sample_dir) | {"MANIFEST.json": (tmp_path / "MANIFEST.json").read_bytes()}
+    assert _files(tmp_path) == _files(sample_dir) | {
+        "MANIFEST.json": (tmp_path / "MANIFEST.json").read_bytes()
+    }

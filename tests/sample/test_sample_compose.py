@@ -23,9 +23,13 @@ def _panel(width: int, height: int, grey: int = 0) -> Image.Image:
     return Image.new("RGB", (width, height), (grey, grey, grey))
 
 
-@pytest.mark.parametrize(("size", "expected"), [((120, 90), (200, 200)), ((900, 200), (900, 450)),
-                                                ((210, 800), (400, 800)), ((400, 300), (400, 300))])
-def test_fit_panel_pads_to_minimum_side_and_aspect_band(size: tuple[int, int], expected: tuple[int, int]) -> None:
+@pytest.mark.parametrize(
+    ("size", "expected"),
+    [((120, 90), (200, 200)), ((900, 200), (900, 450)), ((210, 800), (400, 800)), ((400, 300), (400, 300))],
+)
+def test_fit_panel_pads_to_minimum_side_and_aspect_band(
+    size: tuple[int, int], expected: tuple[int, int]
+) -> None:
     fitted = fit_panel(_panel(*size))
     assert fitted.size == expected
     ink = np.asarray(fitted.convert("L")) < 128

@@ -16,8 +16,12 @@ from sciir.sample.process_topics import PROCESS_TOPICS
 from sciir.sample.renderers import render_molecule
 from sciir.sample.topics import MoleculeTopic
 
-ONE_OF_EACH = [("process", PROCESS_TOPICS[3]), ("molecule", MOLECULE_TOPICS[0]),
-               ("circuit", CIRCUIT_TOPICS[3]), ("plot", LAW_TOPICS[2])]
+ONE_OF_EACH = [
+    ("process", PROCESS_TOPICS[3]),
+    ("molecule", MOLECULE_TOPICS[0]),
+    ("circuit", CIRCUIT_TOPICS[3]),
+    ("plot", LAW_TOPICS[2]),
+]
 
 
 @pytest.mark.parametrize(("kind", "topic"), ONE_OF_EACH, ids=[kind for kind, _ in ONE_OF_EACH])

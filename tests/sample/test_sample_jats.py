@@ -18,11 +18,18 @@ HREF = f"{{{XLINK_NS}}}href"
 
 
 def _document(licence=CC_BY) -> ArticleDocument:
-    figure = FigureEntry("fig1", "Figure 1", "Caffeine.", "Two-dimensional structure of the Caffeine molecule.",
-                         "fig1.png")
-    return ArticleDocument(doi="10.5555/sciir.sample.001", title="Figures on Caffeine", licence=licence,
-                           abstract="Abstract.", introduction="Introduction.",
-                           methods="Cell lysis leads to Elution.", figures=(figure,))
+    figure = FigureEntry(
+        "fig1", "Figure 1", "Caffeine.", "Two-dimensional structure of the Caffeine molecule.", "fig1.png"
+    )
+    return ArticleDocument(
+        doi="10.5555/sciir.sample.001",
+        title="Figures on Caffeine",
+        licence=licence,
+        abstract="Abstract.",
+        introduction="Introduction.",
+        methods="Cell lysis leads to Elution.",
+        figures=(figure,),
+    )
 
 
 def test_article_carries_doi_licence_methods_and_figures() -> None:

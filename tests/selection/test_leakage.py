@@ -44,7 +44,15 @@ def _jpeg_copy(image: Image.Image, side: int) -> Image.Image:
 CURATED = pd.DataFrame(
     {
         "sample_id": ["bench-1", "bench-2", "train-1", "train-2", "train-3", "train-4", "orphan"],
-        "doi": ["10.7554/eLife.1", "10.1/x", "HTTPS://DOI.ORG/10.7554/ELIFE.1", "10.2/y", "10.3/z", None, None],
+        "doi": [
+            "10.7554/eLife.1",
+            "10.1/x",
+            "HTTPS://DOI.ORG/10.7554/ELIFE.1",
+            "10.2/y",
+            "10.3/z",
+            None,
+            None,
+        ],
         "url": [None, None, None, None, None, "https://example.org/a", None],
         "figure_id": ["fig2", "fig1", "fig2", "fig1", "fig1", "fig1", "fig1"],
     }
@@ -77,12 +85,17 @@ def test_each_planted_leak_is_found_with_its_reason(sources):
     assert sorted(leaks.index) == ["bench-2", "train-1", "train-2"]
     assert leaks.loc["bench-2", "reason"] == "same sample"
     assert tuple(leaks.loc["train-1", ["reason", "benchmark_sample_id"]]) == ("same source figure", "bench-1")
-    assert tuple(leaks.loc["train-2", ["reason", "benchmark_sample_id"]]) == ("near-duplicate image", "bench-2")
+    assert tuple(leaks.loc["train-2", ["reason", "benchmark_sample_id"]]) == (
+        "near-duplicate image",
+        "bench-2",
+    )
     assert leaks.loc["train-2", "detail"].endswith("of 64 bits apart")
 
 
 def test_the_check_refuses_a_split_with_a_leak_and_passes_a_clean_one(sources):
-    with pytest.raises(LeakageError, match=r"2 train samples leak .*train-1 \(same source figure as bench-1\)"):
+    with pytest.raises(
+        LeakageError, match=r"2 train samples leak .*train-1 \(same source figure as bench-1\)"
+    ):
         assert_no_leakage(["train-1", "train-2", "train-3"], ["bench-1", "bench-2"], sources)
     assert_no_leakage(["train-3", "train-4", "orphan"], ["bench-1", "bench-2"], sources)
 

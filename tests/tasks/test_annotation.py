@@ -41,7 +41,10 @@ def test_every_template_renders_its_context_and_schema(task: str) -> None:
 
 
 def test_dollar_signs_in_captions_survive_rendering() -> None:
-    assert "Workflow of $glycolysis." in ANNOTATION_TASKS["track_scores"].build(CONTEXTS["track_scores"], PNG).prompt
+    assert (
+        "Workflow of $glycolysis."
+        in ANNOTATION_TASKS["track_scores"].build(CONTEXTS["track_scores"], PNG).prompt
+    )
 
 
 def test_missing_context_and_missing_image_are_errors() -> None:
@@ -60,8 +63,16 @@ def test_track_scores_parse_and_label_at_tau() -> None:
 
 def _question(qid: str, layer: int, track: str, kind: str, about: list[str], **fields) -> dict:
     """A checklist question; the text questions' expected_text defaults to ``about``."""
-    question = {"id": qid, "layer": layer, "track": track, "kind": kind, "polarity": "positive", "about": about,
-                "question": "q", "expected_text": None}
+    question = {
+        "id": qid,
+        "layer": layer,
+        "track": track,
+        "kind": kind,
+        "polarity": "positive",
+        "about": about,
+        "question": "q",
+        "expected_text": None,
+    }
     return question | fields
 
 
@@ -128,7 +139,11 @@ def _question(qid: str, layer: int, track: str, kind: str, about: list[str], **f
         ),
         (
             "checklist",
-            {"questions": [{k: v for k, v in _question("a", 2, "law", "law", ["x"]).items() if k != "about"}]},
+            {
+                "questions": [
+                    {k: v for k, v in _question("a", 2, "law", "law", ["x"]).items() if k != "about"}
+                ]
+            },
             "about",
         ),
         ("checklist", {"questions": []}, "questions"),
@@ -145,8 +160,13 @@ def test_a_failed_call_stays_a_failure_with_its_reason() -> None:
 
 
 def test_reasoning_strips_and_deduplicates_strings() -> None:
-    output = {"terms": [" A ", "A", "B"], "required_text": ["A"], "relations": [["A", "B"]],
-              "laws": ["F = m a", " F = m a "], "sci_rcot": "s"}
+    output = {
+        "terms": [" A ", "A", "B"],
+        "required_text": ["A"],
+        "relations": [["A", "B"]],
+        "laws": ["F = m a", " F = m a "],
+        "sci_rcot": "s",
+    }
     reasoning = ANNOTATION_TASKS["reasoning"].parse_output(VLMResult(output=output))
     assert reasoning.terms == ["A", "B"]
     assert reasoning.laws == ["F = m a"]

@@ -40,7 +40,9 @@ def test_every_annotation_template_renders_with_the_context_its_task_declares() 
     for name, spec in ANNOTATION_TASKS.items():
         asked = prompt_template(name).placeholders - {"schema"}
         assert asked == set(spec.context_keys), name
-        request = ANNOTATION_TASKS[name].build(dict.fromkeys(spec.context_keys, "x"), b"png" if spec.sees_image else None)
+        request = ANNOTATION_TASKS[name].build(
+            dict.fromkeys(spec.context_keys, "x"), b"png" if spec.sees_image else None
+        )
         assert "$" not in request.prompt.replace("$defs", "").replace("$ref", ""), name
 
 
@@ -58,7 +60,9 @@ def test_a_template_asking_for_a_field_nobody_gives_names_the_task_and_the_field
         ("version: ''\ntemplate: 'x'\n", "needs a non-empty string 'version' and 'template'"),
     ],
 )
-def test_a_malformed_template_file_is_refused_with_its_path_and_reason(conf: Path, text: str, reason: str) -> None:
+def test_a_malformed_template_file_is_refused_with_its_path_and_reason(
+    conf: Path, text: str, reason: str
+) -> None:
     (conf / "local" / "tasks" / "screen.yml").write_text(text)
     with pytest.raises(PromptError, match=rf"task screen: .*screen.yml {reason}"):
         prompt_template("screen")
@@ -66,5 +70,7 @@ def test_a_malformed_template_file_is_refused_with_its_path_and_reason(conf: Pat
 
 def test_a_task_without_a_template_file_says_where_it_was_looked_for(conf: Path) -> None:
     (conf / "base" / "tasks" / "aesthetics.yml").unlink()
-    with pytest.raises(PromptError, match=r"task aesthetics: no template file \(.*base/tasks/aesthetics.yml\)"):
+    with pytest.raises(
+        PromptError, match=r"task aesthetics: no template file \(.*base/tasks/aesthetics.yml\)"
+    ):
         prompt_template("aesthetics")

@@ -165,7 +165,12 @@ def test_faults_follow_the_script_then_the_probabilities() -> None:
         recorded = srv.requests
     assert statuses == [500, 200, 503, 503]
     assert stats.faults == {"500": 1, "503": 2}
-    assert [r.fault for r in recorded] == [ServerFault.SERVER_ERROR, None, ServerFault.UNAVAILABLE, ServerFault.UNAVAILABLE]
+    assert [r.fault for r in recorded] == [
+        ServerFault.SERVER_ERROR,
+        None,
+        ServerFault.UNAVAILABLE,
+        ServerFault.UNAVAILABLE,
+    ]
 
 
 def test_history_keeps_the_latest_bodies_and_headers() -> None:
@@ -322,10 +327,12 @@ def _every_task_with_an_offline_answer() -> dict[str, tuple[VLMRequest, dict]]:
     _answered(backend, ANNOTATION_TASKS["track_scores"].build(texts, png), answers)
     reasoning = _answered(backend, ANNOTATION_TASKS["reasoning"].build(texts, png), answers)
     known = {**texts, **reasoning, "tracks": ["process"]}
-    abstract = _answered(backend, ANNOTATION_TASKS["abstract_prompt"].build(_context("abstract_prompt", known)), answers)
+    abstract = _answered(
+        backend, ANNOTATION_TASKS["abstract_prompt"].build(_context("abstract_prompt", known)), answers
+    )
     plan = _context("checklist", known)
-    checklist = ANNOTATION_TASKS[
-        "checklist"].parse_output(VLMResult(output=_answered(backend, ANNOTATION_TASKS["checklist"].build(plan), answers))
+    checklist = ANNOTATION_TASKS["checklist"].parse_output(
+        VLMResult(output=_answered(backend, ANNOTATION_TASKS["checklist"].build(plan), answers))
     )
     rows = pd.DataFrame(
         {
@@ -348,8 +355,10 @@ def _every_task_with_an_offline_answer() -> dict[str, tuple[VLMRequest, dict]]:
     _answered(backend, build_solver_request(solver_items(questions), png), answers)
     _answered(backend, build_aesthetics_request(png), answers)
     _answered(backend, screen_request(png, texts["caption"], ScreenParams()), answers)
-    _answered(backend, build_score_request("Draw \"Glucose\" -> \"Pyruvate\".", png), answers)
-    _answered(backend, build_prompt_checklist_request('A flow diagram from "Glucose" to "Pyruvate".'), answers)
+    _answered(backend, build_score_request('Draw "Glucose" -> "Pyruvate".', png), answers)
+    _answered(
+        backend, build_prompt_checklist_request('A flow diagram from "Glucose" to "Pyruvate".'), answers
+    )
     # No rule writes a plan (it takes a language model's knowledge): a plan as a planner model writes one.
     plan = 'Style: flow diagram on white. Required text: "Glucose", "Pyruvate". "Glucose" -> "Pyruvate".'
     answers["planner"] = (build_plan_request(abstract["prompt"], PlannerSettings()), {"plan": plan})
@@ -378,7 +387,9 @@ def test_one_request_of_every_task_is_accepted_in_strict_mode_and_its_reply_pars
     assert all(body.body["response_format"]["json_schema"]["strict"] is True for body in sent)
     for request, result in zip(requests, results, strict=True):
         if request.task in TASKS:
-            ANNOTATION_TASKS[request.task].parse_output(result)  # and each annotation reply parses into its output model
+            ANNOTATION_TASKS[request.task].parse_output(
+                result
+            )  # and each annotation reply parses into its output model
 
 
 def test_a_request_with_a_non_strict_schema_fails_with_the_servers_reason_and_is_not_retried() -> None:

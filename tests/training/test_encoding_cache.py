@@ -74,7 +74,11 @@ def test_shards_round_trip_exactly_and_an_unset_field_stays_none(tmp_path):
     loaded = load_encoded(folder, Encoded, "k1")
     assert loaded is not None and loaded.bucket_sizes == [5, 1]
     square, oblong = loaded.buckets
-    assert square.mask is None and torch.equal(square.latents, latents) and torch.equal(oblong.latents, wide.latents)
+    assert (
+        square.mask is None
+        and torch.equal(square.latents, latents)
+        and torch.equal(oblong.latents, wide.latents)
+    )
     # Whatever layout the encoder returned, training sees contiguous tensors either way.
     moved = standardised(BucketedExamples((encoded,)), "cpu").buckets[0]
     assert moved.latents.is_contiguous() and square.latents.is_contiguous()

@@ -143,7 +143,11 @@ def test_every_role_of_a_statements_file_can_be_mapped(tmp_path, capsys, questio
             "discipline": "chemistry" if item["id"] == "d001" else "biology",
             "elements": [{"claim": element} for element in item["elements"]],
             "mc": [
-                {"stem": quiz["question"], "answers": quiz["options"], "correct_option": quiz["correct_option"]}
+                {
+                    "stem": quiz["question"],
+                    "answers": quiz["options"],
+                    "correct_option": quiz["correct_option"],
+                }
                 for quiz in item["quizzes"]
             ],
         }
@@ -155,7 +159,9 @@ def test_every_role_of_a_statements_file_can_be_mapped(tmp_path, capsys, questio
         "id": "figure_key", "prompt": "question", "group": "discipline", "statements": "elements",
         "statement": "claim", "quizzes": "mc", "question": "stem", "options": "answers", "answer": "correct_option",
     }  # fmt: skip
-    tables = convert(source, *[option for role, name in roles.items() for option in ("--field", f"{role}={name}")])
+    tables = convert(
+        source, *[option for role, name in roles.items() for option in ("--field", f"{role}={name}")]
+    )
     reference = convert(write_reference(tmp_path), *MAP)
     capsys.readouterr()
     assert tables.benchmark["sample_id"].tolist() == ["d001", "d002", "d003"]
