@@ -176,9 +176,7 @@ def checklist_writer(arguments: argparse.Namespace) -> VisionLanguageModel:
         if backend == "openai" and not {"base_url", "model"} <= given.keys():
             raise WriterSetupError("--backend openai needs --base-url URL and --model NAME")
         if given and backend != "openai":
-            raise WriterSetupError(
-                f"{options_given}: settings of --backend openai, not {backend}"
-            )
+            raise WriterSetupError(f"{options_given}: settings of --backend openai, not {backend}")
         resolve_backend("vlm", backend)  # a misspelt name fails before the cache file is made
         return make_backend(
             backend, "vlm", {"backend": backend, **given}, ResponseCache(arguments.cache), None

@@ -144,9 +144,7 @@ def with_unit_scores(table: pd.DataFrame, rule: AggregationRule) -> pd.DataFrame
     score and weight."""
     # Each row's fields are typed by the table (pandas-stubs types each as any scalar).
     rows: Iterable[Any] = table.itertuples()
-    pairs = [
-        unit_score(int(row.n_questions), int(row.n_counted), float(row.n_correct), rule) for row in rows
-    ]
+    pairs = [unit_score(int(row.n_questions), int(row.n_counted), float(row.n_correct), rule) for row in rows]
     return table.assign(score=[score for score, _ in pairs], weight=[weight for _, weight in pairs])
 
 

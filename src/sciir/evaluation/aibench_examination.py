@@ -118,7 +118,10 @@ def no_examination(reason: str) -> tuple[pd.DataFrame, pd.DataFrame, dict[str, A
     saying why the examination did not run."""
     logger.info("AIBench examination skipped: %s", reason)
     summary: dict[str, Any] = {
-        "missing_images": {}, "failed_requests": {}, "ignored_answers": [], "cache": {}
+        "missing_images": {},
+        "failed_requests": {},
+        "ignored_answers": [],
+        "cache": {},
     }
     return answers_frame([]), aesthetics_frame([]), summary
 

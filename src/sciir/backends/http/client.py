@@ -300,7 +300,10 @@ class HTTPBackend(Model[Req, Res]):
         return self._transport.concurrency
 
     def stream(
-        self, requests: Iterable[Req | Pending], on_result: Callable[[int, Res], None], window: int | None = None
+        self,
+        requests: Iterable[Req | Pending],
+        on_result: Callable[[int, Res], None],
+        window: int | None = None,
     ) -> None:
         """Every request of a lazy stream on one session, ``window`` (default: the concurrency) ahead of
         the results at most; ``on_result(position, result)`` as each completes (see

@@ -73,7 +73,10 @@ def evaluation_inputs(
         )
         source = {"name": tables.name, "sha256": tables.sha256, "source": str(path)}
         outputs: tuple[Any, Any, Any, Any, dict[str, str]] = (
-            tables.benchmark, tables.checklists, *_file_examination(tables), source
+            tables.benchmark,
+            tables.checklists,
+            *_file_examination(tables),
+            source,
         )
     else:
         known = [table for table in (benchmark, checklists) if not is_missing_input(table)]
