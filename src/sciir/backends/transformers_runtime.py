@@ -56,7 +56,7 @@ def load_processor(model_path: Path) -> Any:
     """The model's processor; without torchvision, its image-only variant (see the module docstring)."""
     from transformers import AutoConfig, AutoProcessor
     from transformers.models.auto.processing_auto import PROCESSOR_MAPPING
-    from transformers.utils.import_utils import is_torchvision_available  # (transformers.utils: not re-exported)
+    from transformers.utils.import_utils import is_torchvision_available  # transformers.utils: no re-export
 
     config = AutoConfig.from_pretrained(model_path, local_files_only=True)
     # transformers types every auto mapping's value as the tokenizer mapping's (slow, fast) pair of classes;
