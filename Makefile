@@ -9,6 +9,7 @@ UV := $(VENV)/bin/uv
 UV_VERSION := 0.13.9
 LOCK_INPUTS := pyproject.toml requirements.in --extra test
 LOCK_FLAGS := -q --universal --python-version 3.11 --generate-hashes --no-emit-package torch --custom-compile-command "make lock"
+PYTHON_SOURCES := src tests benchmarks mkdocs_hooks.py
 export KEDRO_DISABLE_TELEMETRY := 1
 
 .PHONY: setup system-packages browser run test test-fast clean lock lock-upgrade
@@ -59,7 +60,8 @@ run: setup
 	$(VENV)/bin/kedro run
 
 test: setup browser
-	$(VENV)/bin/ruff check src tests benchmarks
+	$(VENV)/bin/ruff check $(PYTHON_SOURCES)
+	$(VENV)/bin/ruff format --check $(PYTHON_SOURCES)
 	$(VENV)/bin/mypy
 	# The documentation site (mkdocs.yml) into site/: a broken link, anchor or page, or an unreadable docstring, fails it
 	# (not -q: it would hide the warnings that --strict counts, and the build would pass).
@@ -70,7 +72,7 @@ test: setup browser
 # The inner loop (docs/CONTRIBUTING.md): the linter and every test but the slow kinds (a fresh clone or a default
 # run, a browser, a test of seconds: the markers in pyproject.toml), on every core.
 test-fast: setup
-	$(VENV)/bin/ruff check src tests benchmarks
+	$(VENV)/bin/ruff check $(PYTHON_SOURCES)
 	$(VENV)/bin/pytest -q -n auto --dist loadgroup -m "not e2e and not browser and not slow" --durations=5
 
 clean:

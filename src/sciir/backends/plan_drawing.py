@@ -64,7 +64,9 @@ def _reading_order_rows(dot: graphviz.Digraph, node_ids: list[str]) -> None:
         dot.edge(upper[0], lower[0], style="invis")
 
 
-def _draw_groups(dot: graphviz.Digraph, plan: DrawingPlan, node_ids: dict[str, str], font_size: int) -> set[str]:
+def _draw_groups(
+    dot: graphviz.Digraph, plan: DrawingPlan, node_ids: dict[str, str], font_size: int
+) -> set[str]:
     """Each group as a titled, dashed frame around its boxes (a graphviz cluster, which must declare its
     nodes itself); returns the labels drawn in a group."""
     grouped: set[str] = set()

@@ -112,7 +112,9 @@ def _check_references(schema: Mapping[str, Any]) -> None:
             try:
                 target = resolver.lookup(ref).contents
             except Unresolvable as err:
-                raise UnsupportedSchema(f"$ref {ref!r} cannot be resolved within the schema ({err})") from None
+                raise UnsupportedSchema(
+                    f"$ref {ref!r} cannot be resolved within the schema ({err})"
+                ) from None
             if not (isinstance(target, dict) and isinstance(target.get("$ref"), str)):
                 break
             ref = target["$ref"]

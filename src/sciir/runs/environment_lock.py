@@ -21,7 +21,9 @@ LOCK_FILE = "requirements.lock"
 LOCK_INPUTS = "requirements.in"
 STAMP_PREFIX = "# inputs sha256: "
 # A pinned line of the lock: ``name==version`` and its environment marker, if any (hash lines follow it).
-_PIN = re.compile(r"^(?P<name>[A-Za-z0-9][A-Za-z0-9._-]*)(?:\[[^\]]*\])?==(?P<version>[^\s;\\]+)\s*(?:;\s*(?P<marker>[^\\]+?))?\s*\\?$")
+_PIN = re.compile(
+    r"^(?P<name>[A-Za-z0-9][A-Za-z0-9._-]*)(?:\[[^\]]*\])?==(?P<version>[^\s;\\]+)\s*(?:;\s*(?P<marker>[^\\]+?))?\s*\\?$"
+)
 
 
 def inputs_sha256(root: Path) -> str:
@@ -54,7 +56,9 @@ def stamped_inputs(lock_text: str) -> str | None:
 def stamp(root: Path) -> None:
     """Write the current inputs' sha256 into the lock's first line (replacing an older stamp)."""
     path = root / LOCK_FILE
-    lines = [line for line in path.read_text(encoding="utf-8").splitlines() if not line.startswith(STAMP_PREFIX)]
+    lines = [
+        line for line in path.read_text(encoding="utf-8").splitlines() if not line.startswith(STAMP_PREFIX)
+    ]
     path.write_text("\n".join([STAMP_PREFIX + inputs_sha256(root), *lines]) + "\n", encoding="utf-8")
 
 

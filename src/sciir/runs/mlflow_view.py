@@ -106,7 +106,9 @@ def run_name(
         for section, describe in SCOPES.items()
         if isinstance(command_line.get(section), Mapping) and (scope := describe(command_line[section]))
     }
-    if len(names) == 1 and list(scopes) == names:  # one pipeline, scoped: "generate physics", not "generate, generate physics"
+    if (
+        len(names) == 1 and list(scopes) == names
+    ):  # one pipeline, scoped: "generate physics", not "generate, generate physics"
         name = scopes[names[0]]
     else:
         name = ", ".join([pipelines, *scopes.values()])

@@ -96,9 +96,7 @@ class ModelTask:
             raise error(f"{self.name} failed: {result.failure}")
         try:
             # A null in a field the strict schema made nullable means "left out": the model's default applies.
-            return model.model_validate(
-                omit_added_nulls(result.output, model_schema(model)), context=context
-            )
+            return model.model_validate(omit_added_nulls(result.output, model_schema(model)), context=context)
         except ValidationError as invalid:
             problems = "; ".join(
                 f"{'.'.join(map(str, e['loc'])) or 'answer'}: {e['msg']}" for e in invalid.errors()

@@ -57,7 +57,9 @@ class DiffusionParts:
 
     @property
     def text_encoders(self) -> tuple[CLIPTextModel | CLIPTextModelWithProjection, ...]:
-        return (self.text_encoder,) if self.text_encoder_2 is None else (self.text_encoder, self.text_encoder_2)
+        return (
+            (self.text_encoder,) if self.text_encoder_2 is None else (self.text_encoder, self.text_encoder_2)
+        )
 
 
 def load_diffusion_parts(model_path: str | Path) -> DiffusionParts:
@@ -145,7 +147,9 @@ def _clip_outputs(
     return encoder(token_ids, output_hidden_states=True)
 
 
-def encode_clip_captions(parts: DiffusionParts, captions: list[str]) -> tuple[torch.Tensor, torch.Tensor | None]:
+def encode_clip_captions(
+    parts: DiffusionParts, captions: list[str]
+) -> tuple[torch.Tensor, torch.Tensor | None]:
     """The caption states the UNet attends to and, for SDXL, the pooled caption.
 
     SD 1.x and 2.x: the text encoder's last hidden state. SDXL: both encoders' penultimate hidden states
@@ -263,7 +267,9 @@ def lora_layers(unet: UNet2DConditionModel) -> dict[str, torch.Tensor]:
     return peft_lora_layers(unet)
 
 
-def save_lora_adapter(unet: UNet2DConditionModel, folder: str | Path, pipeline: str = "StableDiffusionPipeline") -> Path:
+def save_lora_adapter(
+    unet: UNet2DConditionModel, folder: str | Path, pipeline: str = "StableDiffusionPipeline"
+) -> Path:
     """Save the UNet's LoRA so ``<pipeline>.load_lora_weights(folder)`` reloads it."""
     import diffusers
 

@@ -18,7 +18,9 @@ def holds(folder: str | Path, marker_file: str, marker: dict[str, Any]) -> bool:
         return False
 
 
-def save_marked(folder: str | Path, marker_file: str, marker: dict[str, Any], build: Callable[[], Any]) -> Path:
+def save_marked(
+    folder: str | Path, marker_file: str, marker: dict[str, Any], build: Callable[[], Any]
+) -> Path:
     """``build()``'s pipeline saved in ``folder`` (safetensors) so ``from_pretrained(folder)`` loads it
     offline, its marker written last."""
     folder = Path(folder)
@@ -29,6 +31,12 @@ def save_marked(folder: str | Path, marker_file: str, marker: dict[str, Any], bu
     return folder
 
 
-def ensure_marked(folder: str | Path, marker_file: str, marker: dict[str, Any], build: Callable[[], Any]) -> Path:
+def ensure_marked(
+    folder: str | Path, marker_file: str, marker: dict[str, Any], build: Callable[[], Any]
+) -> Path:
     """The save in ``folder``, built only when absent, incomplete or of another build."""
-    return Path(folder) if holds(folder, marker_file, marker) else save_marked(folder, marker_file, marker, build)
+    return (
+        Path(folder)
+        if holds(folder, marker_file, marker)
+        else save_marked(folder, marker_file, marker, build)
+    )

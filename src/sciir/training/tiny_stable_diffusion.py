@@ -212,7 +212,12 @@ def build_tiny_sdxl_pipeline(seed: int = 0) -> StableDiffusionXLPipeline:
     tokenizer = build_clip_tokenizer()
     unet, vae, text_encoder, text_encoder_2 = seeded(
         seed,
-        lambda: (_sdxl_unet(), tiny_vae(), clip_text_encoder(tokenizer), projecting_clip_text_encoder(tokenizer)),
+        lambda: (
+            _sdxl_unet(),
+            tiny_vae(),
+            clip_text_encoder(tokenizer),
+            projecting_clip_text_encoder(tokenizer),
+        ),
     )
     return StableDiffusionXLPipeline(
         vae=vae,
