@@ -37,9 +37,11 @@ CONFIG_LOADER_ARGS = {
         # Backends are catalog entries kept in their own file.
         "catalog": ["catalog*", "catalog*/**", "**/catalog*", "backends*", "**/backends*"],
         "mlflow": ["mlflow*", "mlflow*/**", "**/mlflow*"],
+        # The review app's settings (`kedro review`, sciir.review.settings).
+        "review": ["review*"],
     },
-    # conf/local/parameters_*.yml overrides only the keys it names, not whole sections.
-    "merge_strategy": {"parameters": "soft"},
+    # conf/local/parameters_*.yml (and review.yml) override only the keys they name, not whole sections.
+    "merge_strategy": {"parameters": "soft", "review": "soft"},
     "custom_resolvers": {
         # Results of a run on another benchmark or other images go to their own folder (catalog paths).
         "sciir.results": results_folder,

@@ -111,6 +111,8 @@ def inputs(tmp_path, params: dict) -> dict:
         "benchmark": pd.DataFrame({"sample_id": ["s0", "s1", "s2", "s3"]}),
         "curated": curated,
         "figures": figures,
+        # No review store: the catalog's review_ratings loads as an empty table (tests/review cover the store).
+        "review_ratings": pd.DataFrame(columns=["image_id", "rater_id", "score"]),
         "params:human_corr": params,
     }
 
@@ -136,7 +138,8 @@ def run(tmp_path, params: dict, **overrides) -> dict:
 def test_pipeline_matches_the_contract():
     pipeline = create_pipeline()
     assert pipeline.inputs() == {
-        "sample_scores", "generation_manifest", "benchmark", "curated", "figures", "params:human_corr"
+        "sample_scores", "generation_manifest", "benchmark", "curated", "figures", "review_ratings",
+        "params:human_corr"
     }  # fmt: skip
     assert {
         "ratings", "correlations", "rater_agreement", "metric_comparisons", "human_corr_plot", "human_corr_metrics"

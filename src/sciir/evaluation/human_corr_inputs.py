@@ -1,6 +1,7 @@
 """``params:human_corr`` (conf/base/parameters_human_corr.yml) and the two inputs it names.
 
-Ratings come from a ratings file (columns image_id, rater_id, score) or, on the embedded sample,
+Ratings come from a ratings file (columns image_id, rater_id, score), from the review app's store (the
+catalog's ``review_ratings``, read through ``sciir.catalog.review_ratings_dataset``) or, on the embedded sample,
 from the ground-truth oracle (``sciir.sample.oracle``), whose rows carry the rater id
 ``oracle_ground_truth``. Metric scores (columns image_id, metric, score) come from evaluate's
 ``sample_scores`` or from a file, so other systems' scores can be correlated too. File formats:
@@ -29,7 +30,8 @@ logger = logging.getLogger(__name__)
 
 
 class RatingsParams(OracleConfig):
-    """Where the ratings come from: ``oracle`` (the embedded sample's ground truth) or ``file``.
+    """Where the ratings come from: ``oracle`` (the embedded sample's ground truth), ``file``, or ``review``
+    (the review app's store: the catalog's ``review_ratings``).
 
     One flat section holds the keys of both sources, so switching source with
     ``--params human_corr.ratings.source=file,human_corr.ratings.path=...`` works on top of the base
@@ -37,21 +39,23 @@ class RatingsParams(OracleConfig):
     ``path`` is required by ``file`` and refused with ``oracle`` (it would otherwise be silently unused).
     """
 
-    source: Literal["oracle", "file"]
+    source: Literal["oracle", "file", "review"]
     path: str | None = None
 
     @model_validator(mode="after")
     def _path_matches_source(self) -> RatingsParams:
         if self.source == "file" and not self.path:
             raise ValueError("ratings.source is 'file' but ratings.path is not set")
-        if self.source == "oracle" and self.path:
+        if self.source != "file" and self.path:
             raise ValueError(
-                f"ratings.path is {self.path!r} but ratings.source is 'oracle': set ratings.source=file"
+                f"ratings.path is {self.path!r} but ratings.source is {self.source!r}: set ratings.source=file"
             )
         return self
 
     def describe(self) -> str:
         """The ratings input in words, for messages."""
+        if self.source == "review":
+            return "the review store's ratings"
         return f"ratings file {self.path}" if self.source == "file" else "the oracle ratings"
 
 
@@ -120,6 +124,46 @@ def file_ratings(config: HumanCorrParams, benchmark: pd.DataFrame | None) -> pd.
             logger.info("ratings file %s: image ids not checked against a benchmark (none exists)", path)
         else:
             refuse_unknown_samples(ratings, TableFile(Path(path), "ratings file"), benchmark)
+    return ratings
+
+
+def review_ratings(
+    config: HumanCorrParams, stored: pd.DataFrame, benchmark: pd.DataFrame | None
+) -> pd.DataFrame:
+    """The ``ratings`` table of the review store (``ratings.source: review``): the catalog's ``review_ratings``.
+
+    An empty store is an error saying why (its ``attrs``: where it is and why it is empty). With evaluate's
+    scores and a benchmark, every rated image must be ``<model>/<sample_id>`` of a benchmark sample, as for a
+    ratings file.
+    """
+    source = stored.attrs.get("source", "the review store")
+    if stored.empty:
+        raise ValueError(
+            f"human_corr: no ratings in {source}: {stored.attrs.get('absence') or 'it holds none'}; rate the "
+            "images with `kedro review`, or give a ratings file with "
+            "human_corr.ratings.source=file,human_corr.ratings.path=FILE"
+        )
+    ratings = pd.DataFrame(
+        {
+            "image_id": stored["image_id"].astype(str),
+            "rater_id": stored["rater_id"].astype(str),
+            "score": stored["score"].astype(float),
+        }
+    ).reset_index(drop=True)
+    if isinstance(config.metric_scores, EvaluateScoresParams) and benchmark is not None:
+        samples = set(benchmark["sample_id"].astype(str))
+        unknown = sorted(
+            {
+                image
+                for image in ratings["image_id"]
+                if not image.rpartition("/")[0] or image.rpartition("/")[2] not in samples
+            }
+        )
+        if unknown:
+            raise ValueError(
+                f"{source}: {len(unknown)} rated images are not <model>/<sample_id> of a benchmark sample, e.g. "
+                f"{unknown[:5]}; fill the ratings queue from generate's images of this benchmark"
+            )
     return ratings
 
 

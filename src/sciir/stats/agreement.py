@@ -65,8 +65,11 @@ def _not_applicable(n_raters: int) -> str:
     return f"only {n_raters} rater: agreement between raters is not applicable"
 
 
-def krippendorff_alpha(units: np.ndarray, level: Level = "interval") -> Agreement:
-    """Krippendorff's alpha of an images x raters array (NaN = missing) at the given level of measurement."""
+def krippendorff_alpha(units: np.ndarray, level: Level = "interval", warn: bool = True) -> Agreement:
+    """Krippendorff's alpha of an images x raters array (NaN = missing) at the given level of measurement.
+
+    An undefined alpha is logged as a warning, unless ``warn`` is off (the review app's page, which shows the
+    reason itself at every view)."""
     n_units, n_raters = units.shape
     total = pairable_values(units)
     result = Agreement("krippendorff_alpha", level, math.nan, n_units, n_raters, total, "pairable values")
@@ -80,7 +83,8 @@ def krippendorff_alpha(units: np.ndarray, level: Level = "interval") -> Agreemen
     else:
         value = krippendorff.alpha(reliability_data=units.T, level_of_measurement=level)
         return replace(result, value=float(value))
-    logger.warning("Krippendorff's alpha undefined: %s", reason)
+    if warn:
+        logger.warning("Krippendorff's alpha undefined: %s", reason)
     return replace(result, reason=reason)
 
 

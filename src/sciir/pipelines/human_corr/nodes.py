@@ -22,6 +22,7 @@ from sciir.evaluation.human_corr_inputs import (
     HumanCorrParams,
     file_metric_scores,
     file_ratings,
+    review_ratings,
 )
 from sciir.evaluation.image_metrics import evaluate_metric_scores
 from sciir.evaluation.plots import plot_metric_scatter
@@ -52,13 +53,18 @@ def collect_ratings(
     benchmark: pd.DataFrame | MissingInput,
     curated: pd.DataFrame | MissingInput,
     figures: pd.DataFrame | MissingInput,
+    stored_ratings: pd.DataFrame,
     params: dict[str, Any],
 ) -> pd.DataFrame:
     """The ``ratings`` table from the configured source: the oracle (which needs the generation manifest,
-    the benchmark, curate's and ingest's tables) or a ratings file (which needs none of them)."""
+    the benchmark, curate's and ingest's tables), a ratings file or the review app's store (the catalog's
+    ``review_ratings``, empty when there is no store; neither needs the others)."""
     config = _params(params)
+    known_samples = None if is_missing_input(benchmark) else benchmark
     if config.ratings.source == "file":
-        return file_ratings(config, None if is_missing_input(benchmark) else benchmark)
+        return file_ratings(config, known_samples)
+    if config.ratings.source == "review":
+        return review_ratings(config, stored_ratings, known_samples)
     missing = "human_corr: no oracle ratings"
     manifest, samples, panels, figure_rows = (
         supplied(table, missing, RATINGS_FILE) for table in (generation_manifest, benchmark, curated, figures)

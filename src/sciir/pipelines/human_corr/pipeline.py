@@ -19,13 +19,20 @@ from sciir.pipelines.human_corr.nodes import (
 
 def create_pipeline(**kwargs) -> Pipeline:
     """The ``human_corr`` pipeline (inputs: sample_scores, generation_manifest, benchmark, curated, figures,
-    params:human_corr; outputs: ratings, correlations, rater_agreement, metric_comparisons, human_corr_plot,
+    review_ratings, params:human_corr; outputs: ratings, correlations, rater_agreement, metric_comparisons, human_corr_plot,
     human_corr_metrics)."""
     return Pipeline(
         [
             node(
                 collect_ratings,
-                ["generation_manifest", "benchmark", "curated", "figures", "params:human_corr"],
+                [
+                    "generation_manifest",
+                    "benchmark",
+                    "curated",
+                    "figures",
+                    "review_ratings",
+                    "params:human_corr",
+                ],
                 "ratings",
                 name="collect_ratings",
             ),

@@ -1,0 +1,1 @@
+"""The review store's migrations, oldest first (Alembic reads every module here)."""

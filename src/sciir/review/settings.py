@@ -1,0 +1,106 @@
+"""The review app's settings: one pydantic class.
+
+``kedro review`` reads them from ``conf/base/review.yml`` (and ``conf/local/review.yml``, which overrides only
+the keys it names) through Kedro's config loader; ``python -m sciir.review`` starts from the defaults here. The
+store's URL is Kedro's global ``review_store`` (``conf/base/globals.yml``), which the catalog's
+``review_ratings`` entry reads too, so one line moves both to PostgreSQL. Command-line options override both.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+from sqlalchemy.engine import make_url
+from sqlalchemy.exc import ArgumentError
+
+from sciir.stats.agreement import Level
+
+DEFAULT_STORE = "sqlite:///data/review/review.sqlite"
+LOOPBACK_NAMES = frozenset({"localhost", "127.0.0.1", "::1"})
+
+
+class RatingsSettings(BaseModel):
+    """The ratings queue: blind Likert ratings of generated images, each image by ``raters_per_image`` raters
+    before more images are shown."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    # The images: <model>/<sample_id>.png (generate's folder), or any folder of .png / .jpg / .webp files.
+    images: str = "data/07_model_output/generations"
+    # Prompts by sample id (an image's file name without its suffix): bench_select's table or a benchmark file
+    # (.jsonl, .csv, .tsv, .parquet, docs/bring_your_own_benchmark.md); null: no prompts shown.
+    benchmark: str | None = "data/05_model_input/benchmark.parquet"
+    scale: Literal[5, 10] = 5
+    raters_per_image: int = Field(default=3, ge=1)
+    # Each rater's order of the images is a shuffle seeded by this and the rater: stable per rater.
+    seed: int = 0
+    question: str = "How well does the image show what its prompt asks for?"
+    low_label: str = "not at all"
+    high_label: str = "completely"
+    # Krippendorff's alpha between the raters, shown on the queue's page (as human_corr's agreement_level).
+    agreement_level: Level = "interval"
+
+
+class ReviewSettings(BaseModel):
+    """``conf/base/review.yml``: where the app listens, its store, and each queue's settings."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    store: str = DEFAULT_STORE
+    host: str = "127.0.0.1"
+    port: int = Field(default=8765, ge=0, le=65535)
+    # Host names a browser may use to reach the app when it listens beyond 127.0.0.1 (e.g. review.lab.example);
+    # empty: any. On 127.0.0.1 only localhost, 127.0.0.1 and ::1 are answered (no DNS rebinding).
+    allowed_hosts: list[str] = Field(default_factory=list)
+    ratings: RatingsSettings = Field(default_factory=RatingsSettings)
+
+    @field_validator("store")
+    @classmethod
+    def _a_database_url(cls, value: str) -> str:
+        try:
+            make_url(value)
+        except ArgumentError:
+            raise ValueError(f"{value!r} is not a SQLAlchemy URL (e.g. {DEFAULT_STORE})") from None
+        return value
+
+    def within(self, root: Path) -> ReviewSettings:
+        """These settings with relative paths (a SQLite file, the images, the benchmark) under ``root``."""
+        ratings = self.ratings.model_copy(
+            update={
+                "images": str(_under(root, self.ratings.images)),
+                "benchmark": None
+                if self.ratings.benchmark is None
+                else str(_under(root, self.ratings.benchmark)),
+            }
+        )
+        return self.model_copy(update={"store": store_within(self.store, root), "ratings": ratings})
+
+    def on_loopback(self) -> bool:
+        """Whether the app listens on the loopback interface only (then a name is enough to rate)."""
+        return is_loopback(self.host)
+
+
+def _under(root: Path, path: str) -> Path:
+    return Path(path) if Path(path).is_absolute() else root / path
+
+
+def store_within(url: str, root: Path) -> str:
+    """``url`` with a relative SQLite file made absolute under ``root``; any other URL as it is."""
+    parsed = make_url(url)
+    database = parsed.database
+    if parsed.get_backend_name() != "sqlite" or not database or database == ":memory:":
+        return url
+    return parsed.set(database=str(_under(root, database))).render_as_string(hide_password=False)
+
+
+def is_loopback(host: str) -> bool:
+    """True for localhost and the loopback addresses (127.0.0.0/8, ::1)."""
+    if host in LOOPBACK_NAMES:
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False

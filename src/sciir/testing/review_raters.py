@@ -1,0 +1,139 @@
+"""Simulated raters of the review app, and the app served in a process of its own on loopback.
+
+``RaterClient`` does what a rater's browser does with the ratings page over any ``httpx.Client`` (Starlette's
+``TestClient`` or a client of a real server): sign in, read the page's form, answer, undo; every POST carries
+the page's Origin as a browser's does. ``ReviewServer`` starts ``python -m sciir.review`` on a free loopback
+port and waits until it answers; tests stop it gently or kill it.
+"""
+
+from __future__ import annotations
+
+import html
+import os
+import re
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import httpx
+
+from sciir.review.ratings_pages import PAGE
+
+_HIDDEN = re.compile(r'<input type="hidden" name="(\w+)" value="([^"]*)">')
+_FORM = re.compile(r'<form method="post" action="([^"]+)"[^>]*>(.*?)</form>', re.S)
+
+
+@dataclass(frozen=True)
+class RatingsPage:
+    """What a rater's browser has of the ratings page: its HTML, status and each form's hidden fields."""
+
+    status: int
+    html: str
+    forms: dict[str, dict[str, str]]
+
+    @property
+    def item(self) -> str | None:
+        """The public id of the image shown (None: nothing to rate)."""
+        return self.forms.get(f"{PAGE}/answer", {}).get("item")
+
+
+def read_page(response: httpx.Response) -> RatingsPage:
+    forms = {
+        action: {name: html.unescape(value) for name, value in _HIDDEN.findall(body)}
+        for action, body in _FORM.findall(response.text)
+    }
+    return RatingsPage(response.status_code, response.text, forms)
+
+
+@dataclass
+class RaterClient:
+    """One rater's browser over ``client`` (its own cookies)."""
+
+    client: httpx.Client
+    origin: str = ""
+
+    def __post_init__(self) -> None:
+        self.origin = self.origin or str(self.client.base_url).rstrip("/")
+
+    def post(self, path: str, fields: dict[str, str]) -> httpx.Response:
+        return self.client.post(path, data=fields, headers={"origin": self.origin}, follow_redirects=True)
+
+    def sign_in(self, name: str = "", token: str = "") -> httpx.Response:
+        form = read_page(self.client.get("/sign-in")).forms["/sign-in"]
+        return self.post("/sign-in", form | {"name": name, "token": token})
+
+    def page(self) -> RatingsPage:
+        return read_page(self.client.get(PAGE))
+
+    def answer(self, score: int | str, page: RatingsPage | None = None) -> RatingsPage:
+        """Answer the image of ``page`` (default: the page now) with ``score``: the page that follows."""
+        form = (page or self.page()).forms[f"{PAGE}/answer"]
+        return read_page(self.post(f"{PAGE}/answer", form | {"score": str(score)}))
+
+    def undo(self, page: RatingsPage | None = None) -> RatingsPage:
+        form = (page or self.page()).forms[f"{PAGE}/undo"]
+        return read_page(self.post(f"{PAGE}/undo", form))
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port: int = probe.getsockname()[1]
+        return port
+
+
+@dataclass
+class ReviewServer:
+    """``python -m sciir.review`` with ``options`` on a free loopback port, its output in ``log``."""
+
+    options: list[str]
+    log: Path
+    port: int = field(default_factory=free_port)
+    process: subprocess.Popen[bytes] | None = None
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def start(self, timeout_s: float = 60.0) -> ReviewServer:
+        command = [sys.executable, "-m", "sciir.review", *self.options, "--port", str(self.port)]
+        with self.log.open("ab") as log:
+            self.process = subprocess.Popen(
+                command, stdout=log, stderr=subprocess.STDOUT, env=os.environ.copy()
+            )
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                raise RuntimeError(f"the review app stopped: {self.log.read_text(errors='replace')[-2000:]}")
+            try:
+                urllib.request.urlopen(f"{self.url}/sign-in", timeout=2).close()
+                return self
+            except OSError:
+                time.sleep(0.2)
+        self.stop()
+        raise TimeoutError(f"the review app did not answer in {timeout_s} s: {self.log.read_text()[-2000:]}")
+
+    def kill(self) -> None:
+        """SIGKILL: no chance to finish anything."""
+        if self.process is not None and self.process.poll() is None:
+            self.process.send_signal(signal.SIGKILL)
+            self.process.wait(timeout=30)
+
+    def stop(self) -> None:
+        if self.process is not None and self.process.poll() is None:
+            self.process.terminate()
+            try:
+                self.process.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                self.kill()
+
+    def __enter__(self) -> ReviewServer:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()

@@ -1,0 +1,186 @@
+"""Fixtures of the review app's tests: images whose files name their model, a benchmark with a hostile prompt,
+a store on SQLite or on a PostgreSQL server started here in a temporary folder, and the app under TestClient."""
+
+from __future__ import annotations
+
+import glob
+import os
+import shutil
+import subprocess
+import tempfile
+from collections.abc import Callable, Iterator
+from itertools import count
+from pathlib import Path
+
+import pandas as pd
+import pytest
+import sqlalchemy as sa
+from PIL import Image, PngImagePlugin
+from starlette.testclient import TestClient
+
+from sciir.review.app import create_app, prepare
+from sciir.review.settings import RatingsSettings, ReviewSettings
+from sciir.testing.review_raters import RaterClient, free_port
+
+MODELS = ("secretmodelA", "secretmodelB")
+SAMPLES = ("s1", "s2", "s3")
+HOSTILE_PROMPT = '<script>alert("x")</script> & <b>bold</b> "quoted"'
+BASE_URL = "http://127.0.0.1:8765"
+AppClient = Callable[..., TestClient]
+
+
+def write_images(folder: Path) -> Path:
+    """Two models' images of three samples; each PNG names its model in a text chunk, as many generators do."""
+    for index, model in enumerate(MODELS):
+        (folder / model).mkdir(parents=True, exist_ok=True)
+        for sample in SAMPLES:
+            info = PngImagePlugin.PngInfo()
+            info.add_text("Software", f"{model} generator")
+            info.add_text("prompt", f"drawn by {model}")
+            colour = (40 + 100 * index, 90, 200 - 100 * index)
+            Image.new("RGB", (40, 30), colour).save(folder / model / f"{sample}.png", pnginfo=info)
+    (folder / ".hidden").mkdir(exist_ok=True)
+    Image.new("RGB", (4, 4)).save(folder / ".hidden" / "s1.png")
+    (folder / "secretmodelA" / "s1.txt").write_text("a plan, not an image")
+    return folder
+
+
+@pytest.fixture
+def images(tmp_path: Path) -> Path:
+    return write_images(tmp_path / "generations")
+
+
+@pytest.fixture
+def benchmark(tmp_path: Path) -> Path:
+    path = tmp_path / "benchmark.parquet"
+    prompts = ["Draw a block on an incline.", HOSTILE_PROMPT, "Draw a circuit with two resistors."]
+    pd.DataFrame({"sample_id": list(SAMPLES), "group": "g", "setting": "x", "prompt": prompts}).to_parquet(
+        path
+    )
+    return path
+
+
+# ---- stores: SQLite, and PostgreSQL when its binaries are installed
+
+
+def _postgres_binaries() -> Path | None:
+    """The folder of initdb and pg_ctl: on PATH (/usr/local/bin here) or Debian's /usr/lib/postgresql/*/bin."""
+    found = shutil.which("initdb"), shutil.which("pg_ctl")
+    if all(found):
+        return Path(os.path.realpath(str(found[0]))).parent
+    folders = sorted(glob.glob("/usr/lib/postgresql/*/bin"), reverse=True)
+    return next(
+        (Path(f) for f in folders if (Path(f) / "initdb").exists() and (Path(f) / "pg_ctl").exists()), None
+    )
+
+
+def _as_server_user() -> list[str]:
+    """PostgreSQL refuses to run as root: as root, its programs run as nobody."""
+    return ["setpriv", "--reuid=nobody", "--regid=nogroup", "--clear-groups"] if os.geteuid() == 0 else []
+
+
+@pytest.fixture(scope="session")
+def postgres_server() -> Iterator[str]:
+    """A PostgreSQL server of this test session in a temporary folder, on a free loopback port: its URL
+    (trust authentication, the ``postgres`` database). Skipped when PostgreSQL is not installed."""
+    binaries = _postgres_binaries()
+    if binaries is None:
+        pytest.skip("PostgreSQL (initdb, pg_ctl) is not installed")
+    root = Path(tempfile.mkdtemp(prefix="sciir-review-pg-"))  # under /tmp: the server's user must reach it
+    data, port = root / "data", free_port()
+    if os.geteuid() == 0:
+        os.chown(root, 65534, 65534)
+    user = _as_server_user()
+    run = dict(check=True, capture_output=True, timeout=120)
+    subprocess.run(
+        [*user, str(binaries / "initdb"), "-D", str(data), "-U", "postgres", "-A", "trust", "--no-sync"],
+        **run,
+    )
+    options = f"-k {root} -p {port} -c listen_addresses=127.0.0.1 -c fsync=off -c max_connections=60"
+    subprocess.run(
+        [
+            *user,
+            str(binaries / "pg_ctl"),
+            "-D",
+            str(data),
+            "-l",
+            str(root / "log"),
+            "-o",
+            options,
+            "-w",
+            "start",
+        ],
+        **run,
+    )
+    try:
+        yield f"postgresql+psycopg://postgres@127.0.0.1:{port}/postgres"
+    finally:
+        subprocess.run(
+            [*user, str(binaries / "pg_ctl"), "-D", str(data), "-m", "immediate", "stop"],
+            capture_output=True,
+            timeout=60,
+        )
+        shutil.rmtree(root, ignore_errors=True)
+
+
+_DATABASES = count()
+
+
+def fresh_postgres_database(server: str) -> str:
+    """A new empty database on the session's server: its URL."""
+    name = f"review_{os.getpid()}_{next(_DATABASES)}"
+    engine = sa.create_engine(server, isolation_level="AUTOCOMMIT")
+    with engine.connect() as connection:
+        connection.exec_driver_sql(f"CREATE DATABASE {name}")
+    engine.dispose()
+    return server.rsplit("/", 1)[0] + f"/{name}"
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """An empty store's URL: a SQLite file in tmp_path, or a new database on the test session's PostgreSQL."""
+    if request.param == "sqlite":
+        return f"sqlite:///{tmp_path / 'review' / 'review.sqlite'}"
+    return fresh_postgres_database(request.getfixturevalue("postgres_server"))
+
+
+# ---- the app
+
+
+@pytest.fixture
+def settings(tmp_path: Path, images: Path, benchmark: Path) -> ReviewSettings:
+    ratings = RatingsSettings(images=str(images), benchmark=str(benchmark), raters_per_image=2)
+    return ReviewSettings(store=f"sqlite:///{tmp_path / 'review.sqlite'}", ratings=ratings)
+
+
+@pytest.fixture
+def app_client(settings: ReviewSettings) -> Iterator[AppClient]:
+    """``app_client(settings=..., require_tokens=..., base_url=...)``: a TestClient of the app over the settings'
+    store (prepared and filled as ``kedro review`` does). Each call is another browser (its own cookies)."""
+    stores = []
+
+    def build(
+        with_settings: ReviewSettings | None = None,
+        require_tokens: bool | None = None,
+        base_url: str = BASE_URL,
+    ) -> TestClient:
+        chosen = with_settings or settings
+        prepared = prepare(chosen)
+        stores.append(prepared.store)
+        return TestClient(create_app(prepared.store, chosen, require_tokens), base_url=base_url)
+
+    yield build
+    for store in stores:
+        store.close()
+
+
+@pytest.fixture
+def rater(app_client: AppClient) -> Callable[[str], RaterClient]:
+    """``rater(name)``: a new browser signed in as ``name``."""
+
+    def sign_in(name: str) -> RaterClient:
+        client = RaterClient(app_client())
+        assert client.sign_in(name).status_code == 200
+        return client
+
+    return sign_in
