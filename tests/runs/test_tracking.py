@@ -76,11 +76,15 @@ def test_nested_runs_carry_their_metrics_and_tables(mlflow_store):
         "alpha": NestedRun({"final": 0.5, "law": math.nan}, {"verdicts": pd.DataFrame({"verdict": ["yes"]})}),
         "beta": NestedRun({"final": 1.0}),
     }
-    with mlflow.start_run() as parent:
+    provenance = {"git.commit": "c0ffee", "dvc.data_revision": "d00d", "python.lock_sha256": "1ced"}
+    with mlflow.start_run(tags={**provenance, "sciir.dry_run": "False"}) as parent:
         ids = log_nested_runs(runs, name_tag="sciir.model")
     assert list(ids) == ["alpha", "beta"]
     alpha = mlflow_store.get_run(ids["alpha"])
     assert alpha.data.tags["mlflow.parentRunId"] == parent.info.run_id
+    # Found alone in the MLflow UI, a nested run still says whence it came.
+    assert {name: alpha.data.tags.get(name) for name in provenance} == provenance
+    assert "sciir.dry_run" not in alpha.data.tags
     assert alpha.data.tags["mlflow.runName"] == "alpha" and alpha.data.tags["sciir.model"] == "alpha"
     assert alpha.data.metrics == {"final": 0.5}  # NaN cannot be charted: left out
     assert [item.path for item in mlflow_store.list_artifacts(ids["alpha"])] == ["verdicts.csv"]

@@ -81,12 +81,12 @@ class NestedRun:
     tables: Mapping[str, pd.DataFrame] = field(default_factory=dict)
 
 
-def _log_nested_run(name: str, content: NestedRun, name_tag: str, folder: Path) -> str:
-    """One nested run named ``name`` (and tagged ``name_tag``) inside the active run; its run id."""
+def _log_nested_run(name: str, content: NestedRun, name_tag: str, folder: Path, tags: dict[str, str]) -> str:
+    """One nested run named ``name`` (and tagged ``name_tag`` and ``tags``) inside the active run; its run id."""
     import mlflow
 
     with mlflow.start_run(run_name=name, nested=True) as run:
-        mlflow.set_tag(name_tag, name)
+        mlflow.set_tags({**tags, name_tag: name})
         mlflow.log_metrics({key: value for key, value in content.metrics.items() if is_finite(value)})
         for table_name, table in content.tables.items():
             path = folder / run.info.run_id / f"{table_name}.csv"
@@ -102,11 +102,25 @@ def log_nested_runs(runs: Mapping[str, NestedRun], name_tag: str) -> dict[str, s
     if _active_mlflow() is None:
         logger.info("no active MLflow run: the nested runs %s are not logged", ", ".join(runs))
         return {}
+    provenance = _provenance_of_active_run()
     # The CSV files only need to live until MLflow has copied them into the run's artifacts.
     with tempfile.TemporaryDirectory() as folder:
         return {
-            name: _log_nested_run(name, content, name_tag, Path(folder)) for name, content in runs.items()
+            name: _log_nested_run(name, content, name_tag, Path(folder), provenance)
+            for name, content in runs.items()
         }
+
+
+def _provenance_of_active_run() -> dict[str, str]:
+    """The active run's provenance tags (``provenance_tags``), which each of its nested runs carries too, so a
+    run found alone in the MLflow UI still names its commit, data revision and environment lock."""
+    import mlflow
+
+    active = mlflow.active_run()
+    if active is None:
+        return {}
+    tags = mlflow.get_run(active.info.run_id).data.tags
+    return {name: value for name, value in tags.items() if name.startswith(PROVENANCE_PREFIXES)}
 
 
 # Wall-clock timings differ on every run: in the DVC metrics file they would make `dvc status` and
@@ -124,6 +138,9 @@ def _command_output(args: list[str], cwd: Path) -> str | None:
     except (OSError, subprocess.SubprocessError):
         return None
     return result.stdout.strip() or None
+
+
+PROVENANCE_PREFIXES = ("git.", "dvc.", "python.")
 
 
 def provenance_tags(project_path: Path) -> dict[str, str]:
