@@ -189,6 +189,14 @@ EXEMPT = {
         "needs a run id of the user's store; logging the report folder as the artifact `report/` is tested "
         "on a real MLflow store in tests/catalog/test_report_folder.py"
     ),
+    "kedro run --pipelines human_corr --params human_corr.ratings.source=review": (
+        "needs ratings that people gave in the review app (the session's store holds none); human_corr on ratings "
+        "given through the app's pages, read by the project's catalog, is tests/pipelines/test_human_corr_review.py"
+    ),
+    "kedro review --host 0.0.0.0": (
+        "listens beyond loopback; the app beyond 127.0.0.1 (a token to sign in, the host names allowed) is tested "
+        "through Starlette's TestClient in tests/review/test_pages.py"
+    ),
     "kedro run --pipelines ingest --params ingest.source.kind=europepmc,ingest.source.path=data/01_raw/europepmc": (
         "needs the internet (Europe PMC); the same download runs against the loopback Europe PMC server in "
         "tests/sources/test_europepmc.py, through the ingest node and on to the articles and figures tables"
@@ -221,6 +229,8 @@ EXEMPT |= dict.fromkeys(QUICK_BENCHMARKS, f"a benchmark's quick mode, run by {QU
 SERVERS = {
     ".venv/bin/mlflow ui --backend-store-uri sqlite:///mlruns/mlflow.db": "http://127.0.0.1:5000",
     "kedro viz run --no-browser": "http://127.0.0.1:4141",
+    "kedro review": "http://127.0.0.1:8765/sign-in",
+    "python -m sciir.review --store sqlite:///data/review/review.sqlite --port 8766": "http://127.0.0.1:8766/sign-in",
 }
 COMMAND_WORDS = re.compile(
     r"^(kedro|dvc|make|mlflow|vllm|source|pip|python3?|brew|dnf|apt-get|\.venv/bin/\S+)\s|^--params\s"

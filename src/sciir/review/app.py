@@ -47,6 +47,7 @@ def create_app(store: Store, settings: ReviewSettings, require_tokens: bool | No
         Route(f"{ratings_pages.PAGE}/undo", ratings_pages.undo, methods=["POST"]),
         Route(f"{ratings_pages.PAGE}/image/{{public_id}}", ratings_pages.image, methods=["GET"]),
         *(_static_route(path, *served) for path, served in pages.static_files().items()),
+        _static_route("/favicon.ico", b"", "image/x-icon"),  # browsers ask for it: nothing, not a 404
     ]
     hosts = allowed_hosts(settings.on_loopback(), settings.allowed_hosts)
     app = Starlette(
