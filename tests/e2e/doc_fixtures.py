@@ -3,7 +3,7 @@
 Run by the documented-commands test inside its shell session, right before the first command that
 names the file, once the default run has produced what they are made from:
 
-- ``ratings.csv`` (docs/review.md, "Human ratings"): two raters for every image the oracle rated:
+- ``ratings.csv`` (docs/review.md, "Human ratings from a file"): two raters for every image the oracle rated:
   ``alice`` gives the oracle's score, ``bob`` one point more or less by turns (kept on the 1-5 scale);
 - ``my_images`` (docs/judge.md, "Evaluating your own images"): the ``programmatic`` model's generated
   images in the documented layout ``my_images/<model>/<sample_id>.png``;
