@@ -57,6 +57,8 @@ import numpy as np
 import pandas as pd
 
 from sciir.catalog.report_dataset import ReportFolderDataset
+from sciir.evaluation.comparisons import pairwise_table, with_rank_intervals
+from sciir.evaluation.params import ComparisonParams
 from sciir.evaluation.report import SUMMARY_PAGE
 from sciir.evaluation.scoring import leaderboard, score_samples, score_table
 from sciir.pipelines.evaluate.nodes import build_report
@@ -214,10 +216,12 @@ def render(
     sample_scores = score_samples(verdicts, benchmark, "exclude")
     evaluate_scores = score_table(sample_scores, BootstrapConfig(n_boot=200))
     board = leaderboard(evaluate_scores)
+    pairwise = pairwise_table(sample_scores, board, ComparisonParams(), BootstrapConfig(n_boot=200))
+    board = with_rank_intervals(board, sample_scores, pairwise, BootstrapConfig(n_boot=200))
     summary = {"judge": "scripted (benchmark)", "unavailable": unavailable}
     start = time.perf_counter()
     report = build_report(
-        board, evaluate_scores, sample_scores, verdicts, checklists, benchmark, {}, summary, params
+        board, pairwise, evaluate_scores, sample_scores, verdicts, checklists, benchmark, {}, summary, params
     )
     return report, time.perf_counter() - start
 

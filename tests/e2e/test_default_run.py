@@ -89,6 +89,23 @@ def test_programmatic_beats_its_faulty_variant_and_noise_scores_near_zero(first_
     assert not board.loc["blank", "final"] > 0.0
 
 
+def test_the_contestants_are_compared_pairwise_with_rank_intervals_and_the_detectable_difference(
+    first_run, project
+):
+    out = first_run.stdout
+    assert "Paired comparisons of final (exact McNemar test" in out
+    assert "programmatic vs programmatic_faulty: " in out and "Smallest difference of final pass rate" in out
+    pairwise = pd.read_csv(project / "data" / "08_reporting" / "pairwise.csv")
+    contestants = {"programmatic", "programmatic_faulty", "tiny_diffusers_lora"}
+    assert set(pairwise.model_a) | set(pairwise.model_b) == contestants  # never blank or a reference
+    finals = pairwise[(pairwise.breakdown == "track") & (pairwise.value == "final")]
+    assert len(finals) == 3 and (finals.n_pairs + finals.n_left_out == finals.n_items).all()
+    board = _leaderboard(project)
+    assert board.loc["programmatic", "rank_lo"] >= 1 and pd.isna(board.loc["blank", "rank_lo"])
+    summary = (project / "data" / "08_reporting" / "report" / "index.html").read_text()
+    assert '<table class="comparisons">' in summary and "What the benchmark can detect" in summary
+
+
 def test_every_figure_is_kept_or_rejected_with_a_reason(first_run, project):
     manifest = json.loads((project / "data" / "01_raw" / "embedded_sample" / "MANIFEST.json").read_text())
     figures = pd.read_parquet(project / "data" / "02_intermediate" / "figures.parquet")
@@ -183,7 +200,8 @@ def test_mlflow_holds_params_metrics_and_report(first_run, project):
     assert kinds["mlflow.experimentKind"] == "custom_model_development"
     artifacts = list((project / "mlruns" / "artifacts").rglob("*"))
     names = {p.name for p in artifacts}
-    assert {"index.html", "leaderboard.csv", "track_pass_rates.png"} <= names
+    assert {"index.html", "leaderboard.csv", "pairwise.csv", "track_pass_rates.png"} <= names
+    assert "evaluate.pairwise.programmatic_vs_programmatic_faulty.final.n_pairs" in metrics
     assert any(p.relative_to(p.parents[1]).as_posix() == "report/index.html" for p in artifacts)
 
 

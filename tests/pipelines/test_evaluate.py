@@ -50,7 +50,7 @@ SAVED = {
     name: lambda folder, name=name: CSVDataset(
         filepath=str(folder / f"{name}.csv"), save_args={"index": False}
     )
-    for name in ("leaderboard", "evaluate_scores", "missing_images", "judge_validation")
+    for name in ("leaderboard", "pairwise", "evaluate_scores", "missing_images", "judge_validation")
 }
 WHITE, BLACK = (lambda: Image.new("RGB", (96, 96), "white")), (lambda: Image.new("RGB", (96, 96), "black"))
 
@@ -182,8 +182,9 @@ def test_pipeline_matches_the_contract():
         *(f"evaluation_{name}" for name in ("benchmark", "checklists", "source")),
     }
     assert pipeline.all_outputs() - inner - {"evaluation_aibench_qa", "evaluation_aibench_set"} == {
-        "verdicts", "sample_scores", "evaluate_scores", "leaderboard", "missing_images", "judge_validation",
-        "report", "evaluate_plot_tracks", "evaluate_plot_groups", "evaluate_model_runs", "evaluate_metrics",
+        "verdicts", "sample_scores", "evaluate_scores", "leaderboard", "pairwise", "missing_images",
+        "judge_validation", "report", "evaluate_plot_tracks", "evaluate_plot_groups", "evaluate_model_runs",
+        "evaluate_metrics",
     }  # fmt: skip
 
 
@@ -224,6 +225,32 @@ def test_scores_and_leaderboard_with_intervals(outputs):
     assert (
         groups.loc[("bad", "All_Three"), "score"] == 0.0 and groups.loc[("bad", "All_Three"), "n_scored"] == 1
     )
+
+
+def test_pairs_of_contestants_compared_on_shared_samples_and_ranks_with_intervals(outputs):
+    # good and retired pass s1, bad fails it; nobody has a final result on s2 (outage, missing images).
+    pairwise = outputs["pairwise"]
+    finals = pairwise[(pairwise.breakdown == "track") & (pairwise.value == "final")]
+    pairs = list(zip(finals.model_a, finals.model_b, strict=True))
+    assert pairs == [("good", "retired"), ("good", "bad"), ("retired", "bad")]
+    assert set(pairwise.benchmark) == {"sciir_bench"}
+    assert (finals.n_pairs == 1).all() and (finals.n_left_out == 1).all() and (finals.m_pairs == 3).all()
+    good_bad = finals.set_index(["model_a", "model_b"]).loc[("good", "bad")]
+    assert (good_bad.n_a_better, good_bad.difference, good_bad.p_value) == (1, 1.0, 1.0)
+    assert set(finals.verdict) == {"no_detectable_difference"}  # one shared sample detects nothing
+    board = outputs["leaderboard"].set_index("model")
+    assert board.loc["bad", ["rank", "rank_lo", "rank_hi"]].tolist() == [3, 3, 3]
+    assert board.loc["good", ["rank_lo", "rank_hi"]].tolist() == [1, 1]  # tied with retired: both first
+    assert board.loc["good", "not_separated_from"] == "retired; bad"
+    metrics = outputs["evaluate_metrics"]
+    assert metrics["pairwise.good_vs_bad.final.difference"] == 1.0
+    assert (
+        metrics["pairwise.good_vs_bad.final.n_pairs"] == 1.0
+        and metrics["pairwise.good_vs_bad.final.verdict"] == 0
+    )
+    summary = html.fromstring(outputs["report"].pages["index.html"])
+    cells = summary.xpath("//table[@class='comparisons']//td[contains(@class, 'same')]")
+    assert len(cells) == 6 and all("no detectable difference" in cell.text_content() for cell in cells)
 
 
 def test_missing_images_listed_per_model(outputs):
@@ -387,6 +414,23 @@ def test_each_model_gets_a_nested_mlflow_run(tmp_path, mlflow_store):
     assert good["final"] == 1.0 and good["final.ci_low"] == 1.0 and good["coverage"] == pytest.approx(0.6)
     assert "law" not in good  # nothing judged: NaN is not logged
     assert mlflow_store.get_run(runs["bad"]).data.metrics["missing_images"] == 1.0
+
+
+@pytest.mark.slow
+def test_the_project_catalog_logs_pairwise_csv_and_the_per_pair_metrics(
+    tmp_path, project_catalog, mlflow_run
+):
+    catalog = project_catalog(sciir_evaluation_pipeline(), inputs(tmp_path))
+    SequentialRunner().run(sciir_evaluation_pipeline(), catalog)
+    client = mlflow.MlflowClient()
+    artifacts = {item.path for item in client.list_artifacts(mlflow_run.info.run_id)}
+    assert {"pairwise.csv", "leaderboard.csv"} <= artifacts
+    logged = pd.read_csv(client.download_artifacts(mlflow_run.info.run_id, "pairwise.csv", str(tmp_path)))
+    assert len(logged) and set(logged.model_a) <= {"good", "retired"}
+    metrics = client.get_run(mlflow_run.info.run_id).data.metrics
+    assert metrics["evaluate.pairwise.good_vs_bad.final.n_pairs"] == 1.0
+    assert metrics["evaluate.pairwise.good_vs_bad.final.p_holm"] == 1.0
+    assert (tmp_path / "data/08_reporting/pairwise.csv").exists()
 
 
 def test_one_question_per_request_gives_the_same_verdicts(tmp_path):

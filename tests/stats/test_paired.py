@@ -105,9 +105,9 @@ def test_mcnemar_is_statsmodels_exact_mcnemar_and_scipys_binomial_test(table):
 
 def test_mcnemar_reproduces_a_published_exact_p_value():
     # Fagerland, Lydersen and Laake (2013), "The McNemar test for binary matched-pairs data", BMC Medical
-    # Research Methodology 13:91, Table 1: airway hyper-responsiveness before and after stem cell
-    # transplantation in 21 patients, 1 and 7 discordant pairs; exact conditional p = 0.070
-    # (2 x P(X <= 1) for X ~ binomial(8, 1/2) = 2 x 9/256 = 0.0703).
+    # Research Methodology 13:91, Table 1 (from Bentur et al.): airway hyper-responsiveness before and after
+    # stem cell transplantation in 21 children, 1 and 7 discordant pairs; the exact conditional p-value
+    # 2 x binomcdf(1, 8, 0.5) = 2 x 9/256 = 0.0703, given as 0.070.
     result = mcnemar_exact(*_passes(a_only=1, b_only=7, both=1, neither=12))
     assert round(result.p_value, 3) == 0.070 and result.p_value == pytest.approx(18 / 256)
 

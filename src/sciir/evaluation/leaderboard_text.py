@@ -1,4 +1,5 @@
-"""The leaderboard as text: the fixed-width tables evaluate logs, and the closing lines of a run (the
+"""The leaderboard as text: the fixed-width tables evaluate logs (ranks with their intervals, the paired
+comparisons and the difference the benchmark detects under them), and the closing lines of a run (the
 leaderboard, then where the report and the MLflow UI are)."""
 
 from __future__ import annotations
@@ -8,6 +9,7 @@ from typing import Any
 
 import pandas as pd
 
+from sciir.evaluation.comparison_text import comparisons_text, detectable_text, not_separated_text, rank_words
 from sciir.evaluation.tracks import SCORE_CATEGORIES
 from sciir.runs.results_folder import results_folder
 
@@ -33,9 +35,13 @@ def score_cell(value: Any, low: Any, high: Any, n: Any) -> str:
 
 
 def format_leaderboard(board: pd.DataFrame) -> str:
-    """One rule's leaderboard as a fixed-width table: per track the rate with its 95% interval and the
-    number of samples it is over, then coverage, the role and the number of samples."""
+    """One rule's leaderboard as a fixed-width table: the rank with its bootstrap interval (when the board
+    has one), per track the rate with its 95% interval and the number of samples it is over, then
+    coverage, the role and the number of samples."""
     shown = pd.DataFrame({"model": board["model"]})
+    if "rank_lo" in board:
+        cells = zip(board["rank"], board["rank_lo"], board["rank_hi"], strict=True)
+        shown.insert(0, "rank", [rank_words(*cell) for cell in cells])
     for column in SCORE_CATEGORIES:
         parts = [
             board.get(f"{column}{suffix}", pd.Series(float("nan"), index=board.index))
@@ -61,29 +67,45 @@ def coverage_note(board: pd.DataFrame) -> str | None:
     )
 
 
-def leaderboard_text(board: pd.DataFrame) -> str:
-    """Every rule's leaderboard with its heading, then the coverage sentence when coverage is partial."""
-    blocks = [
-        f"SciIR leaderboard ({_RULE_HEADINGS.get(str(rule), rule)}, 95% bootstrap interval, "
+def _rule_block(rule: str, rows: pd.DataFrame, pairwise: pd.DataFrame | None) -> str:
+    """One rule's leaderboard with its heading, then (with ``pairwise``) its paired comparisons and the
+    ranks they cannot tell apart."""
+    ranks = "rank [bootstrap interval], " if "rank_lo" in rows else ""
+    block = (
+        f"SciIR leaderboard ({_RULE_HEADINGS.get(rule, rule)}, {ranks}95% bootstrap interval, "
         "n = samples counted; "
         f"coverage = share of questions judged)\n\n{format_leaderboard(rows)}"
-        for rule, rows in board.groupby("aggregation", sort=False)
+    )
+    if pairwise is None:
+        return block
+    separated = not_separated_text(rows)
+    return "\n\n".join([block, comparisons_text(pairwise, rule), *([separated] if separated else [])])
+
+
+def leaderboard_text(board: pd.DataFrame, pairwise: pd.DataFrame | None = None) -> str:
+    """Every rule's leaderboard with its heading (and, given the ``pairwise`` table, its paired comparisons
+    and the ranks they cannot tell apart), then the smallest difference the benchmark detects per group,
+    then the coverage sentence when coverage is partial."""
+    blocks = [
+        _rule_block(str(rule), rows, pairwise) for rule, rows in board.groupby("aggregation", sort=False)
     ]
+    detectable = detectable_text(pairwise) if pairwise is not None else None
     note = coverage_note(board)
-    return "\n\n".join([*blocks, *([note] if note else [])])
+    return "\n\n".join([*blocks, *([detectable] if detectable else []), *([note] if note else [])])
 
 
 def print_run_summary(catalog: Any, project_path: Path, runtime_params: dict[str, Any] | None = None) -> None:
     """The leaderboard in words, and where the report and the MLflow UI are; a run on another benchmark,
     folder of images or verdicts file (``runtime_params``) has its report in its own results folder."""
     board = catalog.load("leaderboard")
+    pairwise = catalog.load("pairwise") if "pairwise" in catalog else None
     evaluate = (runtime_params or {}).get("evaluate") or {}
     benchmark, images_dir, verdicts_file = (
         evaluate.get(name) for name in ("benchmark", "images_dir", "verdicts_file")
     )
     folder = results_folder(benchmark, images_dir, verdicts_file, "data/08_reporting")
     report = project_path / folder / "report" / "index.html"
-    print(f"\n{leaderboard_text(board)}")
+    print(f"\n{leaderboard_text(board, pairwise)}")
     print(f"\nReport: {report}")
     print(
         "MLflow: mlflow ui --backend-store-uri sqlite:///mlruns/mlflow.db   (then open http://127.0.0.1:5000)\n"

@@ -30,6 +30,19 @@ class BlankBaseline(BaseModel):
         return self
 
 
+class ComparisonParams(BaseModel):
+    """``evaluate.comparisons``: the paired comparisons of every pair of ranked models
+    (``sciir.evaluation.comparisons``): the family-wise level ``alpha`` of Holm's correction, the ``power``
+    at which the detectable difference is computed, and the random exchanges of the permutation test of a
+    rule whose per-sample score is not pass / fail (exact over every exchange when they are fewer)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    alpha: float = Field(default=0.05, gt=0.0, lt=1.0)
+    power: float = Field(default=0.8, ge=0.5, lt=1.0)
+    n_permutations: int = Field(default=9999, ge=99)
+
+
 class EvaluateParams(BaseModel):
     """``params:evaluate`` (conf/base/parameters_evaluate.yml)."""
 
@@ -39,6 +52,7 @@ class EvaluateParams(BaseModel):
     # One rule, or several computed side by side (the first is the primary: ranking, plots, report).
     aggregation: AggregationRule | list[AggregationRule] = "sciir_veto"
     bootstrap: BootstrapConfig = Field(default_factory=BootstrapConfig)
+    comparisons: ComparisonParams = Field(default_factory=ComparisonParams)
     # A benchmark file (``sciir.user_files.benchmark_file``) evaluated instead of the catalog's SciIR-Bench.
     benchmark: str | None = None
     images_dir: str | None = None

@@ -27,6 +27,7 @@ from typing import Any, cast
 import pandas as pd
 from jinja2 import Environment, PackageLoader, select_autoescape
 
+from sciir.evaluation.comparison_text import rank_words
 from sciir.evaluation.plots import Plot
 from sciir.evaluation.report_views import ImageViews, ModelPage, model_page
 from sciir.evaluation.scoring import breakdown_table
@@ -82,9 +83,15 @@ def interval_text(score: Any, low: Any, high: Any) -> str:
 
 
 def leaderboard_table(title: str, board: pd.DataFrame) -> Table:
-    """One rule's leaderboard: each track's score with its interval and the number of samples it is
-    over (``n=``), then coverage, role (references are never ranked) and sample count."""
+    """One rule's leaderboard: the rank with its bootstrap interval and the models the paired test does
+    not tell apart from it (when the board has them), each track's score with its interval and the
+    number of samples it is over (``n=``), then coverage, role (references are never ranked) and sample
+    count."""
     frame = pd.DataFrame({"model": board["model"]})
+    if "rank_lo" in board:
+        ranks = zip(board["rank"], board["rank_lo"], board["rank_hi"], strict=True)
+        frame.insert(0, "rank [interval]", [rank_words(*rank) for rank in ranks])
+        frame["not told apart from"] = board["not_separated_from"].fillna("")
     for track in SCORE_CATEGORIES:
         cells = zip(
             board[track], board[f"{track}_lo"], board[f"{track}_hi"], board[f"{track}_n"], strict=True
@@ -236,14 +243,15 @@ class RenderedPages(Mapping[str, str]):
 
 
 def render_report(
-    tables: Sequence[Table],
+    tables: Sequence[Any],
     views: ImageViews,
     meta: Mapping[str, str],
     heatmaps: Sequence[Heatmap] = (),
     missing: Sequence[MissingImages] = (),
     title: str = DEFAULT_TITLE,
 ) -> ReportFolder:
-    """The report's files: the summary page (tables with their plots, heatmaps, missing images, run facts,
+    """The report's files: the summary page (tables with their plots, or comparison matrices (any object
+    with ``is_matrix``: ``sciir.evaluation.report_comparisons``), heatmaps, missing images, run facts,
     links to the model pages), one page per model with its image views and links back to the summary and
     its plots (rendered when read), and the thumbnails and plots those pages show."""
     pages = [model_page(model, views.of_model(model)) for model in views.models]

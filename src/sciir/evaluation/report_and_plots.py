@@ -1,7 +1,7 @@
 """What an evaluate run shows: the track and group plots, and the HTML report put together from the run's
-tables (leaderboards per rule, coverage, breakdowns with intervals, the group heatmap, every image beside
-its checklist, the missing images, and the run facts at the top) and the same two plots beside their
-tables. The pieces are drawn by ``sciir.evaluation.plots`` and rendered by ``sciir.evaluation.report``."""
+tables (leaderboards per rule with rank intervals, the paired comparisons, coverage, breakdowns with
+intervals, the group heatmap, every image beside its checklist, the missing images, and the run facts at
+the top) and the same two plots beside their tables. The pieces are drawn by ``sciir.evaluation.plots`` and rendered by ``sciir.evaluation.report``."""
 
 from __future__ import annotations
 
@@ -26,6 +26,7 @@ from sciir.evaluation.report import (
     render_report,
     report_title,
 )
+from sciir.evaluation.report_comparisons import comparison_sections
 from sciir.evaluation.report_views import image_views
 from sciir.evaluation.sanity_baselines import blank_score, blank_warning
 from sciir.evaluation.scoring import breakdown_table
@@ -106,6 +107,7 @@ def blank_fact(leaderboard: pd.DataFrame, config: EvaluateParams) -> dict[str, s
 
 def evaluate_report(
     leaderboard: pd.DataFrame,
+    pairwise: pd.DataFrame,
     evaluate_scores: pd.DataFrame,
     sample_scores: pd.DataFrame,
     verdicts: pd.DataFrame,
@@ -117,9 +119,10 @@ def evaluate_report(
     source: Mapping[str, str] | None = None,
 ) -> ReportFolder:
     """The HTML report as a folder: a summary page with scores and intervals (the primary rule's
-    leaderboard beside its track plot, the groups' scores beside their heatmap), coverage, the group
-    heatmap and the missing images, then one page per model with every image's thumbnail beside its
-    checklist."""
+    leaderboard, ranks with their intervals, beside its track plot), the paired comparisons (a models x
+    models matrix per rule, per track, group and setting, and the difference the benchmark detects per
+    group), coverage, the groups' scores beside their heatmap and the missing images, then one page per
+    model with every image's thumbnail beside its checklist."""
     rule = config.primary_rule
     label = RULE_LABELS[rule]
     track_bars, group_heatmap = report_plots(leaderboard, evaluate_scores, rule)
@@ -136,6 +139,7 @@ def evaluate_report(
     by_group = breakdown_intervals(f"Final {label} per group", evaluate_scores, "group")
     tables = [
         *boards,
+        *comparison_sections(pairwise, RULE_LABELS),
         coverage_table("Coverage (judged / all questions)", primary),
         breakdown_intervals(f"Final {label} per setting", evaluate_scores, "setting"),
         replace(by_group, plot=group_heatmap),

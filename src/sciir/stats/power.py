@@ -79,6 +79,6 @@ def undetectable_reason(discordance: float, n: int, alpha: float = 0.05, power: 
     if discordance == 0.0:
         return "no discordant sample: nothing tells the models apart yet"
     return (
-        f"too few samples: even if all {discordance:.0%} discordant samples went one way, {n} samples would not "
-        f"detect it with {power:.0%} power"
+        f"too few samples: with {discordance:.0%} of them discordant, {n} would not detect even the largest "
+        f"difference possible (every discordant sample going one way) with {power:.0%} power"
     )

@@ -24,6 +24,7 @@ import pandas as pd
 
 from sciir.backends.base import VisionLanguageModel
 from sciir.catalog.optional_dataset import MissingInput, is_missing_input, mapping_or_empty, supplied
+from sciir.evaluation.comparisons import pairwise_table, with_rank_intervals
 from sciir.evaluation.generated_images import (
     ImageFiles,
     ImageLoaders,
@@ -105,17 +106,26 @@ def tabulate_scores(sample_scores: pd.DataFrame, params: dict[str, Any]) -> pd.D
 
 def rank_models(
     evaluate_scores: pd.DataFrame,
+    sample_scores: pd.DataFrame,
     generation_manifest: pd.DataFrame,
     params: dict[str, Any],
     source: dict[str, str] | None = None,
-) -> pd.DataFrame:
+) -> tuple[pd.DataFrame, pd.DataFrame]:
     """The ``leaderboard`` table with intervals, samples counted and coverage: per rule, contestants by
-    final score, then references and the blank baseline (never ranked); its first column names the
-    benchmark (``source``). A warning is logged when the judge passes the blank images."""
+    final score, each with its rank's bootstrap interval and the models the paired test does not tell it
+    apart from, then references and the blank baseline (never ranked); its first column names the
+    benchmark (``source``). And the ``pairwise`` table: every pair of contestants compared on the samples
+    both were scored on (``sciir.evaluation.comparisons``). A warning is logged when the judge passes the
+    blank images."""
+    config = EvaluateParams.model_validate(params)
     board = leaderboard(evaluate_scores, model_roles(generation_manifest, params))
-    board.insert(0, "benchmark", (source or {}).get("name", SAMPLE_BENCHMARK))
-    log_warning(blank_warning(board, EvaluateParams.model_validate(params)))
-    return board
+    pairwise = pairwise_table(sample_scores, board, config.comparisons, config.bootstrap)
+    board = with_rank_intervals(board, sample_scores, pairwise, config.bootstrap)
+    name = (source or {}).get("name", SAMPLE_BENCHMARK)
+    board.insert(0, "benchmark", name)
+    pairwise.insert(0, "benchmark", name)
+    log_warning(blank_warning(board, config))
+    return board, pairwise
 
 
 def list_missing_images(judge_summary: dict[str, Any]) -> pd.DataFrame:
@@ -136,6 +146,7 @@ def plot_groups(evaluate_scores: pd.DataFrame, params: dict[str, Any]) -> Any:
 
 def build_report(
     leaderboard: pd.DataFrame,
+    pairwise: pd.DataFrame,
     evaluate_scores: pd.DataFrame,
     sample_scores: pd.DataFrame,
     verdicts: pd.DataFrame,
@@ -147,13 +158,14 @@ def build_report(
     source: dict[str, str] | None = None,
 ) -> ReportFolder:
     """The HTML report as a folder (``sciir.evaluation.report_and_plots.evaluate_report``): a summary page
-    with scores and intervals, coverage, the group heatmap and the missing images, then one page per model
-    with every image's thumbnail beside its checklist."""
+    with scores and intervals, ranks with intervals, the paired comparisons, coverage, the group heatmap and
+    the missing images, then one page per model with every image's thumbnail beside its checklist."""
     config = EvaluateParams.model_validate(params)
     benchmark = benchmark_or_empty(benchmark)
     images = image_source(mapping_or_empty(generations), config.images_dir)
     return evaluate_report(
         leaderboard,
+        pairwise,
         evaluate_scores,
         sample_scores,
         verdicts,
@@ -199,12 +211,13 @@ def log_model_runs(
 
 def summarise_evaluation(
     leaderboard: pd.DataFrame,
+    pairwise: pd.DataFrame,
     evaluate_scores: pd.DataFrame,
     judge_validation: pd.DataFrame,
     judge_summary: dict[str, Any],
 ) -> dict[str, float]:
-    """``evaluate_metrics`` (``sciir.evaluation.run_metrics.evaluation_metrics``), and the leaderboard
-    logged as text."""
-    metrics = evaluation_metrics(leaderboard, evaluate_scores, judge_validation, judge_summary)
-    logger.info("leaderboard:\n%s", leaderboard_text(leaderboard))
+    """``evaluate_metrics`` (``sciir.evaluation.run_metrics.evaluation_metrics``, the paired comparisons'
+    per pair), and the leaderboard logged as text with its comparisons."""
+    metrics = evaluation_metrics(leaderboard, evaluate_scores, judge_validation, judge_summary, pairwise)
+    logger.info("leaderboard:\n%s", leaderboard_text(leaderboard, pairwise))
     return metrics

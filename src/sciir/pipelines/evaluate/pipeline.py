@@ -1,5 +1,5 @@
-"""Evaluate pipeline wiring: images + checklists -> verdicts -> scores with intervals -> leaderboard, plots,
-report, judge validation, per-model MLflow runs and metrics."""
+"""Evaluate pipeline wiring: images + checklists -> verdicts -> scores with intervals -> leaderboard with rank
+intervals and the paired comparisons, plots, report, judge validation, per-model MLflow runs and metrics."""
 
 from __future__ import annotations
 
@@ -29,7 +29,7 @@ def create_pipeline(**kwargs) -> Pipeline:
 
 def sciir_evaluation_pipeline() -> Pipeline:
     """SciIR checklist evaluation (inputs: benchmark, checklists, generations, generation_manifest, judge,
-    params:evaluate; outputs: verdicts, sample_scores, evaluate_scores, leaderboard, missing_images,
+    params:evaluate; outputs: verdicts, sample_scores, evaluate_scores, leaderboard, pairwise, missing_images,
     judge_validation, report, evaluate_plot_tracks, evaluate_plot_groups, evaluate_model_runs,
     evaluate_metrics)."""
     return Pipeline(
@@ -73,8 +73,14 @@ def sciir_evaluation_pipeline() -> Pipeline:
             ),
             node(
                 rank_models,
-                ["evaluate_scores", "generation_manifest", "params:evaluate", "evaluation_source"],
-                "leaderboard",
+                [
+                    "evaluate_scores",
+                    "sample_scores",
+                    "generation_manifest",
+                    "params:evaluate",
+                    "evaluation_source",
+                ],
+                ["leaderboard", "pairwise"],
                 name="rank_models",
             ),
             node(list_missing_images, "evaluate_judge_summary", "missing_images", name="list_missing_images"),
@@ -102,6 +108,7 @@ def sciir_evaluation_pipeline() -> Pipeline:
                 build_report,
                 [
                     "leaderboard",
+                    "pairwise",
                     "evaluate_scores",
                     "sample_scores",
                     "verdicts",
@@ -123,7 +130,7 @@ def sciir_evaluation_pipeline() -> Pipeline:
             ),
             node(
                 summarise_evaluation,
-                ["leaderboard", "evaluate_scores", "judge_validation", "evaluate_judge_summary"],
+                ["leaderboard", "pairwise", "evaluate_scores", "judge_validation", "evaluate_judge_summary"],
                 "evaluate_metrics",
                 name="summarise_evaluation",
             ),
