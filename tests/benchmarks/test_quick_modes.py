@@ -351,6 +351,36 @@ def _(output: str) -> None:
     _line(r"^  whole build: [0-9.]+ h", output)
 
 
+@checks("bench_paired_tests")
+def _(output: str) -> None:
+    _line(
+        r"^paired tests: 100 repetitions per row, true discordance 0\.30, alpha 0\.05, power 0\.8, ", output
+    )
+    row = rf"^ +{NUMBER}(\*?) +200 +{NUMBER} +{NUMBER} +{NUMBER} +{NUMBER} +{NUMBER} +{NUMBER}$"
+    rows = re.findall(row.replace(NUMBER, r"(\d+\.\d+)"), output, re.MULTILINE)
+    assert [(float(planted), star) for planted, star, *_ in rows][:3] == [(0.0, ""), (5.0, ""), (10.0, "")]
+    assert len(rows) == 4 and rows[3][1] == "*"
+    for _, _, rejected, different, predicted, _, exact, _ in rows:
+        assert 0 <= float(different) <= float(rejected) <= 1
+        assert 0 < float(exact) <= 1 and 0 < float(predicted) <= 1
+    # A planted 0 is rarely declared different, the predicted detectable difference (10.8 points) often.
+    assert float(rows[0][2]) <= 0.1 and float(rows[3][2]) >= 0.5
+    (rate,) = _line(
+        rf"^false-positive rate at a planted 0: {NUMBER} \(n=200\); at or below alpha 0\.05: (?:yes|NO)$",
+        output,
+    )
+    assert rate == max(float(rows[0][2]), float(rows[0][3]))
+    _line(
+        rf"^power at the predicted detectable difference: {NUMBER} against 0\.800 predicted, {NUMBER} exact",
+        output,
+    )
+    holm, raw = _line(
+        rf"^4 equal models, 6 pairs, n=200: any pair declared different {NUMBER} with Holm, {NUMBER} without$",
+        output,
+    )
+    assert holm <= raw
+
+
 def _environment() -> dict[str, str]:
     """This environment, telemetry off and no MLflow override (the kedro runs log into their own copies)."""
     dropped = ("SCIIR_MLFLOW_TRACKING_URI", "SCIIR_MLFLOW_ARTIFACT_URI", "SCIIR_DRY_RUN")

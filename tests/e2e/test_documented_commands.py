@@ -223,6 +223,7 @@ QUICK_BENCHMARKS = [
     ".venv/bin/python benchmarks/bench_annotation_quality.py --quick --details",
     ".venv/bin/python benchmarks/bench_model_stages.py --quick",
     ".venv/bin/python benchmarks/bench_scale.py --quick",
+    ".venv/bin/python benchmarks/bench_paired_tests.py --quick",
 ]
 EXEMPT |= dict.fromkeys(QUICK_BENCHMARKS, f"a benchmark's quick mode, run by {QUICK_MODES_TEST}")
 # Servers: started in the background, polled at their URL until they answer, then stopped.

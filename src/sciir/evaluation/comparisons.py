@@ -201,6 +201,26 @@ def _detectable(row: Any, m: int) -> float:
     )
 
 
+def compare_family(
+    keys: tuple[str, str, str],
+    units: pd.DataFrame,
+    models: list[str],
+    settings: ComparisonParams,
+    bootstrap: BootstrapConfig,
+) -> pd.DataFrame:
+    """Every pair of ``models`` (in that order, the earlier as A) compared on the sample rows of one rule
+    and one track, group or setting (``keys``: rule, breakdown, value; ``units``: its rows of
+    ``sample_scores``, columns model, sample_id, score, weight), Holm's correction over the pairs tested:
+    rows of the ``pairwise`` table."""
+    scores = units.pivot(index="sample_id", columns="model", values="score").sort_index()
+    weights = units.pivot(index="sample_id", columns="model", values="weight").sort_index()
+    rows = [
+        _pair_row(keys, scores, weights, pair, settings, bootstrap)
+        for pair in itertools.combinations(models, 2)
+    ]
+    return _corrected(pd.DataFrame(rows, columns=list(PAIRWISE_COLUMNS))).astype({"m_pairs": "int64"})
+
+
 def pairwise_table(
     sample_scores: pd.DataFrame,
     board: pd.DataFrame,
@@ -210,24 +230,14 @@ def pairwise_table(
     """The ``pairwise`` table (columns ``PAIRWISE_COLUMNS``): every pair of contestants of each rule's
     leaderboard compared on every track, group and setting (module docstring). Empty (with its columns)
     when a rule has fewer than two contestants."""
-    rows = []
+    families = []
     for keys, units in _families(sample_scores):
         models = [model for model in contestants(board, keys[0]) if model in set(units["model"])]
-        if len(models) < 2:
-            continue
-        scores = units.pivot(index="sample_id", columns="model", values="score").sort_index()
-        weights = units.pivot(index="sample_id", columns="model", values="weight").sort_index()
-        rows += [
-            _pair_row(keys, scores, weights, pair, settings, bootstrap)
-            for pair in itertools.combinations(models, 2)
-        ]
-    table = pd.DataFrame(rows, columns=list(PAIRWISE_COLUMNS))
-    if table.empty:
-        return table
-    families = table.groupby(["aggregation", "breakdown", "value"], sort=False, group_keys=False)
-    table = pd.concat([_corrected(family) for _, family in families], ignore_index=True)
-    table = table.astype({"m_pairs": "int64"})
-    return table[list(PAIRWISE_COLUMNS)]
+        if len(models) >= 2:
+            families.append(compare_family(keys, units, models, settings, bootstrap))
+    if not families:
+        return pd.DataFrame(columns=list(PAIRWISE_COLUMNS))
+    return pd.concat(families, ignore_index=True)[list(PAIRWISE_COLUMNS)]
 
 
 def not_separated(pairwise: pd.DataFrame, rule: str, model: str, ranked: list[str]) -> list[str]:

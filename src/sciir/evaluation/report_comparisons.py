@@ -62,6 +62,10 @@ def _cell(pairs: dict[tuple[str, str], Any], row_model: str, column_model: str) 
     return MatrixCell(words, evidence_words(pair, row_model), CELL_KINDS[words])
 
 
+def _capitalised(text: str) -> str:
+    return text[:1].upper() + text[1:]
+
+
 def comparison_matrix(pairwise: pd.DataFrame, rule: str, label: str) -> ComparisonMatrix | None:
     """The matrix of one rule's ``final`` comparisons, None when the rule has fewer than two ranked models."""
     rows = final_rows(pairwise, rule)
@@ -73,14 +77,15 @@ def comparison_matrix(pairwise: pd.DataFrame, rule: str, label: str) -> Comparis
     m = int(first["m_pairs"])
     note = (
         f"Each cell reads: the row's model is better than / worse than / not told apart from the column's. "
-        f"{TEST_NAMES[str(first['test'])].capitalize()} on the samples both models were scored on (samples "
+        f"{_capitalised(TEST_NAMES[str(first['test'])])} on the samples both models were scored on (samples "
         f"one of them has no result on are left out and counted), Holm's correction over the {m} pair"
         f"{'s' if m != 1 else ''} tested, alpha {float(first['alpha']):g}: 'better' needs the corrected p "
         "below alpha and the 95% paired bootstrap interval of the difference (percentage points, the row's "
-        "model minus the column's) above 0."
+        "model minus the column's) above 0. The leaderboard's rank intervals resample each model's own scored "
+        "samples, this test only the shared ones: where they disagree (few samples), this test decides."
     )
     return ComparisonMatrix(
-        title=f"Paired comparisons of final ({label}): is the row's model better than the column's?",
+        title=f"Paired comparisons of final, {label}: is the row's model better than the column's?",
         note=note,
         models=models,
         rows=[(model, [_cell(pairs, model, other) for other in models]) for model in models],
