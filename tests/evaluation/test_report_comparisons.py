@@ -6,7 +6,14 @@ from __future__ import annotations
 import pandas as pd
 from lxml import html
 
-from sciir.evaluation.comparison_text import comparisons_text, detectable_text, not_separated_text, rank_words
+from sciir.evaluation.comparison_text import (
+    comparisons_text,
+    detectable_text,
+    interval_points,
+    not_separated_text,
+    points,
+    rank_words,
+)
 from sciir.evaluation.comparisons import pairwise_table, with_rank_intervals
 from sciir.evaluation.leaderboard_text import format_leaderboard, leaderboard_text
 from sciir.evaluation.params import ComparisonParams
@@ -96,6 +103,9 @@ def test_the_leaderboard_shows_ranks_with_intervals():
     text = leaderboard_text(board, pairwise)
     assert "rank [bootstrap interval]" in text and "Smallest difference of final pass rate" in text
     assert rank_words(2, 2, 3) == "2 [2, 3]" and rank_words(pd.NA, pd.NA, pd.NA) == "-"
+    assert (points(0.125), points(-0.0), points(-0.0004), interval_points(-1.0, -0.0)) == (
+        "+12.5", "+0.0", "+0.0", "[-100.0, +0.0]"
+    )  # fmt: skip
 
 
 def test_the_report_shows_the_matrix_from_each_rows_side_escaped():

@@ -31,12 +31,13 @@ def final_rows(pairwise: pd.DataFrame, rule: str) -> pd.DataFrame:
 
 
 def points(value: Any) -> str:
-    """A difference of rates in percentage points, signed: ``+12.5``."""
-    return f"{100 * float(value):+.1f}"
+    """A difference of rates in percentage points, signed: ``+12.5`` (``+0.0``, never ``-0.0``)."""
+    shown = round(100 * float(value), 1)
+    return f"{shown + 0.0:+.1f}"  # adding 0.0 turns -0.0 into 0.0
 
 
 def interval_points(low: Any, high: Any) -> str:
-    return f"[{100 * float(low):+.1f}, {100 * float(high):+.1f}]"
+    return f"[{points(low)}, {points(high)}]"
 
 
 def verdict_words(row: Any, first: str | None = None) -> str:
