@@ -131,6 +131,23 @@ def test_exact_permutation_test_is_scipys_on_twelve_items():
     assert p == pytest.approx(reference, abs=5e-5)
 
 
+def test_weighted_permutation_test_is_the_enumeration_of_every_exchange():
+    rng = np.random.default_rng(2)
+    a, b = rng.random(8), rng.random(8) + 0.3
+    wa, wb = rng.integers(1, 6, 8).astype(float), rng.integers(1, 6, 8).astype(float)
+    observed = weighted_mean_difference(a, b, wa, wb)
+    null = []
+    for code in range(2**8):
+        swap = np.array([(code >> i) & 1 for i in range(8)], dtype=bool)
+        x, y = np.where(swap, b, a), np.where(swap, a, b)
+        null.append(weighted_mean_difference(x, y, np.where(swap, wb, wa), np.where(swap, wa, wb)))
+    null = np.array(null)
+    expected = min(1.0, 2 * min(np.mean(null >= observed - 1e-12), np.mean(null <= observed + 1e-12)))
+    assert paired_permutation_test(a, b, n_resamples=256, weights_a=wa, weights_b=wb) == pytest.approx(
+        expected
+    )
+
+
 def test_monte_carlo_permutation_test_is_close_to_the_exact_one_and_repeatable():
     rng = np.random.default_rng(9)
     a, b = rng.random(14), rng.random(14) + 0.2

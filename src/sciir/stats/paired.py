@@ -117,12 +117,20 @@ def mcnemar_exact(a: np.ndarray, b: np.ndarray) -> McNemarResult:
 def _swapped_differences(
     swaps: np.ndarray, a: np.ndarray, b: np.ndarray, wa: np.ndarray, wb: np.ndarray
 ) -> np.ndarray:
-    """The weighted-mean difference for each row of ``swaps`` (True: item i's results exchanged)."""
-    scores_a, scores_b = np.where(swaps, b, a), np.where(swaps, a, b)
-    weights_a, weights_b = np.where(swaps, wb, wa), np.where(swaps, wa, wb)
-    mean_a = (scores_a * weights_a).sum(axis=1) / weights_a.sum(axis=1)
-    mean_b = (scores_b * weights_b).sum(axis=1) / weights_b.sum(axis=1)
+    """The weighted-mean difference for each row of ``swaps`` (1: item i's results exchanged). An exchange
+    moves b_i w_b,i - a_i w_a,i from B's sums to A's (and w_b,i - w_a,i of weight), so each row's sums are
+    the observed ones shifted by two matrix-vector products."""
+    moved = swaps @ (b * wb - a * wa)
+    moved_weight = swaps @ (wb - wa)
+    mean_a = ((a * wa).sum() + moved) / (wa.sum() + moved_weight)
+    mean_b = ((b * wb).sum() - moved) / (wb.sum() - moved_weight)
     return np.asarray(mean_a - mean_b)
+
+
+def _random_swaps(rng: np.random.Generator, rows: int, n: int) -> np.ndarray:
+    """``rows`` x ``n`` fair coin flips (0.0 / 1.0), drawn as random bytes."""
+    packed = rng.integers(0, 256, size=(rows, (n + 7) // 8), dtype=np.uint8)
+    return np.unpackbits(packed, axis=1, count=n).astype(float)
 
 
 def paired_permutation_test(
@@ -152,9 +160,9 @@ def paired_permutation_test(
         rows = min(_CHUNK, total - start)
         if exact:
             codes = np.arange(start, start + rows, dtype=np.int64)[:, None]
-            swaps = ((codes >> np.arange(a.size, dtype=np.int64)) & 1).astype(bool)
+            swaps = ((codes >> np.arange(a.size, dtype=np.int64)) & 1).astype(float)
         else:
-            swaps = rng.random((rows, a.size)) < 0.5
+            swaps = _random_swaps(rng, rows, a.size)
         null = _swapped_differences(swaps, a, b, wa, wb)
         at_least += int((null >= observed - gamma).sum())
         at_most += int((null <= observed + gamma).sum())
