@@ -18,6 +18,7 @@ import sqlalchemy as sa
 from PIL import Image, PngImagePlugin
 from starlette.testclient import TestClient
 
+from sciir.figures.review import REVIEW_COLUMNS
 from sciir.review.app import create_app, prepare
 from sciir.review.settings import RatingsSettings, ReviewSettings
 from sciir.testing.review_raters import RaterClient, free_port
@@ -58,6 +59,58 @@ def benchmark(tmp_path: Path) -> Path:
         path
     )
     return path
+
+
+HOSTILE_CAPTION = '<script>alert("caption")</script> Figure & <i>its</i> panels'
+# curate's review queue as the fixture writes it: sample_id -> (queue, caption, the screen's decision, a decision
+# already made in the file)
+PANELS = {
+    "fig1-aaaa-p0": ("spot_check", "A bar chart of forces.", "KEEP", ""),
+    "fig1-aaaa-p1": ("low_confidence", HOSTILE_CAPTION, "", ""),
+    "fig2-bbbb-p0": ("low_confidence", "A photograph of apparatus.", "KEEP", ""),
+    "fig2-bbbb-p1": ("low_confidence", "Decided by hand already.", "", "REJECT"),
+}
+
+
+def write_curate_outputs(root: Path) -> Path:
+    """curate's and ingest's outputs under ``root`` as a project holds them: the review queue, the panels
+    (PNGs naming their source in a text chunk) and the figures table, whose image_path is relative to the
+    project (fig2's figure a TIFF, as some articles ship them). Returns ``root``."""
+    images = root / "data" / "03_primary" / "images"
+    images.mkdir(parents=True, exist_ok=True)
+    rows = []
+    for index, (sample_id, (queue, caption, model, decided)) in enumerate(PANELS.items()):
+        info = PngImagePlugin.PngInfo()
+        info.add_text("Source", f"secret source of {sample_id}")
+        Image.new("RGB", (48 + index, 32), (30 * index, 120, 90)).save(
+            images / f"{sample_id}.png", pnginfo=info
+        )
+        figure_id = sample_id.split("-")[0]
+        rows.append(
+            {
+                "sample_id": sample_id, "queue": queue, "image": f"{sample_id}.png", "doi": "10.1/x",
+                "figure_id": figure_id, "caption": caption, "model_decision": model,
+                "model_confidence": "0.4" if model else "", "model_reason": "unsure", "decision": decided,
+                "note": "",
+            }
+        )  # fmt: skip
+    pd.DataFrame(rows, columns=REVIEW_COLUMNS).to_csv(
+        root / "data" / "03_primary" / "review_queue.csv", index=False
+    )
+    raw = root / "data" / "01_raw" / "articles" / "a1"
+    raw.mkdir(parents=True, exist_ok=True)
+    Image.new("RGB", (120, 80), "white").save(raw / "fig1.png")
+    Image.new("RGB", (90, 60), "navy").save(raw / "fig2.tif")
+    figures = pd.DataFrame(
+        {
+            "doi": ["10.1/x", "10.1/x"],
+            "figure_id": ["fig1", "fig2"],
+            "image_path": ["data/01_raw/articles/a1/fig1.png", "data/01_raw/articles/a1/fig2.tif"],
+        }
+    )
+    (root / "data" / "02_intermediate").mkdir(parents=True, exist_ok=True)
+    figures.to_parquet(root / "data" / "02_intermediate" / "figures.parquet")
+    return root
 
 
 # ---- stores: SQLite, and PostgreSQL when its binaries are installed
@@ -150,7 +203,19 @@ def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
 @pytest.fixture
 def settings(tmp_path: Path, images: Path, benchmark: Path) -> ReviewSettings:
     ratings = RatingsSettings(images=str(images), benchmark=str(benchmark), raters_per_image=2)
-    return ReviewSettings(store=f"sqlite:///{tmp_path / 'review.sqlite'}", ratings=ratings)
+    # The other queues' files are not there: their queues stay empty.
+    return ReviewSettings(store=f"sqlite:///{tmp_path / 'review.sqlite'}", ratings=ratings).within(
+        tmp_path / "no-project"
+    )
+
+
+@pytest.fixture
+def panel_settings(tmp_path: Path) -> ReviewSettings:
+    """A project whose curate has run (``write_curate_outputs``), its store in tmp_path; no image to rate."""
+    ratings = RatingsSettings(images=str(tmp_path / "no-images"), benchmark=None)
+    return ReviewSettings(store=f"sqlite:///{tmp_path / 'panels.sqlite'}", ratings=ratings).within(
+        write_curate_outputs(tmp_path / "project")
+    )
 
 
 @pytest.fixture

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
+from sciir.figures.review import read_decisions
 from sciir.review.command import overridden, review_command
 from sciir.review.settings import ReviewSettings
 from sciir.testing.review_raters import RaterClient
@@ -49,6 +50,21 @@ def test_export_writes_the_ratings_file_human_corr_reads(
     table = read_ratings_file(path)
     assert sorted(table["rater_id"]) == ["ann", "bo", "bo"] and sorted(table["score"]) == [3.0, 4.0, 5.0]
     assert all(image.startswith("secretmodel") and image.count("/") == 1 for image in table["image_id"])
+
+
+def test_export_panels_writes_the_reviewed_queue_curate_takes(
+    panel_settings: ReviewSettings, app_client, tmp_path: Path
+) -> None:
+    ann = RaterClient(app_client(with_settings=panel_settings))
+    ann.sign_in("ann")
+    ann.send("/panels", {"decision": "REJECT", "note": "not a figure"})
+    path = tmp_path / "reviewed" / "review_queue.reviewed.csv"
+    command = review_command(lambda: panel_settings)
+    result = CliRunner().invoke(command, ["--export", str(path), "--queue", "panels"])
+    assert result.exit_code == 0 and "3 panels written" in result.output, result.output
+    assert list(read_decisions(str(path)).values()) == [("REJECT", "not a figure")]
+    refused = CliRunner().invoke(command, ["--export", str(path), "--queue", "nothing"])
+    assert refused.exit_code == 2 and "'nothing' is not one of" in refused.output
 
 
 @pytest.mark.slow

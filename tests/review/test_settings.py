@@ -22,10 +22,10 @@ def test_the_projects_settings_are_conf_base_review_yml(monkeypatch: pytest.Monk
     assert settings.store == f"sqlite:///{REPO / 'data' / 'review' / 'review.sqlite'}"
     assert (settings.host, settings.port, settings.ratings.scale) == ("127.0.0.1", 8765, 5)
     assert settings.ratings.images == str(REPO / "data" / "07_model_output" / "generations")
-    assert ReviewSettings().model_dump() | {"store": None, "ratings": None} == settings.model_dump() | {
-        "store": None,
-        "ratings": None,
-    }  # the file states the defaults of the class, paths aside
+    assert settings.panels.queue_file == str(REPO / "data" / "03_primary" / "review_queue.csv")
+    assert settings.checklists.benchmark is None
+    # the file states the defaults of the class (relative paths under the project)
+    assert ReviewSettings().within(REPO).model_dump() == settings.model_dump()
 
 
 def test_the_app_and_the_catalog_read_one_store(tmp_path: Path) -> None:

@@ -7,14 +7,18 @@ from pathlib import Path
 
 import pytest
 import sqlalchemy as sa
+from alembic import command
 from alembic.autogenerate import compare_metadata
+from alembic.config import Config
 from alembic.runtime.migration import MigrationContext
 
 from sciir.review.models import Answer, Base, Item, Queue, Rater
 from sciir.review.store import (
+    MIGRATIONS,
     StoreError,
     current_revision,
     describe,
+    engine_for,
     head_revision,
     open_existing,
     open_store,
@@ -30,6 +34,41 @@ def test_the_migrations_make_the_models_schema(store_url: str) -> None:
             assert compare_metadata(MigrationContext.configure(connection), Base.metadata) == []
         open_store(store_url).close()  # a second start migrates nothing and loses nothing
         assert current_revision(store.engine) == head_revision()
+    finally:
+        store.close()
+
+
+def test_a_store_of_the_first_schema_is_upgraded_keeping_its_answers(store_url: str) -> None:
+    engine = engine_for(store_url)
+    with engine.begin() as connection:
+        config = Config()
+        config.set_main_option("script_location", str(MIGRATIONS))
+        config.attributes["connection"] = connection
+        command.upgrade(config, "0001")
+    engine.dispose()
+    assert current_revision(engine_for(store_url)) == "0001"
+    engine = engine_for(store_url)
+    with engine.begin() as connection:  # a phase-1 store: one rating, no context column
+        connection.exec_driver_sql(
+            "INSERT INTO raters (id, name, version, created_at) VALUES (1, 'ann', 1, '2024-01-01')"
+        )
+        connection.exec_driver_sql(
+            "INSERT INTO queues (id, name, kind, config, created_at) VALUES (1, 'ratings', 'likert', '{}', '2024-01-01')"
+        )
+        connection.exec_driver_sql(
+            "INSERT INTO items (id, queue_id, public_id, key, path, created_at) VALUES (1, 1, 'p1', 'm/s1', '/x.png', '2024-01-01')"
+        )
+        connection.exec_driver_sql(
+            "INSERT INTO answers (id, item_id, rater_id, score, created_at) VALUES (1, 1, 1, 4, '2024-01-01')"
+        )
+    engine.dispose()
+    store = open_store(store_url)
+    try:
+        assert current_revision(store.engine) == head_revision()
+        with store.reading() as session:
+            assert session.execute(sa.select(Item.key, Item.context, Answer.score).join(Answer)).all() == [
+                ("m/s1", None, 4)
+            ]
     finally:
         store.close()
 
@@ -103,7 +142,8 @@ def test_a_store_of_another_schema_is_named_not_read(tmp_path: Path) -> None:
     with engine.begin() as connection:
         connection.exec_driver_sql("UPDATE alembic_version SET version_num = '9999'")
     engine.dispose()
-    with pytest.raises(StoreError, match="has schema 9999, this code reads 0001: start `kedro review`"):
+    expected = f"has schema 9999, this code reads {head_revision()}: start `kedro review`"
+    with pytest.raises(StoreError, match=expected):
         open_existing(url)
 
 

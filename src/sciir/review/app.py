@@ -1,7 +1,8 @@
 """The review app: its routes, its guard (``sciir.review.security``) and its context.
 
-``create_app`` builds it over an open store; ``prepare`` opens the store (migrating it), fills the ratings queue
-and says in words what is there, which is what ``kedro review`` does before serving.
+``create_app`` builds it over an open store; ``prepare`` opens the store (migrating it), fills every queue (the
+ratings, panel review) with what is not queued yet and says in words what is there, which is what
+``kedro review`` does before serving.
 """
 
 from __future__ import annotations
@@ -16,10 +17,12 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from sciir.review import pages, ratings_pages, ratings_queue
+from sciir.review import pages, panel_pages, panel_queue, ratings_pages, ratings_queue
+from sciir.review.pages import QueueLink
+from sciir.review.queue_pages import routes as queue_routes
 from sciir.review.queue_store import item_count
 from sciir.review.raters import raters_with_tokens
-from sciir.review.security import MAX_FORM_BYTES, GuardMiddleware, allowed_hosts
+from sciir.review.security import LARGE_FORM_BYTES, GuardMiddleware, allowed_hosts
 from sciir.review.settings import ReviewSettings
 from sciir.review.store import Store, describe, open_store
 
@@ -31,6 +34,24 @@ def _static_route(path: str, content: bytes, media_type: str) -> Route:
         return Response(content, media_type=media_type)
 
     return Route(path, serve, methods=["GET"])
+
+
+QUEUES = (
+    QueueLink(
+        "ratings",
+        ratings_pages.PAGE,
+        "Ratings",
+        "rate generated images against their prompt, blind",
+        lambda settings: settings.ratings.raters_per_image,
+    ),
+    QueueLink(
+        panel_pages.SPEC.name,
+        panel_pages.PAGE,
+        "Panel review",
+        "KEEP or REJECT the panels curate's screen was unsure of, and its spot check",
+        panel_pages.SPEC.per_item,
+    ),
+)
 
 
 def create_app(store: Store, settings: ReviewSettings, require_tokens: bool | None = None) -> Starlette:
@@ -46,27 +67,28 @@ def create_app(store: Store, settings: ReviewSettings, require_tokens: bool | No
         Route(f"{ratings_pages.PAGE}/answer", ratings_pages.answer, methods=["POST"]),
         Route(f"{ratings_pages.PAGE}/undo", ratings_pages.undo, methods=["POST"]),
         Route(f"{ratings_pages.PAGE}/image/{{public_id}}", ratings_pages.image, methods=["GET"]),
+        *queue_routes(panel_pages.SPEC),
         *(_static_route(path, *served) for path, served in pages.static_files().items()),
         _static_route("/favicon.ico", b"", "image/x-icon"),  # browsers ask for it: nothing, not a 404
     ]
     hosts = allowed_hosts(settings.on_loopback(), settings.allowed_hosts)
     app = Starlette(
-        routes=routes, middleware=[Middleware(GuardMiddleware, hosts=hosts)], max_body_size=MAX_FORM_BYTES
+        routes=routes, middleware=[Middleware(GuardMiddleware, hosts=hosts)], max_body_size=LARGE_FORM_BYTES
     )
-    app.state.review = pages.ReviewContext(store, settings, pages.templates(), tokens)
+    app.state.review = pages.ReviewContext(store, settings, pages.templates(), tokens, QUEUES)
     return app
 
 
 @dataclass(frozen=True)
 class Prepared:
-    """An open store with its ratings queue filled, and what was found, in words."""
+    """An open store with its queues filled, and what was found, in words."""
 
     store: Store
     lines: list[str]
 
 
 def prepare(settings: ReviewSettings) -> Prepared:
-    """Open (and migrate) the store and add the images not queued yet to the ratings queue."""
+    """Open (and migrate) the store and add to each queue what is not queued yet."""
     store = open_store(settings.store)
     ratings = settings.ratings
     prompts = ratings_queue.prompts_of(ratings.benchmark)
@@ -79,9 +101,27 @@ def prepare(settings: ReviewSettings) -> Prepared:
         f"review store: {describe(settings.store)}",
         f"ratings queue: {total} images ({added} new from {ratings.images}), scale 1-{ratings.scale}, "
         f"{ratings.raters_per_image} raters per image, {len(prompts)} prompts from {ratings.benchmark}",
+        _fill_panels(store, settings),
     ]
     if not settings.on_loopback():
         lines.append(f"listening beyond 127.0.0.1: raters sign in with a token ({tokens} given so far)")
         if tokens == 0:
             lines.append("no rater has a token yet: give each one with `kedro review --add-rater NAME`")
     return Prepared(store, lines)
+
+
+def _fill_panels(store: Store, settings: ReviewSettings) -> str:
+    panels = settings.panels
+    with store.writing() as session:
+        queue = panel_queue.open_queue(session, panels)
+        filled = panel_queue.fill(session, queue, panels)
+        total = item_count(session, queue)
+    skipped = [
+        f"{filled.decided_in_file} decided in the file" if filled.decided_in_file else "",
+        f"{filled.without_image} without their image in {panels.images}" if filled.without_image else "",
+    ]
+    left_out = "; left out: " + ", ".join(s for s in skipped if s) if any(skipped) else ""
+    return (
+        f"panel review: {total} panels ({filled.added} new from {panels.queue_file}{left_out}), "
+        f"{panels.raters_per_item} rater(s) per panel"
+    )

@@ -2,8 +2,9 @@
 
 Image files often say where they come from: PNG text chunks (``tEXt``, ``zTXt``, ``iTXt``: a generator's name,
 a workflow naming its checkpoint), EXIF and XMP. A blind rating shows none of it. A PNG keeps only the
-chunks that draw it (header, palette, transparency, colour space, pixel data); any other format is decoded
-and sent as PNG, its pixels as they are.
+chunks that draw it (header, palette, transparency, colour space, pixel data); JPEG and WebP are decoded and
+sent as PNG, their pixels as they are. A figure of another format a page shows beside a panel (TIFF, GIF, BMP:
+``shown_png``) is decoded within the project's bounds and sent as 8-bit sRGB PNG.
 """
 
 from __future__ import annotations
@@ -14,7 +15,8 @@ from pathlib import Path
 
 from PIL import Image
 
-from sciir.images.decode import sniff
+from sciir.images.colour import normalise
+from sciir.images.decode import UnreadableImageError, decode_file, sniff
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 # The chunks that say how to draw the pixels; every other (text, EXIF, time, private) is left out.
@@ -63,3 +65,18 @@ def blind_png(path: Path) -> bytes:
     if kind in ("JPEG", "WEBP"):
         return reencoded_png(data)
     raise NotAnImage(f"{kind or 'an unknown format'} is not served (PNG, JPEG or WebP)")
+
+
+def shown_png(path: Path) -> bytes:
+    """``blind_png`` for PNG, JPEG and WebP; any other format the project decodes (a source figure's TIFF, GIF,
+    BMP) as an 8-bit sRGB PNG. NotAnImage when it cannot be decoded."""
+    try:
+        return blind_png(path)
+    except NotAnImage:
+        try:
+            image = normalise(decode_file(path)).image
+        except UnreadableImageError as error:
+            raise NotAnImage(str(error)) from None
+    buffer = io.BytesIO()
+    image.save(buffer, "PNG")
+    return buffer.getvalue()

@@ -2,9 +2,10 @@
 loader: ``sciir.cli``), or ``python -m sciir.review`` anywhere (the defaults of ``ReviewSettings``). Both take
 the same options, which override the settings.
 
-    kedro review                      # serve on 127.0.0.1:8765 (the ratings queue filled first)
-    kedro review --add-rater NAME     # print a new token for NAME (needed beyond 127.0.0.1)
-    kedro review --export FILE        # the ratings as human_corr's ratings file (image_id, rater_id, score)
+    kedro review                        # serve on 127.0.0.1:8765 (every queue filled first)
+    kedro review --add-rater NAME       # print a new token for NAME (needed beyond 127.0.0.1)
+    kedro review --export FILE          # the ratings as human_corr's ratings file (image_id, rater_id, score)
+    kedro review --export FILE --queue panels   # panel review's decisions as curate's reviewed queue file
 """
 
 from __future__ import annotations
@@ -14,8 +15,11 @@ from pathlib import Path
 from typing import Any
 
 import click
+import pandas as pd
 import uvicorn
+from sqlalchemy.orm import Session
 
+from sciir.review import panel_queue
 from sciir.review.app import create_app, prepare
 from sciir.review.raters import add_rater
 from sciir.review.ratings_table import ratings_table
@@ -23,9 +27,18 @@ from sciir.review.settings import ReviewSettings
 from sciir.review.store import open_store
 
 SettingsLoader = Callable[[], ReviewSettings]
-HELP = """The review app (docs/review.md): serve it, on 127.0.0.1:8765 by default, after filling the ratings
-queue with the images not queued yet; or, with --add-rater, print a new sign-in token for a rater; or, with
---export, write the ratings as human_corr's ratings file (image_id, rater_id, score)."""
+HELP = """The review app (docs/review.md): serve it, on 127.0.0.1:8765 by default, after filling every queue
+with what is not queued yet; or, with --add-rater, print a new sign-in token for a rater; or, with --export,
+write a queue's answers as its documented file (--queue ratings: human_corr's ratings file; panels: curate's
+reviewed queue, which curate.review.decisions takes)."""
+
+
+def _ratings_file(session: Session) -> pd.DataFrame:
+    return ratings_table(session).astype({"score": "int64"})
+
+
+# --queue NAME -> the file its answers are exported as, and what a row is called.
+EXPORTS = {"ratings": (_ratings_file, "ratings"), "panels": (panel_queue.decisions_file, "panels")}
 
 
 def overridden(settings: ReviewSettings, **options: Any) -> ReviewSettings:
@@ -37,16 +50,16 @@ def overridden(settings: ReviewSettings, **options: Any) -> ReviewSettings:
     return ReviewSettings.model_validate(merged)
 
 
-def export_ratings(settings: ReviewSettings, path: Path) -> int:
-    """Write the ratings queue's live answers as a ratings CSV; how many rows."""
+def export_answers(settings: ReviewSettings, path: Path, queue: str = "ratings") -> int:
+    """Write a queue's answers as its documented CSV (``EXPORTS``); how many rows."""
     store = open_store(settings.store)
     try:
         with store.reading() as session:
-            table = ratings_table(session)
+            table = EXPORTS[queue][0](session)
     finally:
         store.close()
     path.parent.mkdir(parents=True, exist_ok=True)
-    table.astype({"score": "int64"}).to_csv(path, index=False)
+    table.to_csv(path, index=False)
     return len(table)
 
 
@@ -87,15 +100,25 @@ def review_command(load_settings: SettingsLoader) -> click.Command:
         "--add-rater", "rater", metavar="NAME", help="print a new sign-in token for NAME, then stop"
     )
     @click.option(
-        "--export", "export_path", type=click.Path(path_type=Path), help="write the ratings CSV, then stop"
+        "--export",
+        "export_path",
+        type=click.Path(path_type=Path),
+        help="write the answers of --queue as its CSV, then stop",
     )
-    def review(rater: str | None, export_path: Path | None, **options: Any) -> None:
+    @click.option(
+        "--queue",
+        type=click.Choice(sorted(EXPORTS)),
+        default="ratings",
+        show_default=True,
+        help="the queue --export writes",
+    )
+    def review(rater: str | None, export_path: Path | None, queue: str, **options: Any) -> None:
         settings = overridden(load_settings(), **options)
         if rater is not None:
             click.echo(new_rater_token(settings, rater))
         elif export_path is not None:
-            rows = export_ratings(settings, export_path)
-            click.echo(f"{rows} ratings written to {export_path}")
+            rows = export_answers(settings, export_path, queue)
+            click.echo(f"{rows} {EXPORTS[queue][1]} written to {export_path}")
         else:
             serve(settings)
 

@@ -10,6 +10,7 @@ migrations beside this module (``sciir.review.migrations``), never by ``create_a
 from __future__ import annotations
 
 from datetime import UTC, datetime
+from typing import Any
 
 from sqlalchemy import JSON, DateTime, ForeignKey, Index, Integer, String, Text, UniqueConstraint, text
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
@@ -61,7 +62,8 @@ class Queue(Base):
 
 class Item(Base):
     """One thing to answer. ``public_id`` (random) is all a page or URL shows; ``key`` (e.g. model/sample id)
-    and ``path`` stay in the store."""
+    and ``path`` stay in the store. ``context``: what the queue shows beside the image (a caption, the
+    figure's file, a checklist, the judge's verdict), as the queue's module wrote it; None for the ratings."""
 
     __tablename__ = "items"
     __table_args__ = (UniqueConstraint("queue_id", "key", name="items_queue_key"),)
@@ -72,6 +74,7 @@ class Item(Base):
     key: Mapped[str] = mapped_column(String(512))
     path: Mapped[str] = mapped_column(Text)
     prompt: Mapped[str | None] = mapped_column(Text)
+    context: Mapped[dict[str, Any] | None] = mapped_column(JSON)
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utc_now)
 
 

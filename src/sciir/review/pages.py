@@ -6,6 +6,7 @@ own transaction (the store's calls block). What the pages share lives in ``Revie
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -18,7 +19,6 @@ from starlette.templating import Jinja2Templates
 
 from sciir.review import raters as rater_store
 from sciir.review.queue_store import Progress, progress, queue_named
-from sciir.review.ratings_table import NAME as RATINGS
 from sciir.review.security import (
     SESSION_COOKIE,
     SIGN_IN_COOKIE,
@@ -34,13 +34,27 @@ HERE = Path(__file__).parent
 
 
 @dataclass(frozen=True)
+class QueueLink:
+    """A queue as the list of queues shows it: its name in the store, its page, a title, what it asks, and
+    how many raters each item needs (from the settings)."""
+
+    name: str
+    path: str
+    title: str
+    blurb: str
+    per_item: Callable[[ReviewSettings], int]
+
+
+@dataclass(frozen=True)
 class ReviewContext:
-    """What the pages share: the store, the settings, the templates and whether raters need a token."""
+    """What the pages share: the store, the settings, the templates, whether raters need a token, and the
+    queues the app serves."""
 
     store: Store
     settings: ReviewSettings
     templates: Jinja2Templates
     require_tokens: bool
+    queues: tuple[QueueLink, ...] = ()
 
 
 def templates() -> Jinja2Templates:
@@ -145,14 +159,17 @@ def _index(request: Request) -> Response:
     if who is None:
         return to_sign_in()
     context = review_context(request)
+    listed = []
     with context.store.reading() as session:
-        queue = queue_named(session, RATINGS)
-        done = (
-            Progress(0, 0, 0, 0)
-            if queue is None
-            else progress(session, queue, who.rater_id, context.settings.ratings.raters_per_image)
-        )
-    return page(request, "index.html", {"rater": who, "progress": done})
+        for link in context.queues:
+            queue = queue_named(session, link.name)
+            done = (
+                Progress(0, 0, 0, 0)
+                if queue is None
+                else progress(session, queue, who.rater_id, link.per_item(context.settings))
+            )
+            listed.append({"link": link, "progress": done})
+    return page(request, "index.html", {"rater": who, "queues": listed})
 
 
 async def index(request: Request) -> Response:

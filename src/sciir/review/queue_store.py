@@ -8,18 +8,25 @@
   queue does not hold, an item this rater has a live answer to, or a form older than the rater's last answer
   or undo (``Rater.version``, moved on atomically by each of them).
 - **Undo** marks the rater's last live answer in the queue undone; the row stays.
+- **The live answers** of a queue as a table (``live_answers``), and Krippendorff's alpha between its raters
+  (``agreement_of``, as human_corr computes it).
 """
 
 from __future__ import annotations
 
 import hashlib
+import math
 from dataclasses import dataclass
 from typing import Any
 
+import pandas as pd
 from sqlalchemy import func, select, update
 from sqlalchemy.orm import Session
 
 from sciir.review.models import Answer, Item, Queue, Rater, utc_now
+from sciir.stats.agreement import Agreement, Level, krippendorff_alpha, reliability_matrix
+
+LIVE_COLUMNS = ("key", "rater", "score", "detail", "answered_at", "context")
 
 
 class Refused(ValueError):
@@ -188,3 +195,29 @@ def undo_last(session: Session, queue: Queue, rater_id: int, form_version: int) 
     last.undone_at = utc_now()
     session.flush()
     return last
+
+
+def live_answers(session: Session, queue_name: str) -> pd.DataFrame:
+    """Every live answer of queue ``queue_name``: the item's key, the rater's name, score, detail, when, and
+    the item's context; sorted by item, then rater. Empty (with these columns) when there is no such queue."""
+    rows = session.execute(
+        select(Item.key, Rater.name, Answer.score, Answer.detail, Answer.created_at, Item.context)
+        .select_from(Answer)
+        .join(Item, Item.id == Answer.item_id)
+        .join(Queue, Queue.id == Item.queue_id)
+        .join(Rater, Rater.id == Answer.rater_id)
+        .where(Queue.name == queue_name, Answer.undone_at.is_(None))
+        .order_by(Item.key, Rater.name)
+    ).all()
+    return pd.DataFrame([tuple(row) for row in rows], columns=list(LIVE_COLUMNS))
+
+
+def agreement_of(values: pd.DataFrame, level: Level) -> Agreement:
+    """Krippendorff's alpha (``sciir.stats``, as human_corr computes it) of a table of ``unit, rater, value``
+    rows (NaN with the reason when it is not defined: no answers yet, one rater, nothing to pair)."""
+    if values.empty:
+        return Agreement("krippendorff_alpha", level, math.nan, 0, 0, 0, "", "no answers yet")
+    table = pd.DataFrame(
+        {"image_id": values["unit"], "rater_id": values["rater"], "score": values["value"].astype(float)}
+    )
+    return krippendorff_alpha(reliability_matrix(table).to_numpy(), level, warn=False)

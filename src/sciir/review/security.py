@@ -28,6 +28,9 @@ SESSION_COOKIE = "sciir_review_session"
 SIGN_IN_COOKIE = "sciir_review_sign_in"
 MAX_FORM_BYTES = 16 * 1024
 MAX_FORM_FIELDS = 16
+# A checklist's form (every question's fields) is larger: its page asks for these bounds instead.
+LARGE_FORM_BYTES = 128 * 1024
+LARGE_FORM_FIELDS = 1024
 SECURITY_HEADERS = {
     "content-security-policy": (
         "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; form-action 'self'; "
@@ -106,17 +109,20 @@ class GuardMiddleware:
         await (refusal or self.app)(scope, receive, send_with_headers)
 
 
-async def form_fields(request: Request) -> dict[str, str]:
-    """The fields of a URL-encoded form POST (the first value of each); FormError for anything else."""
+async def form_fields(
+    request: Request, max_fields: int = MAX_FORM_FIELDS, max_bytes: int = MAX_FORM_BYTES
+) -> dict[str, str]:
+    """The fields of a URL-encoded form POST (the first value of each); FormError for anything else (another
+    content type, more than ``max_bytes`` or ``max_fields``)."""
     if request.headers.get("content-type", "").split(";")[0].strip() != "application/x-www-form-urlencoded":
         raise FormError("expected a form (application/x-www-form-urlencoded)")
     body = b""
     async for chunk in request.stream():
         body += chunk
-        if len(body) > MAX_FORM_BYTES:
+        if len(body) > max_bytes:
             raise FormError("form too large")
     try:
-        pairs = parse_qsl(body.decode("utf-8"), keep_blank_values=True, max_num_fields=MAX_FORM_FIELDS)
+        pairs = parse_qsl(body.decode("utf-8"), keep_blank_values=True, max_num_fields=max_fields)
     except (UnicodeDecodeError, ValueError) as exc:
         raise FormError(f"unreadable form: {exc}") from None
     fields: dict[str, str] = {}

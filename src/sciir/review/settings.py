@@ -44,8 +44,41 @@ class RatingsSettings(BaseModel):
     agreement_level: Level = "interval"
 
 
+class PanelsSettings(BaseModel):
+    """Panel review: curate's review queue (the panels its screen was unsure of and the spot check of its
+    KEEPs), each panel beside its figure and caption, KEEP or REJECT with a note; curate reads the decisions."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    # curate's review queue (docs/curate.md): sample_id, queue, doi, figure_id, caption, the screen's answer.
+    queue_file: str = "data/03_primary/review_queue.csv"
+    # The panels, <sample_id>.png, as curate writes them.
+    images: str = "data/03_primary/images"
+    # ingest's figures table (doi, figure_id, image_path): each panel's whole figure; null: the panel alone.
+    figures: str | None = "data/02_intermediate/figures.parquet"
+    raters_per_item: int = Field(default=1, ge=1)
+    seed: int = 0
+
+
+class ChecklistsSettings(BaseModel):
+    """Checklist review: a benchmark file's samples, each question edited, deleted or added, saved as a new
+    versioned benchmark file (``<name>-v<N>.jsonl``) that evaluate reads as any other."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    # The benchmark file to review (docs/bring_your_own_benchmark.md); null: the queue is left empty.
+    benchmark: str | None = None
+    # A folder of images shown beside each sample (<sample_id>.png, .jpg or .webp), e.g. its references; null: none.
+    images: str | None = None
+    # Where the reviewed versions are written; null: beside the benchmark file.
+    output_folder: str | None = None
+    raters_per_item: int = Field(default=1, ge=1)
+    seed: int = 0
+
+
 class ReviewSettings(BaseModel):
-    """``conf/base/review.yml``: where the app listens, its store, and each queue's settings."""
+    """``conf/base/review.yml``: where the app listens, its store, and each queue's settings (``ratings``,
+    ``panels``, ``checklists``)."""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -56,6 +89,8 @@ class ReviewSettings(BaseModel):
     # empty: any. On 127.0.0.1 only localhost, 127.0.0.1 and ::1 are answered (no DNS rebinding).
     allowed_hosts: list[str] = Field(default_factory=list)
     ratings: RatingsSettings = Field(default_factory=RatingsSettings)
+    panels: PanelsSettings = Field(default_factory=PanelsSettings)
+    checklists: ChecklistsSettings = Field(default_factory=ChecklistsSettings)
 
     @field_validator("store")
     @classmethod
@@ -76,7 +111,27 @@ class ReviewSettings(BaseModel):
                 else str(_under(root, self.ratings.benchmark)),
             }
         )
-        return self.model_copy(update={"store": store_within(self.store, root), "ratings": ratings})
+        panels = self.panels.model_copy(
+            update={
+                "queue_file": str(_under(root, self.panels.queue_file)),
+                "images": str(_under(root, self.panels.images)),
+                "figures": _maybe_under(root, self.panels.figures),
+            }
+        )
+        checklists = self.checklists.model_copy(
+            update={
+                key: _maybe_under(root, getattr(self.checklists, key))
+                for key in ("benchmark", "images", "output_folder")
+            }
+        )
+        return self.model_copy(
+            update={
+                "store": store_within(self.store, root),
+                "ratings": ratings,
+                "panels": panels,
+                "checklists": checklists,
+            }
+        )
 
     def on_loopback(self) -> bool:
         """Whether the app listens on the loopback interface only (then a name is enough to rate)."""
@@ -85,6 +140,10 @@ class ReviewSettings(BaseModel):
 
 def _under(root: Path, path: str) -> Path:
     return Path(path) if Path(path).is_absolute() else root / path
+
+
+def _maybe_under(root: Path, path: str | None) -> str | None:
+    return None if path is None else str(_under(root, path))
 
 
 def store_within(url: str, root: Path) -> str:

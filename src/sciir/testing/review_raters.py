@@ -1,8 +1,8 @@
 """Simulated raters of the review app, and the app served in a process of its own on loopback.
 
-``RaterClient`` does what a rater's browser does with the ratings page over any ``httpx.Client`` (Starlette's
-``TestClient`` or a client of a real server): sign in, read the page's form, answer, undo; every POST carries
-the page's Origin as a browser's does. ``ReviewServer`` starts ``python -m sciir.review`` on a free loopback
+``RaterClient`` does what a rater's browser does with a queue's page (the ratings page by default) over any
+``httpx.Client`` (Starlette's ``TestClient`` or a client of a real server): sign in, read the page's forms,
+answer, undo; every POST carries the page's Origin as a browser's does. ``ReviewServer`` starts ``python -m sciir.review`` on a free loopback
 port and waits until it answers; tests stop it gently or kill it.
 """
 
@@ -39,7 +39,11 @@ class RatingsPage:
     @property
     def item(self) -> str | None:
         """The public id of the image shown (None: nothing to rate)."""
-        return self.forms.get(f"{PAGE}/answer", {}).get("item")
+        return self.item_of(PAGE)
+
+    def item_of(self, path: str) -> str | None:
+        """The public id of the item the page of queue ``path`` shows (None: nothing to answer)."""
+        return self.forms.get(f"{path}/answer", {}).get("item")
 
 
 def read_page(response: httpx.Response) -> RatingsPage:
@@ -67,17 +71,22 @@ class RaterClient:
         form = read_page(self.client.get("/sign-in")).forms["/sign-in"]
         return self.post("/sign-in", form | {"name": name, "token": token})
 
-    def page(self) -> RatingsPage:
-        return read_page(self.client.get(PAGE))
+    def page(self, path: str = PAGE) -> RatingsPage:
+        return read_page(self.client.get(path))
 
     def answer(self, score: int | str, page: RatingsPage | None = None) -> RatingsPage:
         """Answer the image of ``page`` (default: the page now) with ``score``: the page that follows."""
         form = (page or self.page()).forms[f"{PAGE}/answer"]
         return read_page(self.post(f"{PAGE}/answer", form | {"score": str(score)}))
 
-    def undo(self, page: RatingsPage | None = None) -> RatingsPage:
-        form = (page or self.page()).forms[f"{PAGE}/undo"]
-        return read_page(self.post(f"{PAGE}/undo", form))
+    def send(self, path: str, fields: dict[str, str], page: RatingsPage | None = None) -> RatingsPage:
+        """Answer the item of queue ``path``'s page (default: the page now) with ``fields`` added to its form."""
+        form = (page or self.page(path)).forms[f"{path}/answer"]
+        return read_page(self.post(f"{path}/answer", form | fields))
+
+    def undo(self, page: RatingsPage | None = None, path: str = PAGE) -> RatingsPage:
+        form = (page or self.page(path)).forms[f"{path}/undo"]
+        return read_page(self.post(f"{path}/undo", form))
 
 
 def free_port() -> int:
