@@ -3,8 +3,9 @@ the ``screen`` task, ``sciir.tasks.screen``): what the screen is unsure of goes 
 KEEP, and stage 2 samples 10% of the KEEPs, seeded, into the same queue as a spot check; the false-positive
 rate over the reviewed spot-check rows is flagged above 5% (the paper refines its prompt then).
 
-The queue is a table a person edits: they fill ``decision`` (KEEP or REJECT, optional ``note``) and
-give the file back (``curate.review.decisions``); the next run applies it.
+People decide in the review app's panel-review queue (``kedro review``), whose decisions the catalog reads
+from its store (``review_decisions``) for the next run; or they edit the queue's file: fill ``decision`` (KEEP
+or REJECT, optional ``note``) and give the file back (``curate.review.decisions``), which then wins.
 """
 
 from __future__ import annotations
@@ -70,6 +71,22 @@ def read_decisions(path: str) -> dict[str, tuple[str, str]]:
                 "is not KEEP or REJECT"
             )
         decisions[row["sample_id"]] = (decision, row.get("note", "").strip())
+    return decisions
+
+
+def table_decisions(table: pd.DataFrame) -> dict[str, tuple[str, str]]:
+    """sample_id -> (KEEP or REJECT, note) from the review app's decisions (columns sample_id, decision, note);
+    a panel without a decision (its raters tied) is left out. ValueError for any other decision."""
+    decisions: dict[str, tuple[str, str]] = {}
+    for row in table.to_dict("records"):
+        decision = str(row["decision"] or "").strip().upper()
+        if not decision:
+            continue
+        if decision not in ("KEEP", "REJECT"):
+            raise ValueError(
+                f"review decisions, panel {row['sample_id']}: {decision!r} is not KEEP or REJECT"
+            )
+        decisions[str(row["sample_id"])] = (decision, str(row.get("note") or "").strip())
     return decisions
 
 

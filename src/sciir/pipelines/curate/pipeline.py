@@ -10,7 +10,8 @@ from sciir.pipelines.curate.screen_nodes import screen_panels
 
 
 def create_pipeline(**kwargs) -> Pipeline:
-    """The ``curate`` pipeline (inputs: figures, articles, the screener model, params:curate)."""
+    """The ``curate`` pipeline (inputs: figures, articles, the screener model, params:curate, and the review
+    app's panel decisions, ``review_decisions``)."""
     return Pipeline(
         [
             node(
@@ -21,7 +22,7 @@ def create_pipeline(**kwargs) -> Pipeline:
             ),
             node(
                 screen_panels,
-                ["curate_panels", "curated_images", "screener", "params:curate"],
+                ["curate_panels", "curated_images", "screener", "params:curate", "review_decisions"],
                 ["curated", "review_queue", "curate_screen_metrics"],
                 name="screen_panels",
             ),

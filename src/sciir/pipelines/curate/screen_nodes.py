@@ -26,6 +26,7 @@ from sciir.figures.review import (
     SpotCheckRate,
     read_decisions,
     spot_check_sample,
+    table_decisions,
 )
 from sciir.images.payload import image_file
 from sciir.runs.progress import Progress
@@ -184,13 +185,35 @@ def _low_confidence(verdict: Verdict, settings: CurateParams) -> str:
     )
 
 
+def reviewed_decisions(settings: CurateParams, from_store: pd.DataFrame | None) -> dict[str, tuple[str, str]]:
+    """The decisions people made: the file ``curate.review.decisions`` names when it names one, else those of
+    the review app's store (the catalog's ``review_decisions``) when it holds any, else none."""
+    stored = {} if from_store is None or from_store.empty else table_decisions(from_store)
+    source = from_store.attrs.get("source", "the review store") if from_store is not None else ""
+    if settings.review.decisions:
+        if stored:
+            logger.info(
+                "review decisions from %s; the %d decision(s) of %s are not used",
+                settings.review.decisions, len(stored), source,
+            )  # fmt: skip
+        return read_decisions(settings.review.decisions)
+    if stored:
+        logger.info("review decisions: %d panel(s) decided in %s", len(stored), source)
+    return stored
+
+
 def screen_panels(
-    panels: pd.DataFrame, images: dict[str, Any], screener: VisionLanguageModel, params: dict[str, Any]
+    panels: pd.DataFrame,
+    images: dict[str, Any],
+    screener: VisionLanguageModel,
+    params: dict[str, Any],
+    review_decisions: pd.DataFrame | None = None,
 ) -> tuple[pd.DataFrame, pd.DataFrame, dict[str, float]]:
     """Filter the kept panels (``curated``), write the manual-review queue (``review_queue``) and the
-    filtering metrics (``curate_screen_metrics``)."""
+    filtering metrics (``curate_screen_metrics``); people's decisions from a file or the review app's store
+    (``review_decisions``: ``reviewed_decisions``)."""
     settings = CurateParams.model_validate(params)
-    decisions = read_decisions(settings.review.decisions) if settings.review.decisions else {}
+    decisions = reviewed_decisions(settings, review_decisions)
     table = panels.copy().reset_index(drop=True)
     for column in SCREEN_COLUMNS:
         table[column] = pd.Series([None] * len(table), dtype=object)
