@@ -1,7 +1,7 @@
 """The review app: its routes, its guard (``sciir.review.security``) and its context.
 
 ``create_app`` builds it over an open store; ``prepare`` opens the store (migrating it), fills every queue (the
-ratings, panel review) with what is not queued yet and says in words what is there, which is what
+ratings, panel review, checklist review) with what is not queued yet and says in words what is there, which is what
 ``kedro review`` does before serving.
 """
 
@@ -17,7 +17,15 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from sciir.review import pages, panel_pages, panel_queue, ratings_pages, ratings_queue
+from sciir.review import (
+    checklist_pages,
+    checklist_queue,
+    pages,
+    panel_pages,
+    panel_queue,
+    ratings_pages,
+    ratings_queue,
+)
 from sciir.review.pages import QueueLink
 from sciir.review.queue_pages import routes as queue_routes
 from sciir.review.queue_store import item_count
@@ -38,7 +46,7 @@ def _static_route(path: str, content: bytes, media_type: str) -> Route:
 
 QUEUES = (
     QueueLink(
-        "ratings",
+        lambda settings: "ratings",
         ratings_pages.PAGE,
         "Ratings",
         "rate generated images against their prompt, blind",
@@ -50,6 +58,13 @@ QUEUES = (
         "Panel review",
         "KEEP or REJECT the panels curate's screen was unsure of, and its spot check",
         panel_pages.SPEC.per_item,
+    ),
+    QueueLink(
+        checklist_pages.SPEC.name,
+        checklist_pages.PAGE,
+        "Checklist review",
+        "edit, delete or add the questions of a benchmark file's checklists",
+        checklist_pages.SPEC.per_item,
     ),
 )
 
@@ -68,6 +83,7 @@ def create_app(store: Store, settings: ReviewSettings, require_tokens: bool | No
         Route(f"{ratings_pages.PAGE}/undo", ratings_pages.undo, methods=["POST"]),
         Route(f"{ratings_pages.PAGE}/image/{{public_id}}", ratings_pages.image, methods=["GET"]),
         *queue_routes(panel_pages.SPEC),
+        *queue_routes(checklist_pages.SPEC),
         *(_static_route(path, *served) for path, served in pages.static_files().items()),
         _static_route("/favicon.ico", b"", "image/x-icon"),  # browsers ask for it: nothing, not a 404
     ]
@@ -102,6 +118,7 @@ def prepare(settings: ReviewSettings) -> Prepared:
         f"ratings queue: {total} images ({added} new from {ratings.images}), scale 1-{ratings.scale}, "
         f"{ratings.raters_per_image} raters per image, {len(prompts)} prompts from {ratings.benchmark}",
         _fill_panels(store, settings),
+        _fill_checklists(store, settings),
     ]
     if not settings.on_loopback():
         lines.append(f"listening beyond 127.0.0.1: raters sign in with a token ({tokens} given so far)")
@@ -124,4 +141,17 @@ def _fill_panels(store: Store, settings: ReviewSettings) -> str:
     return (
         f"panel review: {total} panels ({filled.added} new from {panels.queue_file}{left_out}), "
         f"{panels.raters_per_item} rater(s) per panel"
+    )
+
+
+def _fill_checklists(store: Store, settings: ReviewSettings) -> str:
+    checklists = settings.checklists
+    if checklists.benchmark is None:
+        return "checklist review: no benchmark file named (checklists.benchmark, or --checklists FILE)"
+    with store.writing() as session:
+        queue, added = checklist_queue.fill(session, checklists)
+        total = 0 if queue is None else item_count(session, queue)
+    return (
+        f"checklist review: {total} samples ({added} new from {checklists.benchmark}), "
+        f"{checklists.raters_per_item} rater(s) per sample"
     )

@@ -6,10 +6,13 @@ the same options, which override the settings.
     kedro review --add-rater NAME       # print a new token for NAME (needed beyond 127.0.0.1)
     kedro review --export FILE          # the ratings as human_corr's ratings file (image_id, rater_id, score)
     kedro review --export FILE --queue panels   # panel review's decisions as curate's reviewed queue file
+    kedro review --checklists FILE      # review the checklists of a benchmark file
+    kedro review --save-benchmark       # its reviewed checklists as a new versioned benchmark file
 """
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -19,7 +22,7 @@ import pandas as pd
 import uvicorn
 from sqlalchemy.orm import Session
 
-from sciir.review import panel_queue
+from sciir.review import checklist_queue, panel_queue
 from sciir.review.app import create_app, prepare
 from sciir.review.raters import add_rater
 from sciir.review.ratings_table import ratings_table
@@ -30,7 +33,8 @@ SettingsLoader = Callable[[], ReviewSettings]
 HELP = """The review app (docs/review.md): serve it, on 127.0.0.1:8765 by default, after filling every queue
 with what is not queued yet; or, with --add-rater, print a new sign-in token for a rater; or, with --export,
 write a queue's answers as its documented file (--queue ratings: human_corr's ratings file; panels: curate's
-reviewed queue, which curate.review.decisions takes)."""
+reviewed queue, which curate.review.decisions takes); or, with --save-benchmark, write the reviewed
+checklists as a new versioned benchmark file (<name>-v<N>.jsonl, never over a file)."""
 
 
 def _ratings_file(session: Session) -> pd.DataFrame:
@@ -47,6 +51,12 @@ def overridden(settings: ReviewSettings, **options: Any) -> ReviewSettings:
     ratings = {key: options[key] for key in ("images", "benchmark") if options.get(key) is not None}
     merged = settings.model_dump() | top
     merged["ratings"] = merged["ratings"] | ratings
+    checklists = {
+        setting: options[option]
+        for option, setting in (("checklists", "benchmark"), ("checklist_images", "images"))
+        if options.get(option) is not None
+    }
+    merged["checklists"] = merged["checklists"] | checklists
     return ReviewSettings.model_validate(merged)
 
 
@@ -61,6 +71,21 @@ def export_answers(settings: ReviewSettings, path: Path, queue: str = "ratings")
     path.parent.mkdir(parents=True, exist_ok=True)
     table.to_csv(path, index=False)
     return len(table)
+
+
+def save_benchmark(settings: ReviewSettings) -> str:
+    """Write the reviewed checklists as a new versioned benchmark file; what was written, in words."""
+    store = open_store(settings.store)
+    try:
+        with store.reading() as session:
+            path, reviewed, samples = checklist_queue.save_benchmark(session, settings.checklists)
+    finally:
+        store.close()
+    sha256 = hashlib.sha256(path.read_bytes()).hexdigest()
+    return (
+        f"{path}: {samples} samples, {reviewed} with their reviewed checklist (sha256 {sha256}); "
+        f"evaluate it with --params evaluate.benchmark={path}"
+    )
 
 
 def new_rater_token(settings: ReviewSettings, name: str) -> str:
@@ -96,6 +121,14 @@ def review_command(load_settings: SettingsLoader) -> click.Command:
     @click.option("--store", help="the store's SQLAlchemy URL (default: conf's review_store)")
     @click.option("--images", help="folder of the images to rate (default: generate's images)")
     @click.option("--benchmark", help="benchmark table or file with the images' prompts")
+    @click.option("--checklists", help="the benchmark file whose checklists to review")
+    @click.option("--checklist-images", help="folder of images shown beside each sample (<sample_id>.png)")
+    @click.option(
+        "--save-benchmark",
+        "save",
+        is_flag=True,
+        help="write the reviewed checklists as a new versioned benchmark file, then stop",
+    )
     @click.option(
         "--add-rater", "rater", metavar="NAME", help="print a new sign-in token for NAME, then stop"
     )
@@ -112,14 +145,26 @@ def review_command(load_settings: SettingsLoader) -> click.Command:
         show_default=True,
         help="the queue --export writes",
     )
-    def review(rater: str | None, export_path: Path | None, queue: str, **options: Any) -> None:
+    def review(rater: str | None, export_path: Path | None, queue: str, save: bool, **options: Any) -> None:
         settings = overridden(load_settings(), **options)
-        if rater is not None:
-            click.echo(new_rater_token(settings, rater))
-        elif export_path is not None:
-            rows = export_answers(settings, export_path, queue)
-            click.echo(f"{rows} {EXPORTS[queue][1]} written to {export_path}")
-        else:
-            serve(settings)
+        try:
+            _dispatch(settings, rater, export_path, queue, save)
+        except ValueError as error:  # a file or setting the command cannot use, said in words
+            raise click.ClickException(str(error)) from None
 
     return review
+
+
+def _dispatch(
+    settings: ReviewSettings, rater: str | None, export_path: Path | None, queue: str, save: bool
+) -> None:
+    """What the command was asked: a token, the saved checklists, an export, or the app served."""
+    if rater is not None:
+        click.echo(new_rater_token(settings, rater))
+    elif save:
+        click.echo(save_benchmark(settings))
+    elif export_path is not None:
+        rows = export_answers(settings, export_path, queue)
+        click.echo(f"{rows} {EXPORTS[queue][1]} written to {export_path}")
+    else:
+        serve(settings)

@@ -35,10 +35,10 @@ HERE = Path(__file__).parent
 
 @dataclass(frozen=True)
 class QueueLink:
-    """A queue as the list of queues shows it: its name in the store, its page, a title, what it asks, and
-    how many raters each item needs (from the settings)."""
+    """A queue as the list of queues shows it: its name in the store and how many raters each item needs
+    (both from the settings), its page, a title and what it asks."""
 
-    name: str
+    name: Callable[[ReviewSettings], str]
     path: str
     title: str
     blurb: str
@@ -162,7 +162,7 @@ def _index(request: Request) -> Response:
     listed = []
     with context.store.reading() as session:
         for link in context.queues:
-            queue = queue_named(session, link.name)
+            queue = queue_named(session, link.name(context.settings))
             done = (
                 Progress(0, 0, 0, 0)
                 if queue is None

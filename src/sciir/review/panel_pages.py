@@ -18,11 +18,11 @@ def _check(context: ReviewContext, item: Item, fields: dict[str, str]) -> tuple[
 
 
 SPEC = QueuePage(
-    name=NAME,
+    name=lambda settings: NAME,
     path=PAGE,
     template="panels.html",
     check=_check,
-    agreement=panel_queue.agreement,
+    agreement=lambda session, name: panel_queue.agreement(session),
     per_item=lambda settings: settings.panels.raters_per_item,
     seed=lambda settings: settings.panels.seed,
     images={"figure": "figure_path"},

@@ -48,23 +48,27 @@ from sciir.stats.agreement import Agreement
 
 # (score, detail) of an answer, from the form; Refused when the queue cannot take it.
 Check = Callable[[ReviewContext, Item, dict[str, str]], tuple[int | None, str | None]]
-# What else the template shows: (session, context, item or None, rater) -> values.
-Extra = Callable[[Session, ReviewContext, Item | None, SignedIn], dict[str, Any]]
+# What else the template shows: (session, context, item or None, rater, the form a refusal sends back or None)
+# -> values.
+Extra = Callable[[Session, ReviewContext, Item | None, SignedIn, dict[str, str] | None], dict[str, Any]]
 
 
-def _no_extra(session: Session, context: ReviewContext, item: Item | None, who: SignedIn) -> dict[str, Any]:
+def _no_extra(
+    session: Session, context: ReviewContext, item: Item | None, who: SignedIn, posted: dict[str, str] | None
+) -> dict[str, Any]:
     return {}
 
 
 @dataclass(frozen=True)
 class QueuePage:
-    """One queue's pages (see the module's docstring)."""
+    """One queue's pages (see the module's docstring). ``name``: the queue's name in the store, from the
+    settings (a checklist queue is named by its file)."""
 
-    name: str
+    name: Callable[[ReviewSettings], str]
     path: str
     template: str
     check: Check
-    agreement: Callable[[Session], Agreement]
+    agreement: Callable[[Session, str], Agreement]
     per_item: Callable[[ReviewSettings], int]
     seed: Callable[[ReviewSettings], int]
     # Image roles beside "image" (the item's own file): role -> the context key holding that file's path.
@@ -81,20 +85,27 @@ def alpha_text(agreement: Agreement) -> str:
 
 
 def render(
-    request: Request, spec: QueuePage, who: SignedIn, message: str | None = None, status: int = 200
+    request: Request,
+    spec: QueuePage,
+    who: SignedIn,
+    message: str | None = None,
+    status: int = 200,
+    posted: dict[str, str] | None = None,
 ) -> Response:
-    """The queue's page for this rater: the next item, or the queue's empty or done message."""
+    """The queue's page for this rater: the next item, or the queue's empty or done message (``posted``: the
+    form a refusal sends back, for a page that shows what was typed)."""
     context = review_context(request)
     per_item = spec.per_item(context.settings)
+    name = spec.name(context.settings)
     with context.store.reading() as session:
-        queue = queue_named(session, spec.name)
+        queue = queue_named(session, name)
         item, done = None, Progress(0, 0, 0, 0)
         if queue is not None:
             item = next_item(session, queue, who.rater_id, per_item, spec.seed(context.settings))
             done = progress(session, queue, who.rater_id, per_item)
-        agreement = spec.agreement(session)
+        agreement = spec.agreement(session, name)
         version = rater_version(session, who.rater_id)
-        extra = spec.extra(session, context, item, who)
+        extra = spec.extra(session, context, item, who, posted)
     values = {
         "rater": who,
         "message": message,
@@ -135,7 +146,7 @@ def _change(request: Request, spec: QueuePage, fields: dict[str, str], undo: boo
     try:
         version = _form_version(fields)
         with context.store.writing() as session:
-            queue = queue_named(session, spec.name)
+            queue = queue_named(session, spec.name(context.settings))
             if queue is None:
                 raise Refused("this queue does not exist: nothing was stored", 404)
             if undo:
@@ -149,7 +160,7 @@ def _change(request: Request, spec: QueuePage, fields: dict[str, str], undo: boo
                     session, queue, who.rater_id, item.public_id, version, score=score, detail=detail
                 )
     except Refused as refused:
-        return render(request, spec, who, str(refused), refused.status)
+        return render(request, spec, who, str(refused), refused.status, None if undo else fields)
     except IntegrityError:  # the live-answer index: the same answer sent twice at once
         return render(request, spec, who, "you have already answered this item: nothing was stored", 409)
     return RedirectResponse(spec.path, status_code=303)
@@ -160,8 +171,9 @@ def _image(request: Request, spec: QueuePage, role: str, public_id: str) -> Resp
     file); ``role`` is one of the queue's fixed roles."""
     if current_rater(request) is None:
         return PlainTextResponse("sign in first", 401)
-    with review_context(request).store.reading() as session:
-        queue = queue_named(session, spec.name)
+    context = review_context(request)
+    with context.store.reading() as session:
+        queue = queue_named(session, spec.name(context.settings))
         item = None if queue is None else item_by_public_id(session, queue, public_id)
         if item is None:
             path = None

@@ -18,6 +18,7 @@ import sys
 import time
 import urllib.request
 from dataclasses import dataclass, field
+from html.parser import HTMLParser
 from pathlib import Path
 
 import httpx
@@ -44,6 +45,48 @@ class RatingsPage:
     def item_of(self, path: str) -> str | None:
         """The public id of the item the page of queue ``path`` shows (None: nothing to answer)."""
         return self.forms.get(f"{path}/answer", {}).get("item")
+
+
+class _FormReader(HTMLParser):
+    """Every field a browser would send from one form: inputs with their values (a checkbox only when checked),
+    textareas with their text."""
+
+    def __init__(self, action: str) -> None:
+        super().__init__(convert_charrefs=True)
+        self.action, self.inside = action, False
+        self.fields: dict[str, str] = {}
+        self.textarea: str | None = None
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        named = {key: value or "" for key, value in attrs}
+        if tag == "form":
+            self.inside = named.get("action") == self.action
+        elif self.inside and tag == "input" and named.get("name"):
+            if named.get("type") == "checkbox":
+                if "checked" in named:
+                    self.fields[named["name"]] = "on"
+            elif named.get("type") not in ("submit", "button"):
+                self.fields[named["name"]] = named.get("value", "")
+        elif self.inside and tag == "textarea" and named.get("name"):
+            self.textarea = named["name"]
+            self.fields[self.textarea] = ""
+
+    def handle_data(self, data: str) -> None:
+        if self.textarea is not None:
+            self.fields[self.textarea] += data
+
+    def handle_endtag(self, tag: str) -> None:
+        if tag == "textarea":
+            self.textarea = None
+        elif tag == "form":
+            self.inside = False
+
+
+def all_fields(page_html: str, action: str) -> dict[str, str]:
+    """Every field the form posting to ``action`` sends as the page stands (text, textareas, ticked boxes)."""
+    reader = _FormReader(action)
+    reader.feed(page_html)
+    return reader.fields
 
 
 def read_page(response: httpx.Response) -> RatingsPage:

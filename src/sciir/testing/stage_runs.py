@@ -15,14 +15,17 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from kedro.config import AbstractConfigLoader
+from kedro.config import AbstractConfigLoader, OmegaConfigLoader
 from kedro.io import AbstractDataset, DataCatalog, MemoryDataset
 from kedro.pipeline import Pipeline
-from PIL import Image, ImageDraw
+from kedro.runner import SequentialRunner
+from PIL import Image, ImageDraw, ImageFont
 
+from sciir.pipelines.evaluate import create_pipeline as create_evaluate
 from sciir.sample.jats_writer import CC_BY, ArticleDocument, FigureEntry, article_xml
 
 LOCATION_KEYS = ("filepath", "path", "cache_path")
+REPO = Path(__file__).resolve().parents[3]
 # fig2's caption: markup a page must show as text.
 HOSTILE_CAPTION = 'A micrograph of the apparatus, <b>not</b> a drawing <script>alert("x")</script>.'
 
@@ -99,3 +102,33 @@ def curate_parameters(root: Path, articles: Path, loader: AbstractConfigLoader) 
     curate["standardise"]["size_px"] = 64
     curate["shards"]["folder"] = str(root / "data" / "03_primary" / "curate_shards")
     return {"params:ingest": ingest, "params:curate": curate}
+
+
+def label_images(folder: Path, sample_id: str, labels: Mapping[str, str]) -> Path:
+    """``<model>/<sample_id>.png`` for each model of ``labels``: a white image with that label written large
+    (an empty label: a white image). Returns ``folder``."""
+    for model, label in labels.items():
+        (folder / model).mkdir(parents=True, exist_ok=True)
+        image = Image.new("RGB", (320, 200), "white")
+        if label:
+            ImageDraw.Draw(image).text((40, 80), label, fill="black", font=ImageFont.load_default(size=36))
+        image.save(folder / model / f"{sample_id}.png")
+    return folder
+
+
+def evaluate_file(root: Path, benchmark: Path, images: Path, loader_args: Mapping[str, Any]) -> Path:
+    """Evaluate run by Kedro's runner on the project's catalog with ``evaluate.benchmark`` and
+    ``evaluate.images_dir`` given as on the command line (a small bootstrap), its data under ``root``; inside an
+    active MLflow run it tags that run. Returns the results folder."""
+    runtime = {"evaluate": {"benchmark": str(benchmark), "images_dir": str(images)}}
+    loader = OmegaConfigLoader(conf_source=str(REPO / "conf"), runtime_params=runtime, **loader_args)
+    params = dict(loader["parameters"]["evaluate"]) | runtime["evaluate"]
+    params["bootstrap"] = dict(params["bootstrap"]) | {"n_boot": 20}
+    inputs = {
+        "params:evaluate": params,
+        "params:evaluate.images_dir": str(images),
+        "params:evaluate.verdicts_file": None,
+    }
+    pipeline = create_evaluate()
+    SequentialRunner().run(pipeline, stage_catalog(pipeline, root, loader, inputs))
+    return root / "data" / "08_reporting" / "benchmarks" / benchmark.name.split(".")[0] / images.name

@@ -116,6 +116,21 @@ def read_benchmark_file(path: str | Path, setting: str = "evaluate.benchmark") -
     naming the file, the line or row and the field when something is wrong (a missing file, also the
     ``setting`` that names it)."""
     path = Path(path)
+    samples = read_samples(path, setting)
+    return BenchmarkTables(
+        name=benchmark_name(path),
+        sha256=hashlib.sha256(path.read_bytes()).hexdigest(),
+        benchmark=pd.DataFrame(_benchmark_rows(samples), columns=list(BENCHMARK_COLUMNS)),
+        checklists=pd.DataFrame(_checklist_rows(samples), columns=list(CHECKLIST_COLUMNS)),
+        choice_questions=pd.DataFrame(_choice_rows(samples), columns=list(QA_COLUMNS)).astype(
+            {"level": "int64"}
+        ),
+    )
+
+
+def read_samples(path: str | Path, setting: str = "evaluate.benchmark") -> list[Sample]:
+    """The samples of a benchmark file, checked as ``read_benchmark_file`` checks them (BenchmarkFileError)."""
+    path = Path(path)
     if not path.is_file():
         raise BenchmarkFileError(f"benchmark file {path} does not exist ({setting})")
     suffix = path.suffix.lower()
@@ -130,14 +145,14 @@ def read_benchmark_file(path: str | Path, setting: str = "evaluate.benchmark") -
     if not samples:
         raise BenchmarkFileError(f"benchmark file {path} holds no sample")
     _refuse_duplicate_ids(path, samples)
-    return BenchmarkTables(
-        name=benchmark_name(path),
-        sha256=hashlib.sha256(path.read_bytes()).hexdigest(),
-        benchmark=pd.DataFrame(_benchmark_rows(samples), columns=list(BENCHMARK_COLUMNS)),
-        checklists=pd.DataFrame(_checklist_rows(samples), columns=list(CHECKLIST_COLUMNS)),
-        choice_questions=pd.DataFrame(_choice_rows(samples), columns=list(QA_COLUMNS)).astype(
-            {"level": "int64"}
-        ),
+    return samples
+
+
+def sample_questions(where: str, records: list[Any]) -> tuple[FileQuestion, ...]:
+    """A sample's questions from their JSON records, checked as the reader checks a file's (fields, unique ids,
+    parents among them); BenchmarkFileError naming ``where`` and the question."""
+    return _checked_parents(
+        where, [_question(f"{where}, question {i + 1}", q) for i, q in enumerate(records)]
     )
 
 
@@ -162,9 +177,7 @@ def _jsonl_samples(path: Path) -> Iterator[Sample]:
                 f"{where}, field 'questions': expected a non-empty list of questions (or of "
                 "'choice_questions')"
             )
-        sample = _sample(
-            where, record, [_question(f"{where}, question {i + 1}", q) for i, q in enumerate(questions)]
-        )
+        sample = _sample(where, record, list(sample_questions(where, questions)))
         choice_questions = [_choice(f"{where}, choice question {i + 1}", q) for i, q in enumerate(choices)]
         yield replace(sample, choices=_checked_choices(where, sample.questions, choice_questions))
 

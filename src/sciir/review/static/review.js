@@ -24,7 +24,7 @@ function reveal(button) {
   const spare = document.querySelector(`${selector}[hidden]`);
   if (spare) {
     spare.hidden = false;
-    const first = spare.querySelector("input, textarea");
+    const first = spare.querySelector("textarea") || spare.querySelector("input");
     if (first) {
       first.focus();
     }
