@@ -19,7 +19,8 @@ pytestmark = pytest.mark.e2e
 
 CHROMIUM = Path("/usr/bin/chromium")
 PIPELINES = ["ingest", "curate", "annotate", "bench_select", "finetune", "generate", "evaluate", "human_corr"]
-# The catalog's layers from top to bottom, as the data folders are numbered (no dataset is in 01_raw).
+# The catalog's layers from top to bottom, as the data folders are numbered (no dataset is in 01_raw: what
+# people answer in the review app sits in the layer of what they answered about).
 LAYERS = ["intermediate", "primary", "feature", "model_input", "models", "model_output", "reporting"]
 
 
