@@ -86,6 +86,10 @@ EXEMPT = {
         "a measurement of about 9 minutes (curate's screen over a run of 7.5 minutes); its quick mode runs in "
         "tests/benchmarks/test_quick_modes.py"
     ),
+    ".venv/bin/python benchmarks/bench_paired_tests.py": (
+        "a simulation of about three minutes (1,000 repetitions at n 200 and 800, 1,000 resamples each); its "
+        "quick mode runs in tests/benchmarks/test_quick_modes.py"
+    ),
     ".venv/bin/python benchmarks/bench_scale.py": (
         "a measurement of about half an hour (every stage at 1,040, 3,120 and 10,400 figures against the "
         "loopback server); its quick mode runs in tests/benchmarks/test_quick_modes.py"
