@@ -273,6 +273,7 @@ def evaluated(imported, drawn, tmp_path_factory: pytest.TempPathFactory) -> dict
             "params:evaluate.verdicts_file": MemoryDataset(None),
             "params:evaluate.images_dir": MemoryDataset(params["images_dir"]),
             "params:aibench": MemoryDataset({"window": 4}),
+            "review_audit": MemoryDataset(pd.DataFrame()),  # nobody audited the judge
         }
         # Saved in the catalog's file formats (a MemoryDataset is released once its readers ran).
         kept = {

@@ -42,6 +42,10 @@ PARAMS = {
     "bootstrap": {"n_boot": 100},
 } | NO_BLANK
 JUDGE_INPUTS = ("benchmark", "checklists", "generations", "generation_manifest", "judge", "params:evaluate")
+# The review app's judge audit (the catalog's review_audit): nobody audited in these runs.
+NO_AUDIT = pd.DataFrame(
+    columns=["model", "sample_id", "question_id", "question_kind", "judge_verdict", "rater_id", "answer"]
+)
 SAVED = {
     "verdicts": lambda folder: ParquetDataset(filepath=str(folder / "verdicts.parquet")),
     "sample_scores": lambda folder: ParquetDataset(filepath=str(folder / "sample_scores.parquet")),
@@ -153,6 +157,7 @@ def inputs(tmp_path: Path) -> dict:
         "params:evaluate": PARAMS,
         "aibench_qa": pd.DataFrame(columns=["sample_id", "question_id"]),  # used by the AIBench half only
         "aibench_set": pd.DataFrame(columns=["sample_id"]),
+        "review_audit": NO_AUDIT,
     }
 
 
@@ -176,15 +181,15 @@ def outputs(tmp_path_factory) -> dict:
 def test_pipeline_matches_the_contract():
     pipeline = sciir_evaluation_pipeline()
     assert set(pipeline.nodes) <= set(create_pipeline().nodes)  # part of the registered evaluate pipeline
-    assert pipeline.inputs() == {*JUDGE_INPUTS, "aibench_qa", "aibench_set"}
+    assert pipeline.inputs() == {*JUDGE_INPUTS, "aibench_qa", "aibench_set", "review_audit"}
     inner = {
         "evaluate_judge_summary",
         *(f"evaluation_{name}" for name in ("benchmark", "checklists", "source")),
     }
     assert pipeline.all_outputs() - inner - {"evaluation_aibench_qa", "evaluation_aibench_set"} == {
         "verdicts", "sample_scores", "evaluate_scores", "leaderboard", "pairwise", "missing_images",
-        "judge_validation", "report", "evaluate_plot_tracks", "evaluate_plot_groups", "evaluate_model_runs",
-        "evaluate_metrics",
+        "judge_validation", "judge_audit", "report", "evaluate_plot_tracks", "evaluate_plot_groups",
+        "evaluate_model_runs", "evaluate_metrics",
     }  # fmt: skip
 
 

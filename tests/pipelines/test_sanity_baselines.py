@@ -86,6 +86,7 @@ def evaluate(folder: Path, judge: VisionLanguageModel) -> dict[str, Any]:
     datasets |= kept | {
         "judge": MemoryDataset(judge, copy_mode="assign"),
         "params:evaluate": MemoryDataset(params),
+        "review_audit": MemoryDataset(pd.DataFrame()),  # nobody audited the judge
     }
     catalog = DataCatalog(datasets)
     SequentialRunner().run(sciir_evaluation_pipeline(), catalog)

@@ -12,6 +12,7 @@ from collections.abc import Callable, Iterator
 from itertools import count
 from pathlib import Path
 
+import mlflow
 import pandas as pd
 import pytest
 import sqlalchemy as sa
@@ -113,6 +114,47 @@ def write_curate_outputs(root: Path) -> Path:
     return root
 
 
+HOSTILE_QUESTION = 'Is <b>this</b> drawn? <script>alert("question")</script>'
+# evaluate's outputs as the fixture writes them: sample -> (question id, kind, question); each of m1, m2 and blank
+# judged every question, m1 "yes" and m2 "no" on each, but s2/q2 abstained for m1; blank has no image on disk.
+QUESTIONS = {
+    "s1": [("q1", "text", 'Is "F" spelled exactly?'), ("q2", "entity", "Is a block drawn?"),
+           ("q3", None, HOSTILE_QUESTION)],
+    "s2": [("q1", "text", 'Is "N" spelled exactly?'), ("q2", "relation", "Is there an arrow from A to B?")],
+}  # fmt: skip
+
+
+def write_evaluate_outputs(root: Path) -> Path:
+    """evaluate's and annotate's outputs under ``root`` as a default run leaves them: the verdicts, the
+    checklists (kind, polarity, question) and the images judged (PNGs naming their model in a text chunk)."""
+    checklists, verdicts = [], []
+    for sample, questions in QUESTIONS.items():
+        for question_id, kind, question in questions:
+            checklists.append(
+                {"sample_id": sample, "question_id": question_id, "question": question, "kind": kind,
+                 "polarity": "positive", "layer": 1 if kind == "text" else 2}
+            )  # fmt: skip
+            for model, verdict in (("m1", "yes"), ("m2", "no"), ("blank", "no")):
+                abstained = model == "m1" and (sample, question_id) == ("s2", "q2")
+                verdicts.append(
+                    {"model": model, "sample_id": sample, "question_id": question_id,
+                     "verdict": None if abstained else verdict, "status": "abstained" if abstained else "judged",
+                     "evidence": f"OCR read <i>{sample}</i>", "reasoning": "seen", "reason": None}
+                )  # fmt: skip
+    (root / "data" / "04_feature").mkdir(parents=True, exist_ok=True)
+    pd.DataFrame(checklists).to_parquet(root / "data" / "04_feature" / "checklists.parquet")
+    (root / "data" / "07_model_output").mkdir(parents=True, exist_ok=True)
+    pd.DataFrame(verdicts).to_parquet(root / "data" / "07_model_output" / "verdicts.parquet")
+    for model in ("m1", "m2"):
+        folder = root / "data" / "07_model_output" / "generations" / model
+        folder.mkdir(parents=True, exist_ok=True)
+        for sample in QUESTIONS:
+            info = PngImagePlugin.PngInfo()
+            info.add_text("Software", f"secret {model}")
+            Image.new("RGB", (36, 24), "white").save(folder / f"{sample}.png", pnginfo=info)
+    return root
+
+
 # ---- stores: SQLite, and PostgreSQL when its binaries are installed
 
 
@@ -210,6 +252,15 @@ def settings(tmp_path: Path, images: Path, benchmark: Path) -> ReviewSettings:
 
 
 @pytest.fixture
+def audit_settings(tmp_path: Path) -> ReviewSettings:
+    """A project whose evaluate has run (``write_evaluate_outputs``), its store in tmp_path; two per stratum."""
+    ratings = RatingsSettings(images=str(tmp_path / "no-images"), benchmark=None)
+    settings = ReviewSettings(store=f"sqlite:///{tmp_path / 'audit.sqlite'}", ratings=ratings)
+    settings = settings.within(write_evaluate_outputs(tmp_path / "evaluated"))
+    return settings.model_copy(update={"audit": settings.audit.model_copy(update={"per_stratum": 2})})
+
+
+@pytest.fixture
 def panel_settings(tmp_path: Path) -> ReviewSettings:
     """A project whose curate has run (``write_curate_outputs``), its store in tmp_path; no image to rate."""
     ratings = RatingsSettings(images=str(tmp_path / "no-images"), benchmark=None)
@@ -237,6 +288,28 @@ def app_client(settings: ReviewSettings) -> Iterator[AppClient]:
     yield build
     for store in stores:
         store.close()
+
+
+@pytest.fixture
+def signed_in(app_client: AppClient) -> Callable[[ReviewSettings, str], RaterClient]:
+    """``signed_in(settings, name)``: a new browser of the app over ``settings``, signed in as ``name``."""
+
+    def sign_in(settings: ReviewSettings, name: str) -> RaterClient:
+        client = RaterClient(app_client(with_settings=settings))
+        assert client.sign_in(name).status_code == 200
+        return client
+
+    return sign_in
+
+
+@pytest.fixture
+def mlflow_run(tmp_path: Path, mlflow_store, monkeypatch: pytest.MonkeyPatch) -> Iterator[mlflow.ActiveRun]:
+    """An active MLflow run as ``kedro run`` opens one, its store and artifacts under tmp_path (run from there: the
+    review store's relative URL is the project's)."""
+    experiment = mlflow.create_experiment("tests", artifact_location=(tmp_path / "mlartifacts").as_uri())
+    monkeypatch.setenv("MLFLOW_EXPERIMENT_ID", experiment)
+    with mlflow.start_run() as run:
+        yield run
 
 
 @pytest.fixture

@@ -10,7 +10,6 @@ import hashlib
 import json
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import mlflow
@@ -50,15 +49,6 @@ pytestmark = [
         not CHROMIUM.exists(), reason="headless Chromium (/usr/bin/chromium) is not installed"
     ),
 ]
-
-
-@pytest.fixture
-def mlflow_run(tmp_path: Path, mlflow_store, monkeypatch: pytest.MonkeyPatch) -> Iterator[mlflow.ActiveRun]:
-    """An active MLflow run as ``kedro run`` opens one, its store and artifacts under tmp_path (run from there)."""
-    experiment = mlflow.create_experiment("tests", artifact_location=(tmp_path / "mlartifacts").as_uri())
-    monkeypatch.setenv("MLFLOW_EXPERIMENT_ID", experiment)
-    with mlflow.start_run() as run:
-        yield run
 
 
 def _answers(store_url: str) -> list[tuple[str, dict, bool]]:

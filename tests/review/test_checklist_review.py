@@ -68,13 +68,8 @@ def checklist_settings(tmp_path: Path) -> ReviewSettings:
 
 
 @pytest.fixture
-def editor(app_client: AppClient, checklist_settings) -> Callable[[str], RaterClient]:
-    def sign_in(name: str) -> RaterClient:
-        client = RaterClient(app_client(with_settings=checklist_settings))
-        assert client.sign_in(name).status_code == 200
-        return client
-
-    return sign_in
+def editor(signed_in, checklist_settings) -> Callable[[str], RaterClient]:
+    return lambda name: signed_in(checklist_settings, name)
 
 
 def _fields(page: RatingsPage) -> dict[str, str]:

@@ -57,6 +57,8 @@ class EvaluateParams(BaseModel):
     benchmark: str | None = None
     images_dir: str | None = None
     verdicts_file: str | None = None
+    # An audit CSV of the judge's verdicts (kedro review --export FILE --queue audit); null: the review store's.
+    judge_audit: str | None = None
     # Requests taken ahead of the judge's replies (read, encoded, in flight); null: the judge's own window
     # (an HTTP backend's concurrency). ``batch_size`` is its former name, still read.
     window: int | None = Field(default=None, ge=1)

@@ -14,6 +14,7 @@ import pandas as pd
 
 from sciir.backends.base import CONTESTANT
 from sciir.evaluation.generated_images import ImageLoaders
+from sciir.evaluation.judge_audit import validation_beside_audit
 from sciir.evaluation.params import EvaluateParams
 from sciir.evaluation.plots import Plot, figure_png, plot_group_heatmap, plot_track_pass_rates
 from sciir.evaluation.report import (
@@ -25,6 +26,7 @@ from sciir.evaluation.report import (
     missing_images,
     render_report,
     report_title,
+    table_from_frame,
 )
 from sciir.evaluation.report_comparisons import comparison_sections
 from sciir.evaluation.report_views import image_views
@@ -35,6 +37,9 @@ from sciir.runs.results_folder import SAMPLE_BENCHMARK
 from sciir.tasks.judge import JUDGE_TASK
 from sciir.tasks.prompts import prompt_template
 
+JUDGE_TITLE = (
+    "Judge validation: on planted faults (questions with known truth) and against people (the judge audit)"
+)
 # How plots and the report name each aggregation rule.
 RULE_LABELS = {
     "sciir_veto": "pass rate (strict veto)",
@@ -117,12 +122,15 @@ def evaluate_report(
     judge_summary: Mapping[str, Any],
     config: EvaluateParams,
     source: Mapping[str, str] | None = None,
+    validation: pd.DataFrame | None = None,
+    audit: pd.DataFrame | None = None,
 ) -> ReportFolder:
     """The HTML report as a folder: a summary page with scores and intervals (the primary rule's
     leaderboard, ranks with their intervals, beside its track plot), the paired comparisons (a models x
     models matrix per rule, per track, group and setting, and the difference the benchmark detects per
-    group), coverage, the groups' scores beside their heatmap and the missing images, then one page per
-    model with every image's thumbnail beside its checklist."""
+    group), coverage, the groups' scores beside their heatmap, the judge on planted faults beside the judge
+    against people (``validation``, ``audit``: ``sciir.evaluation.judge_audit``) and the missing images, then one
+    page per model with every image's thumbnail beside its checklist."""
     rule = config.primary_rule
     label = RULE_LABELS[rule]
     track_bars, group_heatmap = report_plots(leaderboard, evaluate_scores, rule)
@@ -144,6 +152,9 @@ def evaluate_report(
         breakdown_intervals(f"Final {label} per setting", evaluate_scores, "setting"),
         replace(by_group, plot=group_heatmap),
     ]
+    if validation is not None:
+        beside = validation_beside_audit(validation, audit if audit is not None else pd.DataFrame())
+        tables.append(table_from_frame(JUDGE_TITLE, beside))
     views = image_views(
         verdicts,
         checklists,

@@ -1,7 +1,7 @@
 """The review app: its routes, its guard (``sciir.review.security``) and its context.
 
 ``create_app`` builds it over an open store; ``prepare`` opens the store (migrating it), fills every queue (the
-ratings, panel review, checklist review) with what is not queued yet and says in words what is there, which is what
+ratings, panel review, checklist review, judge audit) with what is not queued yet and says in words what is there, which is what
 ``kedro review`` does before serving.
 """
 
@@ -18,6 +18,8 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from sciir.review import (
+    audit_pages,
+    audit_queue,
     checklist_pages,
     checklist_queue,
     pages,
@@ -66,6 +68,13 @@ QUEUES = (
         "edit, delete or add the questions of a benchmark file's checklists",
         checklist_pages.SPEC.per_item,
     ),
+    QueueLink(
+        audit_pages.SPEC.name,
+        audit_pages.PAGE,
+        "Judge audit",
+        "say whether the judge's verdicts are right, a sample of each kind of question",
+        audit_pages.SPEC.per_item,
+    ),
 )
 
 
@@ -84,6 +93,7 @@ def create_app(store: Store, settings: ReviewSettings, require_tokens: bool | No
         Route(f"{ratings_pages.PAGE}/image/{{public_id}}", ratings_pages.image, methods=["GET"]),
         *queue_routes(panel_pages.SPEC),
         *queue_routes(checklist_pages.SPEC),
+        *queue_routes(audit_pages.SPEC),
         *(_static_route(path, *served) for path, served in pages.static_files().items()),
         _static_route("/favicon.ico", b"", "image/x-icon"),  # browsers ask for it: nothing, not a 404
     ]
@@ -119,6 +129,7 @@ def prepare(settings: ReviewSettings) -> Prepared:
         f"{ratings.raters_per_image} raters per image, {len(prompts)} prompts from {ratings.benchmark}",
         _fill_panels(store, settings),
         _fill_checklists(store, settings),
+        _fill_audit(store, settings),
     ]
     if not settings.on_loopback():
         lines.append(f"listening beyond 127.0.0.1: raters sign in with a token ({tokens} given so far)")
@@ -154,4 +165,17 @@ def _fill_checklists(store: Store, settings: ReviewSettings) -> str:
     return (
         f"checklist review: {total} samples ({added} new from {checklists.benchmark}), "
         f"{checklists.raters_per_item} rater(s) per sample"
+    )
+
+
+def _fill_audit(store: Store, settings: ReviewSettings) -> str:
+    audit = settings.audit
+    with store.writing() as session:
+        queue = audit_queue.open_queue(session, audit)
+        filled = audit_queue.fill(session, queue, audit)
+        total = item_count(session, queue)
+    strata = ", ".join(f"{stratum} {count}" for stratum, count in sorted(filled.added.items())) or "none"
+    return (
+        f"judge audit: {total} verdicts ({sum(filled.added.values())} new of {filled.candidates} judged verdicts "
+        f"in {audit.verdicts}; added per kind/verdict: {strata}), up to {audit.per_stratum} per kind and verdict"
     )

@@ -6,6 +6,7 @@ the same options, which override the settings.
     kedro review --add-rater NAME       # print a new token for NAME (needed beyond 127.0.0.1)
     kedro review --export FILE          # the ratings as human_corr's ratings file (image_id, rater_id, score)
     kedro review --export FILE --queue panels   # panel review's decisions as curate's reviewed queue file
+    kedro review --export FILE --queue audit    # the judge audit's answers as the audit CSV
     kedro review --checklists FILE      # review the checklists of a benchmark file
     kedro review --save-benchmark       # its reviewed checklists as a new versioned benchmark file
 """
@@ -22,7 +23,7 @@ import pandas as pd
 import uvicorn
 from sqlalchemy.orm import Session
 
-from sciir.review import checklist_queue, panel_queue
+from sciir.review import audit_queue, checklist_queue, panel_queue
 from sciir.review.app import create_app, prepare
 from sciir.review.raters import add_rater
 from sciir.review.ratings_table import ratings_table
@@ -33,7 +34,8 @@ SettingsLoader = Callable[[], ReviewSettings]
 HELP = """The review app (docs/review.md): serve it, on 127.0.0.1:8765 by default, after filling every queue
 with what is not queued yet; or, with --add-rater, print a new sign-in token for a rater; or, with --export,
 write a queue's answers as its documented file (--queue ratings: human_corr's ratings file; panels: curate's
-reviewed queue, which curate.review.decisions takes); or, with --save-benchmark, write the reviewed
+reviewed queue, which curate.review.decisions takes; audit: the judge audit's answers, which
+evaluate.judge_audit takes); or, with --save-benchmark, write the reviewed
 checklists as a new versioned benchmark file (<name>-v<N>.jsonl, never over a file)."""
 
 
@@ -42,7 +44,18 @@ def _ratings_file(session: Session) -> pd.DataFrame:
 
 
 # --queue NAME -> the file its answers are exported as, and what a row is called.
-EXPORTS = {"ratings": (_ratings_file, "ratings"), "panels": (panel_queue.decisions_file, "panels")}
+EXPORTS = {
+    "ratings": (_ratings_file, "ratings"),
+    "panels": (panel_queue.decisions_file, "panels"),
+    "audit": (audit_queue.audit_file, "audit answers"),
+}
+
+
+# Options that set a queue's settings: section -> (option, setting).
+SECTION_OPTIONS = {
+    "checklists": (("checklists", "benchmark"), ("checklist_images", "images")),
+    "audit": (("audit_verdicts", "verdicts"), ("audit_checklists", "checklists"), ("audit_images", "images")),
+}
 
 
 def overridden(settings: ReviewSettings, **options: Any) -> ReviewSettings:
@@ -51,12 +64,9 @@ def overridden(settings: ReviewSettings, **options: Any) -> ReviewSettings:
     ratings = {key: options[key] for key in ("images", "benchmark") if options.get(key) is not None}
     merged = settings.model_dump() | top
     merged["ratings"] = merged["ratings"] | ratings
-    checklists = {
-        setting: options[option]
-        for option, setting in (("checklists", "benchmark"), ("checklist_images", "images"))
-        if options.get(option) is not None
-    }
-    merged["checklists"] = merged["checklists"] | checklists
+    for section, names in SECTION_OPTIONS.items():
+        given = {setting: options[option] for option, setting in names if options.get(option) is not None}
+        merged[section] = merged[section] | given
     return ReviewSettings.model_validate(merged)
 
 
@@ -123,6 +133,9 @@ def review_command(load_settings: SettingsLoader) -> click.Command:
     @click.option("--benchmark", help="benchmark table or file with the images' prompts")
     @click.option("--checklists", help="the benchmark file whose checklists to review")
     @click.option("--checklist-images", help="folder of images shown beside each sample (<sample_id>.png)")
+    @click.option("--audit-verdicts", help="evaluate's verdicts to audit (default: the default run's)")
+    @click.option("--audit-checklists", help="their questions: a checklists table or the benchmark file")
+    @click.option("--audit-images", help="the images judged, <model>/<sample_id>.png")
     @click.option(
         "--save-benchmark",
         "save",

@@ -76,9 +76,27 @@ class ChecklistsSettings(BaseModel):
     seed: int = 0
 
 
+class AuditSettings(BaseModel):
+    """Judge audit: a seeded sample of the judge's verdicts, ``per_stratum`` of each question kind and verdict,
+    each image beside its question and the judge's evidence, right / wrong / can't tell; evaluate's judge
+    validation reads the answers back."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    # evaluate's verdicts (docs/data_contract.md): the default run's, or a benchmark file's results folder.
+    verdicts: str = "data/07_model_output/verdicts.parquet"
+    # The questions (kind, polarity, text): annotate's checklists table, or the benchmark file evaluated.
+    checklists: str = "data/04_feature/checklists.parquet"
+    # The images judged, <model>/<sample_id>.png: generate's folder, or evaluate.images_dir.
+    images: str = "data/07_model_output/generations"
+    per_stratum: int = Field(default=10, ge=1)
+    seed: int = 0
+    raters_per_item: int = Field(default=1, ge=1)
+
+
 class ReviewSettings(BaseModel):
     """``conf/base/review.yml``: where the app listens, its store, and each queue's settings (``ratings``,
-    ``panels``, ``checklists``)."""
+    ``panels``, ``checklists``, ``audit``)."""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -91,6 +109,7 @@ class ReviewSettings(BaseModel):
     ratings: RatingsSettings = Field(default_factory=RatingsSettings)
     panels: PanelsSettings = Field(default_factory=PanelsSettings)
     checklists: ChecklistsSettings = Field(default_factory=ChecklistsSettings)
+    audit: AuditSettings = Field(default_factory=AuditSettings)
 
     @field_validator("store")
     @classmethod
@@ -124,12 +143,19 @@ class ReviewSettings(BaseModel):
                 for key in ("benchmark", "images", "output_folder")
             }
         )
+        audit = self.audit.model_copy(
+            update={
+                key: str(_under(root, getattr(self.audit, key)))
+                for key in ("verdicts", "checklists", "images")
+            }
+        )
         return self.model_copy(
             update={
                 "store": store_within(self.store, root),
                 "ratings": ratings,
                 "panels": panels,
                 "checklists": checklists,
+                "audit": audit,
             }
         )
 

@@ -10,6 +10,7 @@ folder moved under ``root``; ``params:`` from conf's parameters), with ``inputs`
 from __future__ import annotations
 
 import copy
+import json
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -116,16 +117,39 @@ def label_images(folder: Path, sample_id: str, labels: Mapping[str, str]) -> Pat
     return folder
 
 
-def evaluate_file(root: Path, benchmark: Path, images: Path, loader_args: Mapping[str, Any]) -> Path:
+def label_benchmark(path: Path, labels: Mapping[str, str]) -> Path:
+    """A benchmark file (JSON Lines) of one sample per entry of ``labels`` (sample id -> label): the prompt
+    "Draw the label <label>." and one text question ``q1``, whether the label is spelled exactly (what the
+    offline judge answers from ``label_images``' images). Returns ``path``."""
+    lines = [
+        {
+            "sample_id": sample,
+            "prompt": f"Draw the label {label}.",
+            "questions": [{"id": "q1", "text": f'Is "{label}" spelled exactly?', "expected_text": label}],
+        }
+        for sample, label in labels.items()
+    ]
+    path.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    return path
+
+
+def evaluate_file(
+    root: Path,
+    benchmark: Path,
+    images: Path,
+    loader_args: Mapping[str, Any],
+    params: Mapping[str, Any] | None = None,
+) -> Path:
     """Evaluate run by Kedro's runner on the project's catalog with ``evaluate.benchmark`` and
-    ``evaluate.images_dir`` given as on the command line (a small bootstrap), its data under ``root``; inside an
-    active MLflow run it tags that run. Returns the results folder."""
+    ``evaluate.images_dir`` given as on the command line (a small bootstrap; ``params``: more of
+    ``params:evaluate``), its data under ``root``; inside an active MLflow run it tags that run. Returns the
+    results folder."""
     runtime = {"evaluate": {"benchmark": str(benchmark), "images_dir": str(images)}}
     loader = OmegaConfigLoader(conf_source=str(REPO / "conf"), runtime_params=runtime, **loader_args)
-    params = dict(loader["parameters"]["evaluate"]) | runtime["evaluate"]
-    params["bootstrap"] = dict(params["bootstrap"]) | {"n_boot": 20}
+    evaluate = dict(loader["parameters"]["evaluate"]) | runtime["evaluate"] | dict(params or {})
+    evaluate["bootstrap"] = dict(evaluate["bootstrap"]) | {"n_boot": 20}
     inputs = {
-        "params:evaluate": params,
+        "params:evaluate": evaluate,
         "params:evaluate.images_dir": str(images),
         "params:evaluate.verdicts_file": None,
     }

@@ -33,6 +33,7 @@ from sciir.evaluation.generated_images import (
     missing_image_table,
     warn_if_no_image,
 )
+from sciir.evaluation.judge_audit import audit_metrics
 from sciir.evaluation.judge_validation import known_content_validation
 from sciir.evaluation.judging import judge_images, no_checklist_questions, verdicts_from_file
 from sciir.evaluation.leaderboard_text import leaderboard_text
@@ -156,10 +157,13 @@ def build_report(
     judge_summary: dict[str, Any],
     params: dict[str, Any],
     source: dict[str, str] | None = None,
+    judge_validation: pd.DataFrame | None = None,
+    judge_audit: pd.DataFrame | None = None,
 ) -> ReportFolder:
     """The HTML report as a folder (``sciir.evaluation.report_and_plots.evaluate_report``): a summary page
-    with scores and intervals, ranks with intervals, the paired comparisons, coverage, the group heatmap and
-    the missing images, then one page per model with every image's thumbnail beside its checklist."""
+    with scores and intervals, ranks with intervals, the paired comparisons, coverage, the group heatmap, the
+    judge on planted faults beside the judge against people, and the missing images, then one page per model
+    with every image's thumbnail beside its checklist."""
     config = EvaluateParams.model_validate(params)
     benchmark = benchmark_or_empty(benchmark)
     images = image_source(mapping_or_empty(generations), config.images_dir)
@@ -175,6 +179,8 @@ def build_report(
         judge_summary,
         config,
         source,
+        judge_validation,
+        judge_audit,
     )
 
 
@@ -215,9 +221,12 @@ def summarise_evaluation(
     evaluate_scores: pd.DataFrame,
     judge_validation: pd.DataFrame,
     judge_summary: dict[str, Any],
+    judge_audit: pd.DataFrame | None = None,
 ) -> dict[str, float]:
     """``evaluate_metrics`` (``sciir.evaluation.run_metrics.evaluation_metrics``, the paired comparisons'
-    per pair), and the leaderboard logged as text with its comparisons."""
+    per pair, the judge audit's per question kind when people audited), and the leaderboard logged as text with
+    its comparisons."""
     metrics = evaluation_metrics(leaderboard, evaluate_scores, judge_validation, judge_summary, pairwise)
+    metrics |= audit_metrics(judge_audit if judge_audit is not None else pd.DataFrame())
     logger.info("leaderboard:\n%s", leaderboard_text(leaderboard, pairwise))
     return metrics

@@ -6,6 +6,7 @@ from __future__ import annotations
 from kedro.pipeline import Pipeline, node
 
 from sciir.pipelines.evaluate.aibench_nodes import create_aibench_pipeline
+from sciir.pipelines.evaluate.audit_nodes import audit_judge
 from sciir.pipelines.evaluate.inputs import evaluation_inputs
 from sciir.pipelines.evaluate.nodes import (
     build_report,
@@ -29,9 +30,9 @@ def create_pipeline(**kwargs) -> Pipeline:
 
 def sciir_evaluation_pipeline() -> Pipeline:
     """SciIR checklist evaluation (inputs: benchmark, checklists, generations, generation_manifest, judge,
-    params:evaluate; outputs: verdicts, sample_scores, evaluate_scores, leaderboard, pairwise, missing_images,
-    judge_validation, report, evaluate_plot_tracks, evaluate_plot_groups, evaluate_model_runs,
-    evaluate_metrics)."""
+    params:evaluate, and the review app's judge audit, review_audit; outputs: verdicts, sample_scores,
+    evaluate_scores, leaderboard, pairwise, missing_images, judge_validation, judge_audit, report,
+    evaluate_plot_tracks, evaluate_plot_groups, evaluate_model_runs, evaluate_metrics)."""
     return Pipeline(
         [
             node(
@@ -105,6 +106,12 @@ def sciir_evaluation_pipeline() -> Pipeline:
                 name="validate_judge",
             ),
             node(
+                audit_judge,
+                ["verdicts", "review_audit", "evaluate_judge_summary", "params:evaluate"],
+                "judge_audit",
+                name="audit_judge",
+            ),
+            node(
                 build_report,
                 [
                     "leaderboard",
@@ -118,6 +125,8 @@ def sciir_evaluation_pipeline() -> Pipeline:
                     "evaluate_judge_summary",
                     "params:evaluate",
                     "evaluation_source",
+                    "judge_validation",
+                    "judge_audit",
                 ],
                 "report",
                 name="build_report",
@@ -130,7 +139,14 @@ def sciir_evaluation_pipeline() -> Pipeline:
             ),
             node(
                 summarise_evaluation,
-                ["leaderboard", "pairwise", "evaluate_scores", "judge_validation", "evaluate_judge_summary"],
+                [
+                    "leaderboard",
+                    "pairwise",
+                    "evaluate_scores",
+                    "judge_validation",
+                    "evaluate_judge_summary",
+                    "judge_audit",
+                ],
                 "evaluate_metrics",
                 name="summarise_evaluation",
             ),
