@@ -55,4 +55,7 @@ def test_an_empty_image_folder_is_missing(tmp_path):
         },
         written_by="generate",
     )
-    assert isinstance(images.load(), MissingInput)
+    loaded = images.load()
+    assert isinstance(loaded, MissingInput) and loaded.empty
+    assert loaded.absence() == f"{tmp_path} is empty (written by `kedro run --pipelines generate`)"
+    assert not parquet(tmp_path / "absent.parquet").load().empty

@@ -517,7 +517,8 @@ def test_a_run_that_finds_no_image_completes_lists_every_pair_missing_and_says_s
     """evaluate with the project's catalog after a generate whose every image failed (its manifest of
     failures and its empty generations folder, written through the catalog as generate writes them): it
     completes, every pair is a failed verdict listed in missing_images with the manifest's reason, no
-    model gets a score, and one warning says that no image was found."""
+    model gets a score, one warning says that no image was found, and the image branches say the folder is
+    empty."""
     data = inputs(tmp_path)
     pipeline = create_pipeline()
     catalog = project_catalog(
@@ -527,7 +528,7 @@ def test_a_run_that_finds_no_image_completes_lists_every_pair_missing_and_says_s
         "generation_manifest", data["generation_manifest"].assign(status="failed", reason="CUDA OOM")
     )
     catalog.save("generations", {})
-    with caplog.at_level("WARNING"):
+    with caplog.at_level("INFO"):
         SequentialRunner().run(pipeline, catalog)
 
     pairs = [("bad", "s1"), ("bad", "s2"), ("good", "s1"), ("good", "s2")]
@@ -544,3 +545,5 @@ def test_a_run_that_finds_no_image_completes_lists_every_pair_missing_and_says_s
         "has one; each of their samples is listed with its reason in missing_images and left unjudged "
         "(coverage 0), never scored"
     ) in caplog.messages
+    # The folder is there and empty: said so, not "not found".
+    assert f"baseline metrics skipped: generations ({folder}) is empty" in caplog.messages

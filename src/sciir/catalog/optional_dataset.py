@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import pandas as pd
@@ -35,16 +36,22 @@ class MissingInput:
 
     location: str
     written_by: str
+    # The location exists but holds nothing the dataset reads (an image folder without an image).
+    empty: bool = False
+
+    def state(self) -> str:
+        """``is empty`` or ``does not exist``."""
+        return "is empty" if self.empty else "does not exist"
 
     def message(self) -> str:
         return (
-            f"input {self.location} does not exist: run `kedro run --pipelines {self.written_by}` first, "
+            f"input {self.location} {self.state()}: run `kedro run --pipelines {self.written_by}` first, "
             "or point the stage at your own data"
         )
 
     def absence(self) -> str:
-        """Where the input was looked for and what writes it, in words."""
-        return f"{self.location} does not exist (written by `kedro run --pipelines {self.written_by}`)"
+        """Where the input was looked for, what was found and what writes it, in words."""
+        return f"{self.location} {self.state()} (written by `kedro run --pipelines {self.written_by}`)"
 
     def __getattr__(self, attribute: str) -> Any:
         if attribute.startswith("__"):  # copy, pickle and numpy probe dunders: plain absence
@@ -84,6 +91,11 @@ def mapping_or_empty(value: Mapping[K, V] | MissingInput) -> Mapping[K, V]:
     return {} if isinstance(value, MissingInput) else value
 
 
+def _is_empty_folder(location: str) -> bool:
+    """A local folder that exists (a dataset reading none of it does not exist for Kedro)."""
+    return "://" not in location and Path(location).is_dir()
+
+
 class OptionalDataset(AbstractDataset[Any, Any]):
     """A catalog dataset (``dataset:``, any Kedro dataset config) whose absence is not an error on load.
 
@@ -99,7 +111,8 @@ class OptionalDataset(AbstractDataset[Any, Any]):
     def load(self) -> Any:
         if not self._dataset.exists():
             location = str(self._config.get("filepath") or self._config.get("path") or self._config)
-            return MissingInput(location=location, written_by=self._written_by)
+            empty = _is_empty_folder(location)
+            return MissingInput(location=location, written_by=self._written_by, empty=empty)
         return self._dataset.load()
 
     def save(self, data: Any) -> None:

@@ -158,8 +158,12 @@ def image_branch_skip(verdicts_file: str | None, **inputs: Any) -> str | None:
     or one of its inputs does not exist yet. None when it runs."""
     if verdicts_file:
         return f"evaluate.verdicts_file is set ({verdicts_file}): no image is looked at"
-    missing = [f"{name} ({value.location})" for name, value in inputs.items() if is_missing_input(value)]
-    return f"{', '.join(missing)} not found" if missing else None
+    missing = [
+        f"{name} ({value.location}) {'is empty' if value.empty else 'not found'}"
+        for name, value in inputs.items()
+        if is_missing_input(value)
+    ]
+    return ", ".join(missing) if missing else None
 
 
 def examination_skip(config: EvaluateParams, **inputs: Any) -> str | None:
