@@ -8,9 +8,12 @@ ratings, panel review, checklist review, judge audit) with what is not queued ye
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TypeVar
 
+from sqlalchemy.orm import Session
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
 from starlette.requests import Request
@@ -28,6 +31,7 @@ from sciir.review import (
     ratings_pages,
     ratings_queue,
 )
+from sciir.review.models import Queue
 from sciir.review.pages import QueueLink
 from sciir.review.queue_pages import routes as queue_routes
 from sciir.review.queue_store import item_count
@@ -37,6 +41,8 @@ from sciir.review.settings import ReviewSettings
 from sciir.review.store import Store, describe, open_store
 
 logger = logging.getLogger(__name__)
+Section = TypeVar("Section")
+Filled = TypeVar("Filled")
 
 
 def _static_route(path: str, content: bytes, media_type: str) -> Route:
@@ -138,12 +144,23 @@ def prepare(settings: ReviewSettings) -> Prepared:
     return Prepared(store, lines)
 
 
+def _open_and_fill(
+    store: Store,
+    open_queue: Callable[[Session, Section], Queue],
+    fill: Callable[[Session, Queue, Section], Filled],
+    section: Section,
+) -> tuple[Filled, int]:
+    """A queue opened (created if new) and filled with what is not queued yet, in one transaction: what the fill
+    added, and how many items the queue holds."""
+    with store.writing() as session:
+        queue = open_queue(session, section)
+        filled = fill(session, queue, section)
+        return filled, item_count(session, queue)
+
+
 def _fill_panels(store: Store, settings: ReviewSettings) -> str:
     panels = settings.panels
-    with store.writing() as session:
-        queue = panel_queue.open_queue(session, panels)
-        filled = panel_queue.fill(session, queue, panels)
-        total = item_count(session, queue)
+    filled, total = _open_and_fill(store, panel_queue.open_queue, panel_queue.fill, panels)
     skipped = [
         f"{filled.decided_in_file} decided in the file" if filled.decided_in_file else "",
         f"{filled.without_image} without their image in {panels.images}" if filled.without_image else "",
@@ -170,10 +187,7 @@ def _fill_checklists(store: Store, settings: ReviewSettings) -> str:
 
 def _fill_audit(store: Store, settings: ReviewSettings) -> str:
     audit = settings.audit
-    with store.writing() as session:
-        queue = audit_queue.open_queue(session, audit)
-        filled = audit_queue.fill(session, queue, audit)
-        total = item_count(session, queue)
+    filled, total = _open_and_fill(store, audit_queue.open_queue, audit_queue.fill, audit)
     strata = ", ".join(f"{stratum} {count}" for stratum, count in sorted(filled.added.items())) or "none"
     return (
         f"judge audit: {total} verdicts ({sum(filled.added.values())} new of {filled.candidates} judged verdicts "

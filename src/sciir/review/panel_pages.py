@@ -5,25 +5,17 @@ answer, KEEP or REJECT with a note (``sciir.review.panel_queue``), over the page
 from __future__ import annotations
 
 from sciir.review import panel_queue
-from sciir.review.models import Item
-from sciir.review.pages import ReviewContext
 from sciir.review.panel_table import NAME
-from sciir.review.queue_pages import QueuePage
+from sciir.review.queue_pages import form_queue_page
 
 PAGE = "/panels"
 
-
-def _check(context: ReviewContext, item: Item, fields: dict[str, str]) -> tuple[int | None, str | None]:
-    return panel_queue.checked_answer(fields)
-
-
-SPEC = QueuePage(
-    name=lambda settings: NAME,
-    path=PAGE,
-    template="panels.html",
-    check=_check,
-    agreement=lambda session, name: panel_queue.agreement(session),
-    per_item=lambda settings: settings.panels.raters_per_item,
-    seed=lambda settings: settings.panels.seed,
+SPEC = form_queue_page(
+    NAME,
+    PAGE,
+    "panels.html",
+    section=lambda settings: settings.panels,
+    check=panel_queue.checked_answer,
+    agreement=panel_queue.agreement,
     images={"figure": "figure_path"},
 )

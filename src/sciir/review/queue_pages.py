@@ -1,7 +1,8 @@
 """The pages of a queue, whatever it asks: the next item, an answer, undo, and the item's images by role.
 
 A queue's page module describes itself as a ``QueuePage`` (its name in the store, its URL, its template, the
-images it shows, how a form becomes an answer, what else its template needs) and ``routes`` makes its routes:
+images it shows, how a form becomes an answer, what else its template needs; ``form_queue_page`` for a queue of
+one name whose answer is the form alone) and ``routes`` makes its routes:
 
 - ``GET <path>``: the rater's next item (``queue_store.next_item``), their and everyone's progress, Krippendorff's
   alpha between the raters, or the queue's empty or done message;
@@ -18,7 +19,7 @@ import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
@@ -76,6 +77,39 @@ class QueuePage:
     extra: Extra = _no_extra
     max_fields: int = MAX_FORM_FIELDS
     max_bytes: int = MAX_FORM_BYTES
+
+
+class QueueSection(Protocol):
+    """A queue's section of the settings: how many raters each item reaches, the seed of each rater's order."""
+
+    @property
+    def raters_per_item(self) -> int: ...
+
+    @property
+    def seed(self) -> int: ...
+
+
+def form_queue_page(
+    name: str,
+    path: str,
+    template: str,
+    section: Callable[[ReviewSettings], QueueSection],
+    check: Callable[[dict[str, str]], tuple[int | None, str | None]],
+    agreement: Callable[[Session], Agreement],
+    images: dict[str, str] | None = None,
+) -> QueuePage:
+    """The ``QueuePage`` of a queue with one name whose answer is read from the form alone (panel review, the
+    judge audit): ``section``, its settings (``raters_per_item``, ``seed``)."""
+    return QueuePage(
+        name=lambda settings: name,
+        path=path,
+        template=template,
+        check=lambda context, item, fields: check(fields),
+        agreement=lambda session, queue_name: agreement(session),
+        per_item=lambda settings: section(settings).raters_per_item,
+        seed=lambda settings: section(settings).seed,
+        images=images or {},
+    )
 
 
 def alpha_text(agreement: Agreement) -> str:
