@@ -10,7 +10,8 @@ names the file, once the default run has produced what they are made from:
 - ``answers.csv`` (docs/evaluate.md, "Verdicts from another system"): the default run's verdicts as
   another system's file (model, sample_id, question_id, verdict, parent_ids);
 - ``physics.jsonl`` (docs/bring_your_own_benchmark.md): the JSON example of that page, one sample per
-  line, so the documented example is the file the documented command reads;
+  line, so the documented example is the file the documented command reads (docs/review.md's checklist
+  review reviews it too);
 - ``physics_images`` (same page): model ``mine``'s images of that benchmark, each with the labels its
   prompt asks for drawn in a box, ``lever__reasoning`` without "Fulcrum";
 - ``diagram_statements.json``, ``tifa_questions.json``, ``dsg_questions.csv``, ``diagram_elements.json``
@@ -21,7 +22,7 @@ names the file, once the default run has produced what they are made from:
   one a line, as AIBench publishes them;
 - ``aibench_images`` (same page): model ``mine``'s drawings of those papers (their quoted labels in
   boxes) and the papers' own figures in ``reference/``, named by the imported sample ids;
-- ``review_queue.reviewed.csv`` (docs/review.md, "Reviewing curate's screen by hand"): the default run's
+- ``review_queue.reviewed.csv`` (docs/review.md, "Curate's decisions from a file"): the default run's
   review queue as a person gives it back: every row decided, KEEP but the first spot check, REJECT.
 - ``metric_scores.csv`` (docs/human_corr.md, "Both from files"): another system's scores in the documented
   layout (image_id, metric, score): the default run's final score per image under each aggregation rule;

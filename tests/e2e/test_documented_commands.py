@@ -235,6 +235,7 @@ SERVERS = {
     ".venv/bin/mlflow ui --backend-store-uri sqlite:///mlruns/mlflow.db": "http://127.0.0.1:5000",
     "kedro viz run --no-browser": "http://127.0.0.1:4141",
     "kedro review": "http://127.0.0.1:8765/sign-in",
+    "kedro review --checklists physics.jsonl --checklist-images physics_images/mine": "http://127.0.0.1:8765/sign-in",
     "python -m sciir.review --store sqlite:///data/review/review.sqlite --port 8766": "http://127.0.0.1:8766/sign-in",
 }
 COMMAND_WORDS = re.compile(
