@@ -95,8 +95,10 @@ def make_clone(tmp_path_factory):
     return make
 
 
-def kedro_run(root: Path, *args: str, env_vars: dict[str, str] | None = None) -> subprocess.CompletedProcess:
-    """``kedro run ARGS`` with the clone's own kedro, as a newcomer runs it (no SCIIR_* overrides but
+def kedro_command(
+    root: Path, *args: str, env_vars: dict[str, str] | None = None
+) -> subprocess.CompletedProcess:
+    """``kedro ARGS`` with the clone's own kedro, as a newcomer runs it (no SCIIR_* overrides but
     ``env_vars``, as a user sets them on the command line); the result is returned whatever the exit
     status, for the test to judge."""
     env = {key: value for key, value in os.environ.items() if not key.startswith("SCIIR_")}
@@ -104,15 +106,26 @@ def kedro_run(root: Path, *args: str, env_vars: dict[str, str] | None = None) ->
     # 80 columns where a message breaks depends on that name; the tests read the messages, not the layout.
     env |= {"KEDRO_DISABLE_TELEMETRY": "1", "COLUMNS": "240", **(env_vars or {})}
     return subprocess.run(
-        [str(root / ".venv" / "bin" / "kedro"), "run", *args],
+        [str(root / ".venv" / "bin" / "kedro"), *args],
         cwd=root, env=env, capture_output=True, text=True, timeout=600,
     )  # fmt: skip
+
+
+def kedro_run(root: Path, *args: str, env_vars: dict[str, str] | None = None) -> subprocess.CompletedProcess:
+    """``kedro run ARGS`` (:func:`kedro_command`)."""
+    return kedro_command(root, "run", *args, env_vars=env_vars)
 
 
 @pytest.fixture(scope="session")
 def kedro():
     """:func:`kedro_run`, for tests in fresh clones."""
     return kedro_run
+
+
+@pytest.fixture(scope="session")
+def kedro_cli():
+    """:func:`kedro_command` (any kedro command: ``kedro_cli(root, "review", "--save-benchmark")``)."""
+    return kedro_command
 
 
 def pipeline_run_names(root: Path) -> list[str]:

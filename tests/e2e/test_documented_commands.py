@@ -194,8 +194,9 @@ EXEMPT = {
         "on a real MLflow store in tests/catalog/test_report_folder.py"
     ),
     "kedro run --pipelines human_corr --params human_corr.ratings.source=review": (
-        "needs ratings that people gave in the review app (the session's store holds none); human_corr on ratings "
-        "given through the app's pages, read by the project's catalog, is tests/pipelines/test_human_corr_review.py"
+        "needs ratings that people gave in the review app (the session's store holds none yet); "
+        "tests/e2e/test_review_consumers.py runs it in this clone after three raters rated through the pages of "
+        "its `kedro review`"
     ),
     "kedro review --host 0.0.0.0": (
         "listens beyond loopback; the app beyond 127.0.0.1 (a token to sign in, the host names allowed) is tested "

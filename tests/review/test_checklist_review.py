@@ -23,7 +23,7 @@ from sciir.review.command import review_command
 from sciir.review.models import Answer, Item, Rater
 from sciir.review.settings import ChecklistsSettings, RatingsSettings, ReviewSettings
 from sciir.review.store import open_store
-from sciir.testing.review_raters import RaterClient, RatingsPage, all_fields, read_page
+from sciir.testing.review_raters import RaterClient, RatingsPage, all_fields, question_row, read_page
 from sciir.user_files.benchmark_file import read_benchmark_file, read_samples
 
 PAGE = "/checklists"
@@ -76,14 +76,6 @@ def _fields(page: RatingsPage) -> dict[str, str]:
     return all_fields(page.html, f"{PAGE}/answer")
 
 
-def _row(fields: dict[str, str], question: str) -> int:
-    """The form's row index of an original question."""
-    (index,) = [
-        int(key[1:-5]) for key, value in fields.items() if key.endswith("_orig") and value == question
-    ]
-    return index
-
-
 def _open_sample(rater: RaterClient, sample: str) -> RatingsPage:
     """The page showing ``sample``, saving the other samples unchanged until it comes."""
     for _ in range(len(SAMPLES)):
@@ -105,7 +97,7 @@ def _count(settings: ReviewSettings) -> int:
 def _edited(page: RatingsPage) -> dict[str, str]:
     """lever's checklist edited: q1's expected text fixed, q2 deleted, q3 reworded with no parent, one added."""
     fields = _fields(page)
-    q1, q2, q3 = (_row(fields, q) for q in ("q1", "q2", "q3"))
+    q1, q2, q3 = (question_row(fields, q) for q in ("q1", "q2", "q3"))
     spare = min(int(k[1:-3]) for k, v in fields.items() if k.endswith("_id") and v.startswith("new"))
     return fields | {
         f"q{q1}_expected": "Effort ",
@@ -233,7 +225,7 @@ def test_a_checklist_the_reader_would_refuse_is_refused_and_nothing_stored(
     ann = editor("ann")
     page = _open_sample(ann, "lever")
     fields = _fields(page)
-    rows = {q: _row(fields, q) for q in ("q1", "q2", "q3")}
+    rows = {q: question_row(fields, q) for q in ("q1", "q2", "q3")}
     refused = read_page(ann.post(f"{PAGE}/answer", fields | change(fields, rows)))
     assert (
         refused.status == 400
@@ -247,7 +239,7 @@ def test_a_refused_form_comes_back_as_it_was_typed(editor) -> None:
     ann = editor("ann")
     page = _open_sample(ann, "lever")
     fields = _edited(page)
-    fields[f"q{_row(fields, 'q3')}_parents"] = "nope"
+    fields[f"q{question_row(fields, 'q3')}_parents"] = "nope"
     refused = read_page(ann.post(f"{PAGE}/answer", fields))
     assert refused.status == 400 and "Is an arrow drawn at the effort?" in refused.html
     assert 'value="nope"' in refused.html and "checked" in refused.html

@@ -2,8 +2,9 @@
 
 ``RaterClient`` does what a rater's browser does with a queue's page (the ratings page by default) over any
 ``httpx.Client`` (Starlette's ``TestClient`` or a client of a real server): sign in, read the page's forms,
-answer, undo; every POST carries the page's Origin as a browser's does. ``ReviewServer`` starts ``python -m sciir.review`` on a free loopback
-port and waits until it answers; tests stop it gently or kill it.
+answer, undo; every POST carries the page's Origin as a browser's does. ``ReviewServer`` starts ``python -m sciir.review`` (or
+another command, e.g. a project's ``kedro review``) on a free loopback port and waits until it answers; tests stop it
+gently or kill it.
 """
 
 from __future__ import annotations
@@ -89,6 +90,14 @@ def all_fields(page_html: str, action: str) -> dict[str, str]:
     return reader.fields
 
 
+def question_row(fields: dict[str, str], question: str) -> int:
+    """The row index of the checklist form's original question ``question`` (its ``q<row>_orig`` field)."""
+    (index,) = [
+        int(key[1:-5]) for key, value in fields.items() if key.endswith("_orig") and value == question
+    ]
+    return index
+
+
 def read_page(response: httpx.Response) -> RatingsPage:
     forms = {
         action: {name: html.unescape(value) for name, value in _HIDDEN.findall(body)}
@@ -141,22 +150,25 @@ def free_port() -> int:
 
 @dataclass
 class ReviewServer:
-    """``python -m sciir.review`` with ``options`` on a free loopback port, its output in ``log``."""
+    """``command`` (default ``python -m sciir.review``) with ``options`` on a free loopback port, run in ``cwd``
+    (default: this process's folder), its output in ``log``."""
 
     options: list[str]
     log: Path
     port: int = field(default_factory=free_port)
     process: subprocess.Popen[bytes] | None = None
+    command: list[str] = field(default_factory=lambda: [sys.executable, "-m", "sciir.review"])
+    cwd: Path | None = None
 
     @property
     def url(self) -> str:
         return f"http://127.0.0.1:{self.port}"
 
     def start(self, timeout_s: float = 60.0) -> ReviewServer:
-        command = [sys.executable, "-m", "sciir.review", *self.options, "--port", str(self.port)]
+        command = [*self.command, *self.options, "--port", str(self.port)]
         with self.log.open("ab") as log:
             self.process = subprocess.Popen(
-                command, stdout=log, stderr=subprocess.STDOUT, env=os.environ.copy()
+                command, stdout=log, stderr=subprocess.STDOUT, env=os.environ.copy(), cwd=self.cwd
             )
         deadline = time.monotonic() + timeout_s
         while time.monotonic() < deadline:
