@@ -96,14 +96,34 @@ def test_the_contestants_are_compared_pairwise_with_rank_intervals_and_the_detec
     assert "Paired comparisons of final (exact McNemar test" in out
     assert "programmatic vs programmatic_faulty: " in out and "Smallest difference of final pass rate" in out
     pairwise = pd.read_csv(project / "data" / "08_reporting" / "pairwise.csv")
-    contestants = {"programmatic", "programmatic_faulty", "tiny_diffusers_lora"}
+    contestants = {"programmatic", "programmatic_faulty", "tiny_diffusers_lora", "tiny_diffusers_base"}
     assert set(pairwise.model_a) | set(pairwise.model_b) == contestants  # never blank or a reference
     finals = pairwise[(pairwise.breakdown == "track") & (pairwise.value == "final")]
-    assert len(finals) == 3 and (finals.n_pairs + finals.n_left_out == finals.n_items).all()
+    assert len(finals) == 6 and (finals.n_pairs + finals.n_left_out == finals.n_items).all()
     board = _leaderboard(project)
     assert board.loc["programmatic", "rank_lo"] >= 1 and pd.isna(board.loc["blank", "rank_lo"])
     summary = (project / "data" / "08_reporting" / "report" / "index.html").read_text()
     assert '<table class="comparisons">' in summary and "What the benchmark can detect" in summary
+
+
+def test_the_adapter_is_compared_with_its_base_drawn_with_the_same_prompts_and_seeds(first_run, project):
+    manifest = pd.read_parquet(project / "data" / "07_model_output" / "generation_manifest.parquet")
+    drawn = {
+        model: list(zip(rows["sample_id"], rows["seed"], strict=True))
+        for model, rows in manifest.groupby("model")
+    }
+    assert drawn["tiny_diffusers_base"] == drawn["tiny_diffusers_lora"]
+    tuned = manifest[manifest["model"] == "tiny_diffusers_lora"]
+    assert {json.loads(meta)["adapter"]["base"] for meta in tuned["meta"]} == {"tiny_diffusers_base"}
+    effect = pd.read_csv(project / "data" / "08_reporting" / "finetune_effect.csv")
+    final = effect[effect.track == "final"].set_index("adapter").loc["tiny_diffusers_lora"]
+    assert final.base == "tiny_diffusers_base" and final.n_pairs + final.n_left_out == final.n_items == 12
+    # Noise is judged on nothing the judge can read: no sample scored for both, and the run says so.
+    assert "Fine-tuning effect on final" in first_run.stdout
+    assert "tiny_diffusers_lora against tiny_diffusers_base: " in first_run.stdout
+    summary = (project / "data" / "08_reporting" / "report" / "index.html").read_text()
+    assert "Fine-tuning effect, strict pass rate" in summary
+    assert any(path.name == "finetune_effect.csv" for path in (project / "mlruns" / "artifacts").rglob("*"))
 
 
 def test_every_figure_is_kept_or_rejected_with_a_reason(first_run, project):

@@ -137,7 +137,12 @@ def test_generate_alone_draws_a_benchmark_file_that_evaluate_then_judges(fresh, 
     drawn = fresh / "data" / "07_model_output" / "benchmarks" / "physics"
     manifest = pd.read_parquet(drawn / "generation_manifest.parquet")
     items = ["lever__plain", "lever__reasoning", "circuit"]
-    assert set(manifest["model"]) == {"programmatic", "programmatic_faulty", "tiny_diffusers_lora"}
+    assert set(manifest["model"]) == {
+        "programmatic",
+        "programmatic_faulty",
+        "tiny_diffusers_lora",
+        "tiny_diffusers_base",  # drawn beside its adapter (generate.adapter_bases)
+    }
     assert set(manifest["sample_id"]) == set(items) and set(manifest["role"]) == {"contestant"}
     # the finetuned generator has no adapter in a fresh clone: its samples fail saying what writes it
     tuned = manifest[manifest["model"] == "tiny_diffusers_lora"]
@@ -162,6 +167,7 @@ def test_generate_alone_draws_a_benchmark_file_that_evaluate_then_judges(fresh, 
         assert tracked.read_bytes() == (REPO / tracked.relative_to(fresh)).read_bytes(), name
     metrics = json.loads((fresh / "data/08_reporting/benchmarks/physics/generate.json").read_text())
     assert (metrics["programmatic.ok"], metrics["tiny_diffusers_lora.failed"]) == (2, 3)
+    assert metrics["tiny_diffusers_base.failed"] == 3  # nor its base pipeline, which finetune builds
     assert run_names(fresh)[-1] == "generate physics"
 
     judged = kedro(fresh, "--pipelines", "evaluate", "--params", "evaluate.benchmark=physics.jsonl")

@@ -187,9 +187,9 @@ def test_pipeline_matches_the_contract():
         *(f"evaluation_{name}" for name in ("benchmark", "checklists", "source")),
     }
     assert pipeline.all_outputs() - inner - {"evaluation_aibench_qa", "evaluation_aibench_set"} == {
-        "verdicts", "sample_scores", "evaluate_scores", "leaderboard", "pairwise", "missing_images",
-        "judge_validation", "judge_audit", "report", "evaluate_plot_tracks", "evaluate_plot_groups",
-        "evaluate_model_runs", "evaluate_metrics",
+        "verdicts", "sample_scores", "evaluate_scores", "leaderboard", "pairwise", "finetune_effect",
+        "missing_images", "judge_validation", "judge_audit", "report", "evaluate_plot_tracks",
+        "evaluate_plot_groups", "evaluate_model_runs", "evaluate_metrics",
     }  # fmt: skip
 
 

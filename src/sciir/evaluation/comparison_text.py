@@ -1,6 +1,7 @@
 """The paired comparisons in words: each pair's verdict as a reader of a paper's table would say it, the
-lines printed under the leaderboard (pairs, ranks not told apart, the difference the benchmark detects),
-and the cells of the report's matrix (``sciir.evaluation.comparisons`` computes them)."""
+lines printed under the leaderboard (pairs, ranks not told apart, the difference the benchmark detects, each
+adapter's fine-tuning effect), and the cells of the report's matrix (``sciir.evaluation.comparisons`` and
+``sciir.evaluation.finetune_effect`` compute them)."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from typing import Any
 import pandas as pd
 
 from sciir.evaluation.comparisons import A_BETTER, B_BETTER, BINARY_RULE, NOT_TESTED, detectable_by_group
+from sciir.evaluation.finetune_effect import as_pairwise
 from sciir.evaluation.tracks import FINAL
 
 TEST_NAMES = {"mcnemar_exact": "exact McNemar test", "permutation": "paired permutation test"}
@@ -155,3 +157,52 @@ def detectable_text(pairwise: pd.DataFrame) -> str | None:
         "samples that one model passes and the other fails):"
     )
     return "\n".join([heading, *(_detectable_line(row) for row in table.itertuples(index=False))])
+
+
+def _rate(value: Any) -> str:
+    return "n/a" if pd.isna(value) else f"{100 * float(value):.1f}%"
+
+
+def effect_verdict_words(row: Any) -> str:
+    """One adapter's verdict (a ``finetune_effect`` row in the pairwise table's names: ``as_pairwise``), and
+    for pass / fail without a detectable difference how large a difference its samples would miss."""
+    if row.verdict == NOT_TESTED:
+        return "not tested"
+    if row.verdict in (A_BETTER, B_BETTER):
+        return "the adapter is better" if row.verdict == A_BETTER else "the base is better"
+    if row.test != "mcnemar_exact":
+        return "no detectable difference"
+    if pd.isna(row.detectable_diff):
+        return "no detectable difference; too few samples to say how large a difference would go unnoticed"
+    return (
+        f"no detectable difference; a difference under {100 * float(row.detectable_diff):.1f} points "
+        "would usually go unnoticed on these samples"
+    )
+
+
+def effect_words(row: Any) -> str:
+    """One adapter's effect (a ``finetune_effect`` row in the pairwise table's names): its base's score and
+    its own, the difference with its interval and p-values, and the verdict."""
+    if row.verdict == NOT_TESTED:
+        return f"not tested: {evidence_words(row)}"
+    return f"{_rate(row.score_b)} -> {_rate(row.score_a)}, {evidence_words(row)}: {effect_verdict_words(row)}"
+
+
+def finetune_effect_text(table: pd.DataFrame, rule: str) -> str | None:
+    """Each adapter's fine-tuning effect on ``final`` under ``rule`` (a ``finetune_effect`` table), in words:
+    a heading saying how it was measured, then one line per adapter; None without an adapter."""
+    rows = as_pairwise(table)
+    rows = rows[(rows["aggregation"] == rule) & (rows["value"] == FINAL)]
+    if rows.empty:
+        return None
+    first = rows.iloc[0]
+    heading = (
+        "Fine-tuning effect on final (each LoRA adapter against its base model, both drawn with the same prompts "
+        f"and seed; {TEST_NAMES[str(first['test'])]} on the samples both were scored on, Holm over the adapters "
+        f"tested, alpha {float(first['alpha']):g}; base -> adapter, and the adapter's score minus its base's in "
+        "percentage points with its 95% paired bootstrap interval):"
+    )
+    lines = [
+        f"  {row.model_a} against {row.model_b}: {effect_words(row)}" for row in rows.itertuples(index=False)
+    ]
+    return "\n".join([heading, *lines])

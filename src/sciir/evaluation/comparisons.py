@@ -107,7 +107,7 @@ def contestants(board: pd.DataFrame, rule: str) -> list[str]:
     return [str(model) for model in rows["model"]]
 
 
-def _families(sample_scores: pd.DataFrame) -> list[tuple[tuple[str, str, str], pd.DataFrame]]:
+def sample_families(sample_scores: pd.DataFrame) -> list[tuple[tuple[str, str, str], pd.DataFrame]]:
     """The sample rows of each (rule, breakdown, value): per track (final included) and, from the final rows,
     per group and per setting (as ``sciir.evaluation.scoring.score_table`` groups them)."""
     finals = sample_scores[sample_scores["track"] == FINAL].fillna(
@@ -201,6 +201,26 @@ def _detectable(row: Any, m: int) -> float:
     )
 
 
+def compare_pairs(
+    keys: tuple[str, str, str],
+    units: pd.DataFrame,
+    pairs: list[tuple[str, str]],
+    settings: ComparisonParams,
+    bootstrap: BootstrapConfig,
+) -> pd.DataFrame:
+    """The ``pairs`` (A, B) compared on the sample rows of one rule and one track, group or setting
+    (``keys``: rule, breakdown, value; ``units``: its rows of ``sample_scores``, columns model, sample_id,
+    score, weight; a model without rows shares no sample), Holm's correction over the pairs tested: rows
+    of the ``pairwise`` table."""
+    models = list(dict.fromkeys(model for pair in pairs for model in pair))
+    scores, weights = (
+        units.pivot(index="sample_id", columns="model", values=column).reindex(columns=models).sort_index()
+        for column in ("score", "weight")
+    )
+    rows = [_pair_row(keys, scores, weights, pair, settings, bootstrap) for pair in pairs]
+    return _corrected(pd.DataFrame(rows, columns=list(PAIRWISE_COLUMNS))).astype({"m_pairs": "int64"})
+
+
 def compare_family(
     keys: tuple[str, str, str],
     units: pd.DataFrame,
@@ -208,17 +228,9 @@ def compare_family(
     settings: ComparisonParams,
     bootstrap: BootstrapConfig,
 ) -> pd.DataFrame:
-    """Every pair of ``models`` (in that order, the earlier as A) compared on the sample rows of one rule
-    and one track, group or setting (``keys``: rule, breakdown, value; ``units``: its rows of
-    ``sample_scores``, columns model, sample_id, score, weight), Holm's correction over the pairs tested:
-    rows of the ``pairwise`` table."""
-    scores = units.pivot(index="sample_id", columns="model", values="score").sort_index()
-    weights = units.pivot(index="sample_id", columns="model", values="weight").sort_index()
-    rows = [
-        _pair_row(keys, scores, weights, pair, settings, bootstrap)
-        for pair in itertools.combinations(models, 2)
-    ]
-    return _corrected(pd.DataFrame(rows, columns=list(PAIRWISE_COLUMNS))).astype({"m_pairs": "int64"})
+    """Every pair of ``models`` (in that order, the earlier as A) compared on one family's sample rows
+    (:func:`compare_pairs`)."""
+    return compare_pairs(keys, units, list(itertools.combinations(models, 2)), settings, bootstrap)
 
 
 def pairwise_table(
@@ -231,7 +243,7 @@ def pairwise_table(
     leaderboard compared on every track, group and setting (module docstring). Empty (with its columns)
     when a rule has fewer than two contestants."""
     families = []
-    for keys, units in _families(sample_scores):
+    for keys, units in sample_families(sample_scores):
         models = [model for model in contestants(board, keys[0]) if model in set(units["model"])]
         if len(models) >= 2:
             families.append(compare_family(keys, units, models, settings, bootstrap))

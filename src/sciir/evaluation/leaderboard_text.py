@@ -1,5 +1,5 @@
 """The leaderboard as text: the fixed-width tables evaluate logs (ranks with their intervals, the paired
-comparisons and the difference the benchmark detects under them), and the closing lines of a run (the
+comparisons, each adapter's fine-tuning effect and the difference the benchmark detects under them), and the closing lines of a run (the
 leaderboard, then where the report and the MLflow UI are)."""
 
 from __future__ import annotations
@@ -9,7 +9,13 @@ from typing import Any
 
 import pandas as pd
 
-from sciir.evaluation.comparison_text import comparisons_text, detectable_text, not_separated_text, rank_words
+from sciir.evaluation.comparison_text import (
+    comparisons_text,
+    detectable_text,
+    finetune_effect_text,
+    not_separated_text,
+    rank_words,
+)
 from sciir.evaluation.tracks import SCORE_CATEGORIES
 from sciir.runs.results_folder import results_folder
 
@@ -67,27 +73,36 @@ def coverage_note(board: pd.DataFrame) -> str | None:
     )
 
 
-def _rule_block(rule: str, rows: pd.DataFrame, pairwise: pd.DataFrame | None) -> str:
+def _rule_block(
+    rule: str, rows: pd.DataFrame, pairwise: pd.DataFrame | None, effect: pd.DataFrame | None = None
+) -> str:
     """One rule's leaderboard with its heading, then (with ``pairwise``) its paired comparisons and the
-    ranks they cannot tell apart."""
+    ranks they cannot tell apart, then (with ``effect``, a ``finetune_effect`` table) each adapter's
+    fine-tuning effect."""
     ranks = "rank [bootstrap interval], " if "rank_lo" in rows else ""
     block = (
         f"SciIR leaderboard ({_RULE_HEADINGS.get(rule, rule)}, {ranks}95% bootstrap interval, "
         "n = samples counted; "
         f"coverage = share of questions judged)\n\n{format_leaderboard(rows)}"
     )
+    effect_lines = finetune_effect_text(effect, rule) if effect is not None else None
     if pairwise is None:
-        return block
+        return "\n\n".join([block, *([effect_lines] if effect_lines else [])])
     separated = not_separated_text(rows)
-    return "\n\n".join([block, comparisons_text(pairwise, rule), *([separated] if separated else [])])
+    found = [comparisons_text(pairwise, rule), separated, effect_lines]
+    return "\n\n".join([block, *(text for text in found if text)])
 
 
-def leaderboard_text(board: pd.DataFrame, pairwise: pd.DataFrame | None = None) -> str:
+def leaderboard_text(
+    board: pd.DataFrame, pairwise: pd.DataFrame | None = None, effect: pd.DataFrame | None = None
+) -> str:
     """Every rule's leaderboard with its heading (and, given the ``pairwise`` table, its paired comparisons
-    and the ranks they cannot tell apart), then the smallest difference the benchmark detects per group,
-    then the coverage sentence when coverage is partial."""
+    and the ranks they cannot tell apart; given the ``finetune_effect`` table, each adapter against its
+    base), then the smallest difference the benchmark detects per group, then the coverage sentence when
+    coverage is partial."""
     blocks = [
-        _rule_block(str(rule), rows, pairwise) for rule, rows in board.groupby("aggregation", sort=False)
+        _rule_block(str(rule), rows, pairwise, effect)
+        for rule, rows in board.groupby("aggregation", sort=False)
     ]
     detectable = detectable_text(pairwise) if pairwise is not None else None
     note = coverage_note(board)
@@ -99,13 +114,14 @@ def print_run_summary(catalog: Any, project_path: Path, runtime_params: dict[str
     folder of images or verdicts file (``runtime_params``) has its report in its own results folder."""
     board = catalog.load("leaderboard")
     pairwise = catalog.load("pairwise") if "pairwise" in catalog else None
+    effect = catalog.load("finetune_effect") if "finetune_effect" in catalog else None
     evaluate = (runtime_params or {}).get("evaluate") or {}
     benchmark, images_dir, verdicts_file = (
         evaluate.get(name) for name in ("benchmark", "images_dir", "verdicts_file")
     )
     folder = results_folder(benchmark, images_dir, verdicts_file, "data/08_reporting")
     report = project_path / folder / "report" / "index.html"
-    print(f"\n{leaderboard_text(board, pairwise)}")
+    print(f"\n{leaderboard_text(board, pairwise, effect)}")
     print(f"\nReport: {report}")
     print(
         "MLflow: mlflow ui --backend-store-uri sqlite:///mlruns/mlflow.db   (then open http://127.0.0.1:5000)\n"

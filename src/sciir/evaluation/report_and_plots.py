@@ -28,7 +28,7 @@ from sciir.evaluation.report import (
     report_title,
     table_from_frame,
 )
-from sciir.evaluation.report_comparisons import comparison_sections
+from sciir.evaluation.report_comparisons import comparison_sections, finetune_effect_sections
 from sciir.evaluation.report_views import image_views
 from sciir.evaluation.sanity_baselines import blank_score, blank_warning
 from sciir.evaluation.scoring import breakdown_table
@@ -124,13 +124,15 @@ def evaluate_report(
     source: Mapping[str, str] | None = None,
     validation: pd.DataFrame | None = None,
     audit: pd.DataFrame | None = None,
+    finetune_effect: pd.DataFrame | None = None,
 ) -> ReportFolder:
     """The HTML report as a folder: a summary page with scores and intervals (the primary rule's
     leaderboard, ranks with their intervals, beside its track plot), the paired comparisons (a models x
     models matrix per rule, per track, group and setting, and the difference the benchmark detects per
-    group), coverage, the groups' scores beside their heatmap, the judge on planted faults beside the judge
-    against people (``validation``, ``audit``: ``sciir.evaluation.judge_audit``) and the missing images, then one
-    page per model with every image's thumbnail beside its checklist."""
+    group), each LoRA adapter against its base (``finetune_effect``), coverage, the groups' scores beside their
+    heatmap, the judge on planted faults beside the judge against people (``validation``, ``audit``:
+    ``sciir.evaluation.judge_audit``) and the missing images, then one page per model with every image's
+    thumbnail beside its checklist."""
     rule = config.primary_rule
     label = RULE_LABELS[rule]
     track_bars, group_heatmap = report_plots(leaderboard, evaluate_scores, rule)
@@ -148,6 +150,7 @@ def evaluate_report(
     tables = [
         *boards,
         *comparison_sections(pairwise, RULE_LABELS),
+        *(finetune_effect_sections(finetune_effect, RULE_LABELS) if finetune_effect is not None else []),
         coverage_table("Coverage (judged / all questions)", primary),
         breakdown_intervals(f"Final {label} per setting", evaluate_scores, "setting"),
         replace(by_group, plot=group_heatmap),

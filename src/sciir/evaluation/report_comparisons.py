@@ -1,6 +1,7 @@
 """The report's paired comparisons: per rule a models x models matrix of the ``final`` comparisons ("is
-the row's model better than the column's?"), the comparisons per track, group and setting, and the
-smallest difference the benchmark detects per group (``sciir.evaluation.comparisons`` computes them,
+the row's model better than the column's?"), the comparisons per track, group and setting, the
+smallest difference the benchmark detects per group, and each LoRA adapter against its base model
+(``sciir.evaluation.comparisons`` and ``sciir.evaluation.finetune_effect`` compute them,
 ``sciir.evaluation.comparison_text`` words them)."""
 
 from __future__ import annotations
@@ -12,11 +13,13 @@ import pandas as pd
 
 from sciir.evaluation.comparison_text import (
     TEST_NAMES,
+    effect_verdict_words,
     evidence_words,
     final_rows,
     verdict_words,
 )
 from sciir.evaluation.comparisons import NOT_TESTED, detectable_by_group
+from sciir.evaluation.finetune_effect import as_pairwise
 from sciir.evaluation.plots import Plot
 from sciir.evaluation.report import Table
 
@@ -170,3 +173,47 @@ def comparison_sections(pairwise: pd.DataFrame, labels: dict[str, str]) -> list[
         sections += [section for section in (matrix, breakdowns) if section is not None]
     detectable = detectable_table(pairwise)
     return sections + ([detectable] if detectable is not None else [])
+
+
+def _effect_cells(row: Any) -> list[str]:
+    """A ``finetune_effect`` row in the pairwise table's names (an itertuples row) as cells of the report."""
+    detectable = "n/a" if pd.isna(row.detectable_diff) else f"{100 * float(row.detectable_diff):.1f} points"
+    shown = row.test == "mcnemar_exact" and row.verdict != NOT_TESTED
+    return [
+        f"{row.model_a} (base: {row.model_b})",
+        str(row.value),
+        "n/a" if pd.isna(row.score_b) else f"{float(row.score_b):.3f}",
+        "n/a" if pd.isna(row.score_a) else f"{float(row.score_a):.3f}",
+        effect_verdict_words(row).split(";")[0],  # what it would miss has a column of its own
+        evidence_words(row),
+        detectable if shown else "",
+    ]
+
+
+def finetune_effect_sections(effect: pd.DataFrame, labels: dict[str, str]) -> list[Table]:
+    """Per rule, each LoRA adapter against its base model (a ``finetune_effect`` table), ``final`` first: the
+    base's score and the adapter's on the samples both were scored on, the verdict, the difference with its
+    interval and p-values, and what the samples could not detect."""
+    pairs = as_pairwise(effect)
+    tables = []
+    for rule, rows in pairs.groupby("aggregation", sort=False):
+        first = rows.iloc[0]
+        tables.append(
+            Table(
+                title=f"Fine-tuning effect, {labels.get(str(rule), str(rule))}: each LoRA adapter against its "
+                f"base model, drawn with the same prompts and seed ({TEST_NAMES[str(first['test'])]} on the "
+                "samples both were scored on, Holm over the adapters tested per track, alpha "
+                f"{float(first['alpha']):g}; difference = adapter minus base, percentage points)",
+                columns=[
+                    "adapter (its base)",
+                    "track",
+                    "base's score",
+                    "adapter's score",
+                    "verdict",
+                    "difference [95% interval], p, samples",
+                    "detectable difference",
+                ],
+                rows=[_effect_cells(row) for row in rows.itertuples(index=False)],
+            )
+        )
+    return tables

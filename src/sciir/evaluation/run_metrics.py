@@ -13,6 +13,7 @@ from sciir.aibench.questions import LEVEL_NAMES
 from sciir.backends.cache import stats_metrics
 from sciir.evaluation.baseline_metrics import baseline_summary
 from sciir.evaluation.comparisons import pairwise_metrics
+from sciir.evaluation.finetune_effect import finetune_effect_metrics
 from sciir.evaluation.generated_images import missing_image_table
 from sciir.evaluation.judge_validation import validation_metrics
 from sciir.evaluation.scoring import model_metrics
@@ -44,10 +45,12 @@ def evaluation_metrics(
     judge_validation: pd.DataFrame,
     judge_summary: Mapping[str, Any],
     pairwise: pd.DataFrame | None = None,
+    finetune_effect: pd.DataFrame | None = None,
 ) -> dict[str, float]:
     """``evaluate_metrics``. Per model: scores per track, group and setting with their intervals,
     coverage overall and per track, missing images (``sciir.evaluation.scoring.model_metrics``). Per pair
-    of ranked models: the paired comparison (``sciir.evaluation.comparisons.pairwise_metrics``). For the
+    of ranked models: the paired comparison (``sciir.evaluation.comparisons.pairwise_metrics``); per LoRA
+    adapter, its effect against its base (``sciir.evaluation.finetune_effect.finetune_effect_metrics``). For the
     judge: its validation rates, failed requests, ignored answers, cache hits / misses / failures, and the
     HTTP requests, tokens and estimated cost of the calls actually sent
     (``sciir.backends.cache.stats_metrics``)."""
@@ -57,6 +60,8 @@ def evaluation_metrics(
     metrics |= {f"{model}.missing_images": float(n) for model, n in judge_summary["missing_images"].items()}
     if pairwise is not None and len(leaderboard):
         metrics |= pairwise_metrics(pairwise, str(leaderboard["aggregation"].iloc[0]))
+    if finetune_effect is not None and len(leaderboard):
+        metrics |= finetune_effect_metrics(finetune_effect, str(leaderboard["aggregation"].iloc[0]))
     metrics["unused_images"] = float(len(judge_summary["unused_images"]))
     metrics |= validation_metrics(judge_validation)
     metrics["judge_failed_requests"] = float(judge_summary["failed_requests"])

@@ -19,13 +19,16 @@ def aibench_generators(
     generators: dict[str, ImageGenerator], config: GenerateParams
 ) -> dict[str, ImageGenerator]:
     """The generators that draw the AIBench set: ``generate.aibench.models`` when set, else those of
-    ``generate.models``; contestants and references alike.
+    ``generate.models``; contestants and references alike. With neither set, the bases of
+    ``generate.adapter_bases`` are left out: they draw SciIR-Bench for the fine-tuning effect only.
 
     Raises:
         ValueError: ``generate.aibench.models`` names an unknown generator.
     """
     if config.aibench.models is None:
-        return select_generators(generators, config.models)
+        selected = select_generators(generators, config.models)
+        bases = set(config.adapter_bases.values()) if config.models is None else set()
+        return {name: generator for name, generator in selected.items() if name not in bases}
     return select_generators(generators, config.aibench.models, "params:generate.aibench.models")
 
 

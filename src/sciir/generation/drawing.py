@@ -219,10 +219,12 @@ def draw_every_sample(
     config: GenerateParams,
     finetune_summary: Mapping[str, Any],
     meta: dict[str, Any] | None = None,
+    bases: Mapping[str, str] | None = None,
 ) -> Drawn:
     """Each generator on the requests ``requests_of`` gives it (with the samples never sent and why),
     manifest and timing rows in ``sample_order`` per model; ``meta`` is added to every row's meta, and so
-    is the adapter record of a generator that loads the finetuned LoRA. A generator whose LoRA adapter does
+    is the adapter record of a generator that loads the finetuned LoRA (with its ``base``, the generator
+    of its base model, from ``bases``). A generator whose LoRA adapter does
     not exist (finetune has not run) is sent nothing: each of its samples fails with that reason."""
     position = {sample_id: index for index, sample_id in enumerate(sample_order)}
 
@@ -243,6 +245,8 @@ def draw_every_sample(
             requests = []
         logger.info("generate %s (%s): %d samples", model, generator.role, len(requests))
         adapter = adapter_record(generator, finetune_summary)
+        if adapter is not None and model in (bases or {}):
+            adapter["base"] = (bases or {})[model]
         row_meta = {**(meta or {}), **({"adapter": adapter} if adapter is not None else {})}
         model_images, model_plans, model_rows, model_timings = collect_model(
             model, generator, requests, config, row_meta

@@ -29,6 +29,10 @@ class GenerateParams(BaseModel):
     width: int = Field(default=1024, gt=0)
     height: int = Field(default=1024, gt=0)
     models: list[str] | None = None
+    # A generator that loads a LoRA adapter -> the generator of its base model (the same settings without
+    # the LoRA): drawn whenever the adapter's is, with the same prompts and seed, so that evaluate measures
+    # the fine-tuning effect (sciir.generation.adapters).
+    adapter_bases: dict[str, str] = Field(default_factory=dict)
     # Requests taken ahead of the images (None: the generator's own window); formerly batch_size.
     window: int | None = Field(default=None, gt=0)
     batch_size: int | None = Field(default=None, gt=0)

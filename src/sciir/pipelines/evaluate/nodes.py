@@ -25,6 +25,7 @@ import pandas as pd
 from sciir.backends.base import VisionLanguageModel
 from sciir.catalog.optional_dataset import MissingInput, is_missing_input, mapping_or_empty, supplied
 from sciir.evaluation.comparisons import pairwise_table, with_rank_intervals
+from sciir.evaluation.finetune_effect import finetune_effect_table, manifest_bases
 from sciir.evaluation.generated_images import (
     ImageFiles,
     ImageLoaders,
@@ -129,6 +130,23 @@ def rank_models(
     return board, pairwise
 
 
+def measure_finetune_effect(
+    sample_scores: pd.DataFrame,
+    generation_manifest: pd.DataFrame | MissingInput,
+    params: dict[str, Any],
+    source: dict[str, str] | None = None,
+) -> pd.DataFrame:
+    """The ``finetune_effect`` table: each LoRA adapter the generation manifest pairs with its base model
+    (``meta.adapter.base``) against that base, on the samples both were scored on
+    (``sciir.evaluation.finetune_effect``); its first column names the benchmark (``source``). Empty
+    without such a pair."""
+    config = EvaluateParams.model_validate(params)
+    bases = manifest_bases(manifest_or_empty(generation_manifest))
+    table = finetune_effect_table(sample_scores, bases, config.comparisons, config.bootstrap)
+    table.insert(0, "benchmark", (source or {}).get("name", SAMPLE_BENCHMARK))
+    return table
+
+
 def list_missing_images(judge_summary: dict[str, Any]) -> pd.DataFrame:
     """The ``missing_images`` table: every (model, sample) without a usable image and why."""
     return missing_image_table(judge_summary["unavailable"])
@@ -148,6 +166,7 @@ def plot_groups(evaluate_scores: pd.DataFrame, params: dict[str, Any]) -> Any:
 def build_report(
     leaderboard: pd.DataFrame,
     pairwise: pd.DataFrame,
+    finetune_effect: pd.DataFrame,
     evaluate_scores: pd.DataFrame,
     sample_scores: pd.DataFrame,
     verdicts: pd.DataFrame,
@@ -161,9 +180,9 @@ def build_report(
     judge_audit: pd.DataFrame | None = None,
 ) -> ReportFolder:
     """The HTML report as a folder (``sciir.evaluation.report_and_plots.evaluate_report``): a summary page
-    with scores and intervals, ranks with intervals, the paired comparisons, coverage, the group heatmap, the
-    judge on planted faults beside the judge against people, and the missing images, then one page per model
-    with every image's thumbnail beside its checklist."""
+    with scores and intervals, ranks with intervals, the paired comparisons, each LoRA adapter against its
+    base, coverage, the group heatmap, the judge on planted faults beside the judge against people, and the
+    missing images, then one page per model with every image's thumbnail beside its checklist."""
     config = EvaluateParams.model_validate(params)
     benchmark = benchmark_or_empty(benchmark)
     images = image_source(mapping_or_empty(generations), config.images_dir)
@@ -181,6 +200,7 @@ def build_report(
         source,
         judge_validation,
         judge_audit,
+        finetune_effect,
     )
 
 
@@ -218,15 +238,18 @@ def log_model_runs(
 def summarise_evaluation(
     leaderboard: pd.DataFrame,
     pairwise: pd.DataFrame,
+    finetune_effect: pd.DataFrame,
     evaluate_scores: pd.DataFrame,
     judge_validation: pd.DataFrame,
     judge_summary: dict[str, Any],
     judge_audit: pd.DataFrame | None = None,
 ) -> dict[str, float]:
     """``evaluate_metrics`` (``sciir.evaluation.run_metrics.evaluation_metrics``, the paired comparisons'
-    per pair, the judge audit's per question kind when people audited), and the leaderboard logged as text with
-    its comparisons."""
-    metrics = evaluation_metrics(leaderboard, evaluate_scores, judge_validation, judge_summary, pairwise)
+    per pair and each adapter's fine-tuning effect, the judge audit's per question kind when people audited),
+    and the leaderboard logged as text with its comparisons."""
+    metrics = evaluation_metrics(
+        leaderboard, evaluate_scores, judge_validation, judge_summary, pairwise, finetune_effect
+    )
     metrics |= audit_metrics(judge_audit if judge_audit is not None else pd.DataFrame())
-    logger.info("leaderboard:\n%s", leaderboard_text(leaderboard, pairwise))
+    logger.info("leaderboard:\n%s", leaderboard_text(leaderboard, pairwise, finetune_effect))
     return metrics

@@ -1,5 +1,6 @@
 """Evaluate pipeline wiring: images + checklists -> verdicts -> scores with intervals -> leaderboard with rank
-intervals and the paired comparisons, plots, report, judge validation, per-model MLflow runs and metrics."""
+intervals and the paired comparisons, each LoRA adapter against its base, plots, report, judge validation,
+per-model MLflow runs and metrics."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from sciir.pipelines.evaluate.nodes import (
     judge_generations,
     list_missing_images,
     log_model_runs,
+    measure_finetune_effect,
     plot_groups,
     plot_tracks,
     rank_models,
@@ -31,8 +33,8 @@ def create_pipeline(**kwargs) -> Pipeline:
 def sciir_evaluation_pipeline() -> Pipeline:
     """SciIR checklist evaluation (inputs: benchmark, checklists, generations, generation_manifest, judge,
     params:evaluate, and the review app's judge audit, review_audit; outputs: verdicts, sample_scores,
-    evaluate_scores, leaderboard, pairwise, missing_images, judge_validation, judge_audit, report,
-    evaluate_plot_tracks, evaluate_plot_groups, evaluate_model_runs, evaluate_metrics)."""
+    evaluate_scores, leaderboard, pairwise, finetune_effect, missing_images, judge_validation, judge_audit,
+    report, evaluate_plot_tracks, evaluate_plot_groups, evaluate_model_runs, evaluate_metrics)."""
     return Pipeline(
         [
             node(
@@ -84,6 +86,12 @@ def sciir_evaluation_pipeline() -> Pipeline:
                 ["leaderboard", "pairwise"],
                 name="rank_models",
             ),
+            node(
+                measure_finetune_effect,
+                ["sample_scores", "generation_manifest", "params:evaluate", "evaluation_source"],
+                "finetune_effect",
+                name="measure_finetune_effect",
+            ),
             node(list_missing_images, "evaluate_judge_summary", "missing_images", name="list_missing_images"),
             node(plot_tracks, ["leaderboard", "params:evaluate"], "evaluate_plot_tracks", name="plot_tracks"),
             node(
@@ -116,6 +124,7 @@ def sciir_evaluation_pipeline() -> Pipeline:
                 [
                     "leaderboard",
                     "pairwise",
+                    "finetune_effect",
                     "evaluate_scores",
                     "sample_scores",
                     "verdicts",
@@ -142,6 +151,7 @@ def sciir_evaluation_pipeline() -> Pipeline:
                 [
                     "leaderboard",
                     "pairwise",
+                    "finetune_effect",
                     "evaluate_scores",
                     "judge_validation",
                     "evaluate_judge_summary",

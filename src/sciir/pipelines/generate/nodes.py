@@ -22,6 +22,7 @@ import pandas as pd
 from sciir.backends.base import ImageGenerator
 from sciir.catalog.image_dataset import EncodedImage
 from sciir.catalog.optional_dataset import MissingInput, mapping_or_empty, supplied
+from sciir.generation.adapters import checked_bases, with_bases
 from sciir.generation.drawing import draw_every_sample
 from sciir.generation.manifest import generation_metrics, warn_if_nothing_drawn
 from sciir.generation.params import GenerateParams
@@ -75,7 +76,9 @@ def generate_images(
     generators: dict[str, ImageGenerator],
     params: dict[str, Any],
 ) -> tuple[dict[str, EncodedImage], dict[str, str], pd.DataFrame, pd.DataFrame, dict[str, float]]:
-    """Every selected generator on every benchmark sample, with the same seed for all.
+    """Every selected generator on every benchmark sample, with the same seed for all; a selected generator
+    that loads a LoRA adapter draws with its base (``generate.adapter_bases``, checked to differ only by the
+    LoRA: ``sciir.generation.adapters``), whose name its manifest rows record (``meta.adapter.base``).
 
     ``finetune_summary`` orders this pipeline after finetune and is recorded in the manifest
     meta (``adapter``) of generators that load that LoRA adapter. A contestant receives only the
@@ -90,7 +93,8 @@ def generate_images(
     """
     config = GenerateParams.model_validate(params)
     benchmark = benchmark_to_draw(benchmark, config)
-    selected = generators_to_draw(generators, config)
+    bases = checked_bases(generators, config.adapter_bases)
+    selected = with_bases(generators_to_draw(generators, config), generators, bases)
     contestant_requests = build_requests(benchmark, config)
     drawn = draw_every_sample(
         selected,
@@ -98,6 +102,7 @@ def generate_images(
         list(benchmark["sample_id"]),
         config,
         mapping_or_empty(finetune_summary),
+        bases=bases,
     )
     warn_if_nothing_drawn(drawn.manifest, len(benchmark))
     metrics = generation_metrics(drawn.manifest, drawn.seconds, selected)
