@@ -17,6 +17,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 import yaml
+from mlflow import MlflowClient
 
 # One xdist worker runs every module that shares the session's project clone (tests/e2e/conftest.py).
 pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("e2e_project")]
@@ -124,6 +125,24 @@ def test_the_adapter_is_compared_with_its_base_drawn_with_the_same_prompts_and_s
     summary = (project / "data" / "08_reporting" / "report" / "index.html").read_text()
     assert "Fine-tuning effect, strict pass rate" in summary
     assert any(path.name == "finetune_effect.csv" for path in (project / "mlruns" / "artifacts").rglob("*"))
+
+
+def test_finetune_scores_its_checkpoints_and_registers_the_best(first_run, project):
+    client = MlflowClient(f"sqlite:///{project / 'mlruns' / 'mlflow.db'}")
+    with sqlite3.connect(project / "mlruns" / "mlflow.db") as conn:
+        (run_id,) = {run for (run,) in conn.execute(
+            "SELECT run_uuid FROM metrics WHERE key = 'finetune.checkpoint.final_pass_rate'"
+        )}  # fmt: skip
+    series = client.get_metric_history(run_id, "finetune.checkpoint.final_pass_rate")
+    assert sorted(point.step for point in series) == [4, 8]  # eval_every 4 of 8 steps
+    assert {point.step for point in client.get_metric_history(run_id, "finetune.train_loss")} >= {4, 8}
+    best = max(series, key=lambda point: (point.value, point.step))
+    summary = json.loads((project / "data" / "06_models" / "finetune_summary.json").read_text())
+    assert summary["adapter_step"] == best.step and len(summary["checkpoint_scoring"]["sample_ids"]) == 2
+    name, version = client.get_run(run_id).data.tags["sciir.registered_model"].split("/")
+    registered = client.get_model_version(name, version)
+    assert name == "sciir-lora" and registered.tags["checkpoint.step"] == str(best.step)
+    assert float(registered.tags["checkpoint.final_pass_rate"]) == best.value
 
 
 def test_every_figure_is_kept_or_rejected_with_a_reason(first_run, project):

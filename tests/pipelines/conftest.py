@@ -41,6 +41,14 @@ def finetune_catalog(tmp_path) -> Callable[[pd.DataFrame, dict[str, Any]], DataC
             {
                 "train_split": MemoryDataset(train_split),
                 "params:finetune": MemoryDataset(params),
+                # Nothing held out with a checklist: no adapter is scored (test_finetune_checkpoint_scoring).
+                "validation_split": MemoryDataset(pd.DataFrame(columns=["sample_id", "prompt"])),
+                "checklists": MemoryDataset(pd.DataFrame(columns=["sample_id"])),
+                "judge": MemoryDataset("no judge", copy_mode="assign"),
+                "generators": MemoryDataset({}, copy_mode="assign"),
+                "params:generate": MemoryDataset({}),
+                "params:evaluate": MemoryDataset({}),
+                "finetune_checkpoint_scorer": MemoryDataset(copy_mode="assign"),
                 "finetune_summary": JSONDataset(filepath=str(tmp_path / "finetune_summary.json")),
                 "finetune_metric_history": MetricsDataset(
                     filepath=str(tmp_path / "history.json"), prefix="finetune"

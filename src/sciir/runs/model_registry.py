@@ -52,9 +52,9 @@ def _provenance_of(client: MlflowClient, run_id: str) -> dict[str, str]:
 def register_adapter(name: str, artifact_path: str, adapter_file: Path, tags: Mapping[str, str]) -> str:
     """Register the adapter logged at ``artifact_path`` of the active run as a version of ``name``.
 
-    Returns the version number; the same adapter bytes registered before return that version. The
-    version carries ``tags``, the run's git and DVC tags and the adapter's digest, and the run is tagged
-    ``name/version``.
+    Returns the version number; the same adapter bytes registered before return that version (its ``tags``
+    set again from this run). The version carries ``tags``, the run's git and DVC tags and the adapter's
+    digest, and the run is tagged ``name/version``.
     """
     import mlflow
     from mlflow import MlflowClient
@@ -68,6 +68,8 @@ def register_adapter(name: str, artifact_path: str, adapter_file: Path, tags: Ma
     known = client.search_model_versions(f"name = '{name}' and tags.{DIGEST_TAG} = '{digest}'")
     if known:
         version = str(min(int(found.version) for found in known))
+        for key, value in tags.items():  # what this run says of the adapter (e.g. its score) stays current
+            client.set_model_version_tag(name, version, key, value)
         logger.info("Adapter %s is already version %s of %s", adapter_file, version, name)
     else:
         created = client.create_model_version(

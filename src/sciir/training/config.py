@@ -57,6 +57,9 @@ class LoraTrainConfig(BaseModel):
     logit_std: PositiveFloat = 1.0
     loss_weighting: LossWeighting = "none"
     checkpoint_every: NonNegativeInt = 0
+    # Save the adapter every N steps (and at the last step) for a scorer to score (0: never); scoring draws
+    # nothing from the run's random numbers, so it does not shape the run (sciir.training.scored_adapters).
+    eval_every: NonNegativeInt = 0
     # Keep at most this many checkpoints, removing the oldest first (None: keep all).
     checkpoints_total_limit: PositiveInt | None = None
     # "latest" (the newest checkpoint under the adapter folder, if any), a checkpoint folder, or None.

@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, PositiveInt, model_validator
+from pydantic import BaseModel, ConfigDict, Field, PositiveInt, model_validator
 
 from sciir.training.config import Family, LoraTrainConfig
 from sciir.training.distributed import LaunchParams
@@ -42,6 +42,38 @@ class TrainDataParams(BaseModel):
         return self
 
 
+class CheckpointScoringParams(BaseModel):
+    """``params:finetune.checkpoint_scoring``: what the adapter is scored on every ``eval_every`` steps. A
+    fixed subset (``n_samples``, drawn by a hash of ``seed`` and each sample id) of bench_select's validation
+    split (``validation_split``) or of a benchmark file (``benchmark_file``, ``path``), drawn by the generator
+    ``generator`` of conf/base/backends.yml with the adapter in place of its own, and judged and scored as
+    evaluate judges and scores (docs/finetune.md, "Checkpoints scored while training")."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    source: Literal["validation_split", "benchmark_file"] = "validation_split"
+    path: str | None = None
+    n_samples: PositiveInt = 2
+    seed: int = 0
+    generator: str = "tiny_diffusers_lora"
+    # A sample the judge could not judge counts as failed (fail), so an adapter drawing what the judge cannot
+    # read never wins; or, as evaluate's default, is left out of the pass rate (exclude).
+    unjudged_policy: Literal["fail", "exclude"] = "fail"
+
+    @model_validator(mode="after")
+    def _path_matches_source(self) -> CheckpointScoringParams:
+        if self.source == "benchmark_file" and not self.path:
+            raise ValueError(
+                "checkpoint_scoring.source is 'benchmark_file' but checkpoint_scoring.path is not set"
+            )
+        if self.source == "validation_split" and self.path:
+            raise ValueError(
+                f"checkpoint_scoring.path is {self.path!r} but checkpoint_scoring.source is 'validation_split': "
+                "set checkpoint_scoring.source=benchmark_file"
+            )
+        return self
+
+
 class FinetuneParams(LoraTrainConfig):
     """``params:finetune``: the training run plus what it trains on, where the base model and the adapter live."""
 
@@ -54,6 +86,8 @@ class FinetuneParams(LoraTrainConfig):
     registered_model: str | None = "sciir-lora"
     # Data-parallel training processes (sciir.training.distributed); one in all trains in this process.
     launch: LaunchParams = LaunchParams()
+    # What the adapter is scored on every eval_every steps (sciir.training.scored_adapters).
+    checkpoint_scoring: CheckpointScoringParams = Field(default_factory=CheckpointScoringParams)
 
     def training_config(self) -> LoraTrainConfig:
         """The training run's own settings, without where models live or how many processes run it."""

@@ -22,6 +22,7 @@ from sciir.training.finetune_params import FinetuneParams
 from sciir.training.loop import StepRecord, finetune_lora_adapter
 from sciir.training.lora_adapter import ADAPTER_FILE
 from sciir.training.resources import peak_gpu_memory
+from sciir.training.scored_adapters import AdapterScorer, ScoreKeeper, keep_best, scored_root
 from sciir.training.training_images import SkippedImage, describe_buckets, load_training_images
 from sciir.training.validation_images import (
     ValidationSettings,
@@ -68,11 +69,17 @@ def log_training_speed(records: list[StepRecord], memory: dict[str, float]) -> i
 
 
 def finetune_on_train_split(
-    train_split: pd.DataFrame, base_model_path: str, config: FinetuneParams
+    train_split: pd.DataFrame,
+    base_model_path: str,
+    config: FinetuneParams,
+    scorer: AdapterScorer | None = None,
 ) -> tuple[dict[str, Any], dict[str, list[dict[str, float]]], dict[str, float]]:
     """Train the LoRA adapter on the train split and describe the run.
 
-    The family is ``family`` or, when unset, the base pipeline's.
+    The family is ``family`` or, when unset, the base pipeline's. With ``scorer`` and ``eval_every``, the
+    adapter is scored every ``eval_every`` steps and at the last (in this process as training goes, or after
+    data-parallel processes saved them), and the best-scored one is the adapter delivered
+    (:mod:`sciir.training.scored_adapters`; the summary's ``adapter_step`` says which step's it is).
 
     Returns:
         The summary (paths, family, settings, final loss, skipped images with reasons), the per-step history
@@ -92,15 +99,28 @@ def finetune_on_train_split(
     logger.info("Training images per size: %s", describe_buckets(images))
     started = time.perf_counter()
     settings = ValidationSettings.of(config, train_split)
+    keeper = ScoreKeeper(scorer) if scorer is not None and config.eval_every else None
+    if keeper is None:  # nothing would score the adapters saved
+        config = config.model_copy(update={"eval_every": 0})
     if config.launch.total_processes > 1:
         usable = [row for row in rows if row["sample_id"] in {image.sample_id for image in images}]
         records, memory = train_in_launched_processes(base_model_path, usable, config, settings)
+        if keeper is not None:
+            keeper.score_saved(scored_root(config.adapter_path))
     else:
         validation = checkpoint_validation(base_model_path, settings)
         with peak_gpu_memory(config.device) as memory:
             records = finetune_lora_adapter(
-                base_model_path, images, config.training_config(), config.adapter_path, validation
+                base_model_path,
+                images,
+                config.training_config(),
+                config.adapter_path,
+                validation,
+                on_score=keeper,
             )
+    adapter_step = (
+        records[-1].step if keeper is None else keep_best(config.adapter_path, keeper, records[-1].step)
+    )
     train_seconds = time.perf_counter() - started
     log_training_speed(records, memory)
     losses = [record.loss for record in records]
@@ -109,6 +129,7 @@ def finetune_on_train_split(
         "family": config.family,
         "adapter_path": config.adapter_path,
         "steps": len(losses),
+        "adapter_step": adapter_step,
         "resolution": config.resolution,
         "buckets": describe_buckets(images),
         "final_loss": losses[-1],
@@ -156,10 +177,14 @@ def train_in_launched_processes(
 
 
 def log_finetune_run(
-    finetune_summary: dict[str, Any], train_split: pd.DataFrame, config: FinetuneParams
+    finetune_summary: dict[str, Any],
+    train_split: pd.DataFrame,
+    config: FinetuneParams,
+    tags: dict[str, str] | None = None,
 ) -> None:
     """When an MLflow run is active, log the adapter folder and a couple of validation images to it, and
-    register the adapter as a version of ``registered_model`` (``sciir.runs.model_registry``)."""
+    register the adapter as a version of ``registered_model`` (``sciir.runs.model_registry``), tagged with
+    the family, base model, rank and ``tags``."""
     import mlflow
 
     if mlflow.active_run() is None:
@@ -169,7 +194,8 @@ def log_finetune_run(
             config.registered_model,
             ADAPTER_ARTIFACT,
             Path(finetune_summary["adapter_path"]) / ADAPTER_FILE,
-            {key: str(finetune_summary[key]) for key in ("family", "base_model_path", "lora_rank")},
+            {key: str(finetune_summary[key]) for key in ("family", "base_model_path", "lora_rank")}
+            | (tags or {}),
         )
     settings = ValidationSettings.of(config, train_split)
     log_validation_images(finetune_summary["base_model_path"], config.adapter_path, settings, "final")

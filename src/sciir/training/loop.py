@@ -45,6 +45,13 @@ from sciir.training.resources import (
     enable_gradient_checkpointing,
     torch_threads,
 )
+from sciir.training.scored_adapters import (
+    AdapterScorer,
+    is_scored_step,
+    resume_scores,
+    scored_folder,
+    scored_root,
+)
 from sciir.training.training_images import TrainingImage
 
 if TYPE_CHECKING:
@@ -133,6 +140,8 @@ def train_lora(
     resume_from: Path | None = None,
     on_checkpoint: CheckpointCallback | None = None,
     parallel: DataParallel = SINGLE_PROCESS,
+    scored: Path | None = None,
+    on_score: AdapterScorer | None = None,
 ) -> list[StepRecord]:
     """Optimise the LoRA of the recipe's denoiser up to step ``config.steps``, as process ``parallel`` of
     the data-parallel processes (checkpoints and callbacks in the main process only). ``encoded`` is
@@ -142,8 +151,10 @@ def train_lora(
     reaches the weights an uninterrupted run reaches. Every ``config.checkpoint_every`` steps (when
     positive) a checkpoint is saved under ``checkpoint_root/checkpoint-<step>``, keeping the newest
     ``config.checkpoints_total_limit``, and ``on_checkpoint(step, folder)`` is called with it (its random
-    draws do not touch the run's). Returns the record of every step, those before the checkpoint's
-    included.
+    draws do not touch the run's). With ``scored`` (a folder), every ``config.eval_every`` steps and at the
+    last step the adapter is saved into ``scored/step-<step>`` and ``on_score(step, folder)`` is called with it
+    (:mod:`sciir.training.scored_adapters`; a resumed run first scores again the folders of the steps before its
+    checkpoint). Returns the record of every step, those before the checkpoint's included.
 
     Raises:
         FloatingPointError: the loss stopped being finite (the learning rate is too high).
@@ -171,6 +182,9 @@ def train_lora(
         _check_same_trajectory(progress, config, parallel, resume_from)
         records = [StepRecord(**record) for record in progress["records"]]
         logger.info("Resuming LoRA training from %s (step %d)", resume_from, len(records))
+    if scored is not None and parallel.is_main:
+        with preserved_random_states():
+            resume_scores(scored, len(records), on_score)
     # The order is replayed from its seed, so the resumed run sees the batches the interrupted one would have.
     accumulation = config.gradient_accumulation_steps
     order = accumulation_groups(
@@ -211,6 +225,11 @@ def train_lora(
             if on_checkpoint is not None:
                 with preserved_random_states():
                     on_checkpoint(step, saved)
+        if scored is not None and parallel.is_main and is_scored_step(step, config.eval_every, config.steps):
+            folder = recipe.save_adapter(scored_folder(scored, step))
+            if on_score is not None:
+                with preserved_random_states():
+                    on_score(step, folder)
     model.eval()
     return records
 
@@ -273,6 +292,7 @@ def finetune_lora_adapter(
     adapter_path: str | Path,
     on_checkpoint: CheckpointCallback | None = None,
     parallel: DataParallel = SINGLE_PROCESS,
+    on_score: AdapterScorer | None = None,
 ) -> list[StepRecord]:
     """Train a LoRA for the pipeline at ``model_path`` on ``images`` and save it to ``adapter_path``, as
     process ``parallel`` of the data-parallel processes (the main one saves; it encodes first, so with an
@@ -283,7 +303,9 @@ def finetune_lora_adapter(
     Deterministic for a given ``config.seed``, resumed or not, with or without the encoding cache; the
     caller's random states are left untouched. Checkpoints live under ``adapter_path/checkpoints``; a run
     that does not resume removes those of an earlier run; ``on_checkpoint(step, folder)`` is called after
-    each is saved (e.g. to draw validation images with it). Returns the record of each step.
+    each is saved (e.g. to draw validation images with it). With ``config.eval_every``, the adapters scored
+    during training are saved under ``adapter_path/scored`` and ``on_score(step, folder)`` is called with
+    each (:mod:`sciir.training.scored_adapters`). Returns the record of each step.
 
     Raises:
         ValueError: ``images`` is empty, the family disagrees with the pipeline's, or the checkpoint to
@@ -316,6 +338,8 @@ def finetune_lora_adapter(
             resume_from,
             on_checkpoint,
             parallel,
+            scored_root(adapter_path) if config.eval_every else None,
+            on_score,
         )
     if parallel.is_main:
         recipe.save_adapter(Path(adapter_path))

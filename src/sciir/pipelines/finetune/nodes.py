@@ -16,6 +16,7 @@ import pandas as pd
 
 from sciir.catalog.optional_dataset import MissingInput, supplied
 from sciir.catalog.release_dataset import split_row_groups
+from sciir.pipelines.finetune.checkpoint_scoring import SUMMARY_KEY, CheckpointScorer, Unscored, registry_tags
 from sciir.training.finetune_params import FinetuneParams, base_model_folder
 from sciir.training.finetune_run import finetune_on_train_split, log_finetune_run
 from sciir.user_files.training_pairs import read_pair_folder, unpack_release_train
@@ -45,16 +46,27 @@ def prepare_base_model(params: dict[str, Any]) -> str:
 
 
 def finetune_lora(
-    training_rows: pd.DataFrame, base_model_path: str, params: dict[str, Any]
+    training_rows: pd.DataFrame,
+    base_model_path: str,
+    params: dict[str, Any],
+    scorer: CheckpointScorer | Unscored | None = None,
 ) -> tuple[dict[str, Any], dict[str, list[dict[str, float]]], dict[str, float]]:
     """Train the LoRA adapter; its summary, per-step history and metrics
-    (:func:`sciir.training.finetune_run.finetune_on_train_split`)."""
-    return finetune_on_train_split(training_rows, base_model_path, FinetuneParams.model_validate(params))
+    (:func:`sciir.training.finetune_run.finetune_on_train_split`). With ``scorer``, the adapter is scored
+    every ``eval_every`` steps, the best-scored one delivered, and the summary's ``checkpoint_scoring``
+    section holds every step's scores (``sciir.pipelines.finetune.checkpoint_scoring``)."""
+    config = FinetuneParams.model_validate(params)
+    active = scorer if isinstance(scorer, CheckpointScorer) else None
+    summary, history, metrics = finetune_on_train_split(training_rows, base_model_path, config, active)
+    if active is not None:
+        summary[SUMMARY_KEY] = active.summary(int(summary["adapter_step"]))
+    return summary, history, metrics
 
 
 def log_finetune_artifacts(
     finetune_summary: dict[str, Any], training_rows: pd.DataFrame, params: dict[str, Any]
 ) -> None:
-    """Log the adapter and its validation images to the active MLflow run, and register the adapter
-    (:func:`sciir.training.finetune_run.log_finetune_run`)."""
-    log_finetune_run(finetune_summary, training_rows, FinetuneParams.model_validate(params))
+    """Log the adapter and its validation images to the active MLflow run, and register the adapter, tagged
+    with the step and score of a scored adapter (:func:`sciir.training.finetune_run.log_finetune_run`)."""
+    config = FinetuneParams.model_validate(params)
+    log_finetune_run(finetune_summary, training_rows, config, registry_tags(finetune_summary))
