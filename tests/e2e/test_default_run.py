@@ -123,7 +123,7 @@ def test_the_adapter_is_compared_with_its_base_drawn_with_the_same_prompts_and_s
     assert "Fine-tuning effect on final" in first_run.stdout
     assert "tiny_diffusers_lora against tiny_diffusers_base: " in first_run.stdout
     summary = (project / "data" / "08_reporting" / "report" / "index.html").read_text()
-    assert "Fine-tuning effect, strict pass rate" in summary
+    assert "Fine-tuning effect, pass rate (strict veto)" in summary
     assert any(path.name == "finetune_effect.csv" for path in (project / "mlruns" / "artifacts").rglob("*"))
 
 
