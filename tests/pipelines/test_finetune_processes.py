@@ -17,6 +17,8 @@ from safetensors.torch import load_file
 from sciir.pipelines.finetune import create_pipeline
 from sciir.pipelines.finetune.nodes import finetune_lora, prepare_base_model
 from sciir.training.distributed import LaunchParams, launch_command
+from sciir.training.finetune_params import FinetuneParams
+from sciir.training.finetune_run import finetune_on_train_split
 
 ADAPTER = "pytorch_lora_weights.safetensors"
 
@@ -116,6 +118,26 @@ def test_two_process_training_is_one_mlflow_run(
         "checkpoint-4",
     ]
     assert catalog["finetune_summary"].load()["n_train"] == 4
+
+
+@pytest.mark.slow
+def test_the_main_process_saves_the_adapters_scored_after_training_and_the_best_is_kept(
+    params, train_split, tmp_path
+):
+    base = prepare_base_model(params)
+    lora = tmp_path / "lora"
+    run = params | {"batch_size": 1, "eval_every": 2, "adapter_path": str(lora), "launch": _two_processes()}
+    seen: list[tuple[int, str]] = []
+
+    def scorer(step: int, folder: Path) -> float:
+        seen.append((step, folder.name))
+        return {2: 0.5, 4: 0.25}[step]
+
+    summary, _, _ = finetune_on_train_split(train_split, base, FinetuneParams.model_validate(run), scorer)
+    assert seen == [(2, "step-000002"), (4, "step-000004")]
+    assert summary["adapter_step"] == 2 and summary["steps"] == 4
+    assert (lora / ADAPTER).read_bytes() == (lora / "scored" / "step-000002" / ADAPTER).read_bytes()
+    assert (lora / ADAPTER).read_bytes() != (lora / "scored" / "step-000004" / ADAPTER).read_bytes()
 
 
 @pytest.mark.slow
