@@ -62,6 +62,9 @@ def test_pipeline_trains_an_adapter_and_logs_it(
 ):
     params = params | {"family": family, "checkpoint_every": 2}
     catalog = finetune_catalog(train_split, params)
+    stale = tmp_path / "lora" / "scored" / "step-000099"  # an earlier run's scored adapter
+    stale.mkdir(parents=True)
+    (stale / "pytorch_lora_weights.safetensors").write_bytes(b"earlier")
     with mlflow.start_run() as run:
         SequentialRunner().run(create_pipeline(), catalog)
     summary, history, metrics = (
@@ -71,6 +74,8 @@ def test_pipeline_trains_an_adapter_and_logs_it(
     assert summary["base_model_path"] == params["tiny_model_path"] and summary["family"] == family
     assert (tmp_path / "tiny_base" / marker).is_file()
     assert (tmp_path / "lora" / "pytorch_lora_weights.safetensors").is_file()
+    assert not (tmp_path / "lora" / "scored").exists()  # nothing scored here, nothing of the earlier run left
+    assert summary["adapter_step"] == 4
     assert summary["steps"] == 4 and summary["resolution"] == 32 and summary["lora_rank"] == 4
     assert summary["n_train"] == 3 and summary["n_skipped"] == 2
     assert {s["sample_id"] for s in summary["skipped"]} == {"corrupt", "missing"}

@@ -302,7 +302,7 @@ def finetune_lora_adapter(
     (:func:`sciir.training.families.resolve_family`).
     Deterministic for a given ``config.seed``, resumed or not, with or without the encoding cache; the
     caller's random states are left untouched. Checkpoints live under ``adapter_path/checkpoints``; a run
-    that does not resume removes those of an earlier run; ``on_checkpoint(step, folder)`` is called after
+    that does not resume removes those of an earlier run (and its scored adapters); ``on_checkpoint(step, folder)`` is called after
     each is saved (e.g. to draw validation images with it). With ``config.eval_every``, the adapters scored
     during training are saved under ``adapter_path/scored`` and ``on_score(step, folder)`` is called with
     each (:mod:`sciir.training.scored_adapters`). Returns the record of each step.
@@ -319,8 +319,9 @@ def finetune_lora_adapter(
     check_optimizer_available(config.optimizer)
     checkpoint_root = Path(adapter_path) / CHECKPOINT_DIR
     if config.resume_from_checkpoint is None and parallel.is_main:
-        # Checkpoints of an earlier run would be mistaken for this run's.
+        # Checkpoints of an earlier run would be mistaken for this run's, and so would its scored adapters.
         shutil.rmtree(checkpoint_root, ignore_errors=True)
+        shutil.rmtree(scored_root(adapter_path), ignore_errors=True)
     resume_from = find_checkpoint(checkpoint_root, config.resume_from_checkpoint)
     config = config.model_copy(update={"family": family})
     with seeded_random_states(config.seed), torch_threads(config.cpu_threads):
