@@ -122,9 +122,9 @@ def test_an_answer_outside_right_wrong_cant_tell_is_refused(auditor, audit_setti
     store.close()
 
 
-def test_answers_undo_progress_agreement_and_done(signed_in, audit_settings) -> None:
+def test_answers_undo_progress_agreement_and_done(signed_in, audit_settings, store_url: str) -> None:
     two = audit_settings.model_copy(
-        update={"audit": audit_settings.audit.model_copy(update={"raters_per_item": 2})}
+        update={"store": store_url, "audit": audit_settings.audit.model_copy(update={"raters_per_item": 2})}
     )
     ann, bo = signed_in(two, "ann"), signed_in(two, "bo")
     first = ann.page(PAGE)
