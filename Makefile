@@ -12,7 +12,7 @@ LOCK_FLAGS := -q --universal --python-version 3.11 --generate-hashes --no-emit-p
 PYTHON_SOURCES := src tests benchmarks mkdocs_hooks.py
 export KEDRO_DISABLE_TELEMETRY := 1
 
-.PHONY: setup system-packages browser run test test-fast clean lock lock-upgrade
+.PHONY: setup system-packages test-tools run test test-fast clean lock lock-upgrade
 
 system-packages:
 	@if ! command -v dot >/dev/null || ! command -v tesseract >/dev/null || \
@@ -25,11 +25,17 @@ system-packages:
 	  fi; \
 	fi
 
-# Headless Chromium renders the HTML report in one test (skipped where it cannot be installed).
-browser:
+# What some tests need beside Python, installed where apt-get is (those tests skip elsewhere): headless Chromium
+# (the report, Kedro-Viz and the review app's pages in a real browser) and PostgreSQL's server binaries (the review
+# app's store tests start their own server in a temporary folder; the service itself is never started).
+test-tools:
 	@if ! command -v chromium >/dev/null && command -v apt-get >/dev/null; then \
 	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
-	  { $$SUDO apt-get update -qq && $$SUDO apt-get install -y -qq chromium; } || echo "chromium not installed: the report's browser test will skip" >&2; \
+	  { $$SUDO apt-get update -qq && $$SUDO apt-get install -y -qq chromium; } || echo "chromium not installed: the browser tests will skip" >&2; \
+	fi
+	@if ! command -v initdb >/dev/null && ! ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 && command -v apt-get >/dev/null; then \
+	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
+	  { $$SUDO apt-get update -qq && $$SUDO apt-get install -y -qq postgresql; } || echo "postgresql not installed: the review store's PostgreSQL tests will skip" >&2; \
 	fi
 
 # The environment is requirements.lock, installed exactly by uv (itself locked): every package at its version
@@ -61,7 +67,7 @@ lock-upgrade: lock
 run: setup
 	$(VENV)/bin/kedro run
 
-test: setup browser
+test: setup test-tools
 	$(VENV)/bin/ruff check $(PYTHON_SOURCES)
 	$(VENV)/bin/ruff format --check $(PYTHON_SOURCES)
 	$(VENV)/bin/mypy
