@@ -58,6 +58,7 @@ import pandas as pd
 
 from sciir.catalog.report_dataset import ReportFolderDataset
 from sciir.evaluation.comparisons import pairwise_table, with_rank_intervals
+from sciir.evaluation.finetune_effect import FINETUNE_EFFECT_COLUMNS
 from sciir.evaluation.params import ComparisonParams
 from sciir.evaluation.report import SUMMARY_PAGE
 from sciir.evaluation.scoring import leaderboard, score_samples, score_table
@@ -220,9 +221,11 @@ def render(
     board = with_rank_intervals(board, sample_scores, pairwise, BootstrapConfig(n_boot=200))
     summary = {"judge": "scripted (benchmark)", "unavailable": unavailable}
     start = time.perf_counter()
+    no_adapter = pd.DataFrame(columns=list(FINETUNE_EFFECT_COLUMNS))  # no LoRA generator among these models
     report = build_report(
-        board, pairwise, evaluate_scores, sample_scores, verdicts, checklists, benchmark, {}, summary, params
-    )
+        board, pairwise, no_adapter, evaluate_scores, sample_scores, verdicts, checklists, benchmark, {}, summary,
+        params,
+    )  # fmt: skip
     return report, time.perf_counter() - start
 
 
