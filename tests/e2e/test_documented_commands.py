@@ -90,6 +90,9 @@ EXEMPT = {
         "a simulation of about three minutes (1,000 repetitions at n 200 and 800, 1,000 resamples each); its "
         "quick mode runs in tests/benchmarks/test_quick_modes.py"
     ),
+    "SCIIR_TEST_LOAD_SECONDS=60 .venv/bin/pytest -q -s tests/review/test_concurrency.py -k eight": (
+        "the minute-long run (about two minutes, two stores) of a test make test runs for 10 s per store"
+    ),
     ".venv/bin/python benchmarks/bench_scale.py": (
         "a measurement of about half an hour (every stage at 1,040, 3,120 and 10,400 figures against the "
         "loopback server); its quick mode runs in tests/benchmarks/test_quick_modes.py"

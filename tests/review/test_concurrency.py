@@ -5,6 +5,7 @@ once; and a server killed with SIGKILL mid-way, then started again on its store,
 
 from __future__ import annotations
 
+import os
 import random
 import threading
 import time
@@ -27,6 +28,9 @@ pytestmark = pytest.mark.slow
 
 RATERS = 8
 IMAGES = 150
+# How long the eight raters answer: 10 s in make test; the minute issue 39 names is run with
+# SCIIR_TEST_LOAD_SECONDS=60 (docs/benchmarks.md, "The review app under load").
+LOAD_SECONDS = float(os.environ.get("SCIIR_TEST_LOAD_SECONDS", "10"))
 
 
 def _options(tmp_path: Path, store: str) -> list[str]:
@@ -123,7 +127,7 @@ def test_eight_raters_at_once_each_answer_stored_exactly_once(
 ) -> None:
     with ReviewServer(server_options, tmp_path / "server.log") as server:
         started = time.monotonic()
-        sessions = _run_raters(server.url, seconds=10)
+        sessions = _run_raters(server.url, seconds=LOAD_SECONDS)
         elapsed = time.monotonic() - started
         # One rater's browser sending the same form five times at once (a double click, a retry): one row.
         with httpx.Client(base_url=server.url, timeout=30) as client:
