@@ -185,8 +185,11 @@ def answered(project: Path, kedro, tmp_path_factory) -> Answers:
         ["--checklists", str(BENCHMARK)], log, command=[str(project / ".venv" / "bin" / "kedro"), "review"],
         cwd=project,
     )  # fmt: skip
-    with server.start(timeout_s=180):
+    server.start(timeout_s=180)  # not `with server.start()`: entering would start a second process
+    try:
         return _answer_every_queue(project, server.url)
+    finally:
+        server.stop()
 
 
 def _ran(result) -> str:

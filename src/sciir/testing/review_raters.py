@@ -197,6 +197,10 @@ class ReviewServer:
                 self.kill()
 
     def __enter__(self) -> ReviewServer:
+        # A server already started (``with server.start(...)``) is not started twice: the second process would
+        # find the port answered by the first and be the one stopped, leaving the first behind.
+        if self.process is not None and self.process.poll() is None:
+            return self
         return self.start()
 
     def __exit__(self, *exc: object) -> None:
