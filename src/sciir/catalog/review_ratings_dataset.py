@@ -14,51 +14,21 @@ from __future__ import annotations
 from typing import Any
 
 import pandas as pd
-from kedro.io import AbstractDataset, DatasetError
-from sqlalchemy.exc import SQLAlchemyError
+from sqlalchemy.orm import Session
 
+from sciir.catalog.review_store_dataset import ReviewStoreDataset
 from sciir.review.ratings_table import NAME, RATING_COLUMNS, ratings_table
-from sciir.review.store import StoreError, describe, open_existing
 
 
-class ReviewRatingsDataset(AbstractDataset[pd.DataFrame, pd.DataFrame]):
-    """The live ratings of queue ``queue`` in the review store at ``url`` (any SQLAlchemy URL)."""
+class ReviewRatingsDataset(ReviewStoreDataset):
+    """The live ratings of queue ``queue`` (default ``ratings``) in the review store at ``url`` (any SQLAlchemy
+    URL)."""
+
+    columns = RATING_COLUMNS
+    what = "rating"
 
     def __init__(self, *, url: str, queue: str = NAME, metadata: dict[str, Any] | None = None) -> None:
-        self._url = url
-        self._queue = queue
-        self.metadata = metadata
+        super().__init__(url=url, queue=queue, metadata=metadata)
 
-    def _source(self) -> str:
-        return f"the review store {describe(self._url)} (queue {self._queue})"
-
-    def _empty(self, absence: str) -> pd.DataFrame:
-        table = pd.DataFrame({column: pd.Series(dtype=object) for column in RATING_COLUMNS})
-        table.attrs.update(source=self._source(), absence=absence)
-        return table
-
-    def load(self) -> pd.DataFrame:
-        try:
-            store = open_existing(self._url)
-        except StoreError as error:
-            raise DatasetError(str(error)) from error
-        except SQLAlchemyError as error:
-            return self._empty(f"it cannot be reached ({type(error).__name__}: {str(error).splitlines()[0]})")
-        if store is None:
-            return self._empty("it does not exist yet")
-        try:
-            with store.reading() as session:
-                table = ratings_table(session, self._queue)
-        finally:
-            store.close()
-        table.attrs.update(source=self._source(), absence=None if len(table) else "it holds no rating yet")
-        return table
-
-    def save(self, data: pd.DataFrame) -> None:
-        raise DatasetError(f"{self._source()} is read-only here: ratings are given in the app (kedro review)")
-
-    def _exists(self) -> bool:
-        return not self.load().empty
-
-    def _describe(self) -> dict[str, Any]:
-        return {"url": describe(self._url), "queue": self._queue}
+    def _read(self, session: Session) -> pd.DataFrame:
+        return ratings_table(session, self._queue)

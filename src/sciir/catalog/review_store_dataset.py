@@ -61,7 +61,9 @@ class ReviewStoreDataset(AbstractDataset[pd.DataFrame, pd.DataFrame]):
         return table
 
     def save(self, data: pd.DataFrame) -> None:
-        raise DatasetError(f"{self._source()} is read-only here: answers are given in the app (kedro review)")
+        raise DatasetError(
+            f"{self._source()} is read-only here: {self.what}s are given in the app (kedro review)"
+        )
 
     def _exists(self) -> bool:
         return not self.load().empty
