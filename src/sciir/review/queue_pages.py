@@ -158,7 +158,8 @@ def _show(request: Request, spec: QueuePage) -> Response:
     return to_sign_in() if who is None else render(request, spec, who)
 
 
-def _form_version(fields: dict[str, str]) -> int:
+def form_version(fields: dict[str, str]) -> int:
+    """The rater's version a posted form carries (a stale form is refused by it)."""
     try:
         return int(fields.get("version", ""))
     except ValueError:
@@ -178,7 +179,7 @@ def _change(request: Request, spec: QueuePage, fields: dict[str, str], undo: boo
         )
     context = review_context(request)
     try:
-        version = _form_version(fields)
+        version = form_version(fields)
         with context.store.writing() as session:
             queue = queue_named(session, spec.name(context.settings))
             if queue is None:

@@ -18,6 +18,7 @@ from starlette.responses import PlainTextResponse, RedirectResponse, Response
 from sciir.review import ratings_queue
 from sciir.review.blind_images import NotAnImage, blind_png
 from sciir.review.pages import current_rater, page, review_context, to_sign_in
+from sciir.review.queue_pages import form_version
 from sciir.review.queue_store import (
     Progress,
     Refused,
@@ -79,15 +80,6 @@ async def show(request: Request) -> Response:
     return await run_in_threadpool(_show, request)
 
 
-def _form_version(fields: dict[str, str]) -> int:
-    try:
-        return int(fields.get("version", ""))
-    except ValueError:
-        raise Refused(
-            "this form carries no valid version: reload the page; nothing was stored", 400
-        ) from None
-
-
 def _change(request: Request, fields: dict[str, str], undo: bool) -> Response:
     """An answer (or, with ``undo``, an undo): checked, then stored in one transaction; the page again."""
     who = current_rater(request)
@@ -97,7 +89,7 @@ def _change(request: Request, fields: dict[str, str], undo: bool) -> Response:
         return render(request, who, "this form has expired or came from elsewhere: nothing was stored", 403)
     context = review_context(request)
     try:
-        version = _form_version(fields)
+        version = form_version(fields)
         score = (
             None if undo else ratings_queue.checked_score(fields.get("score"), context.settings.ratings.scale)
         )
