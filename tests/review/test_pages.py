@@ -10,8 +10,9 @@ import pytest
 from sqlalchemy import func, select
 from starlette.testclient import TestClient
 
+from sciir.review.command import new_rater_token
 from sciir.review.models import Answer, Rater, WebSession
-from sciir.review.raters import add_rater, digest
+from sciir.review.raters import digest
 from sciir.review.settings import ReviewSettings
 from sciir.review.store import open_store
 from sciir.testing.review_raters import RaterClient, read_page
@@ -29,15 +30,6 @@ def _count(settings: ReviewSettings, table: type) -> int:
         store.close()
 
 
-def _token(settings: ReviewSettings, name: str) -> str:
-    store = open_store(settings.store)
-    try:
-        with store.writing() as session:
-            return add_rater(session, name)
-    finally:
-        store.close()
-
-
 def test_a_name_signs_in_on_loopback_and_is_shown_as_text(app_client: AppClient, settings) -> None:
     browser = RaterClient(app_client())
     assert browser.client.get("/", follow_redirects=False).headers["location"] == "/sign-in"
@@ -49,7 +41,7 @@ def test_a_name_signs_in_on_loopback_and_is_shown_as_text(app_client: AppClient,
 
 
 def test_beyond_loopback_only_a_token_signs_in(app_client: AppClient, settings) -> None:
-    token = _token(settings, "ann")
+    token = new_rater_token(settings, "ann")
     client = app_client(require_tokens=True)
     browser = RaterClient(client)
     refused = browser.sign_in("bo")
@@ -70,14 +62,14 @@ def test_the_app_listening_beyond_loopback_asks_for_tokens(app_client: AppClient
 
 
 def test_a_rater_given_a_token_cannot_be_claimed_by_name(app_client: AppClient, settings) -> None:
-    _token(settings, "ann")
+    new_rater_token(settings, "ann")
     refused = RaterClient(app_client()).sign_in("ann")
     assert refused.status_code == 400 and "signs in with the token" in refused.text
     assert _count(settings, WebSession) == 0
 
 
 def test_tokens_and_cookies_are_stored_as_hashes_only(app_client: AppClient, settings) -> None:
-    token = _token(settings, "ann")
+    token = new_rater_token(settings, "ann")
     browser = RaterClient(app_client())
     browser.sign_in(token=token)
     cookie = browser.client.cookies["sciir_review_session"]
