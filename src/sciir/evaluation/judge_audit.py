@@ -23,7 +23,6 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-from sklearn.metrics import cohen_kappa_score
 
 from sciir.evaluation.judge_validation import ALL, KINDS, OTHER_KIND
 from sciir.stats.agreement import krippendorff_alpha, reliability_matrix
@@ -118,6 +117,8 @@ def _alpha(answers: pd.DataFrame) -> float:
 def _row(
     judge: str, kind: str, answers: pd.DataFrame, truth: pd.DataFrame, verdicts: pd.DataFrame
 ) -> dict[str, Any]:
+    from sklearn.metrics import cohen_kappa_score
+
     matched = truth[truth["truth"].notna()].merge(verdicts, on=KEY, how="inner")
     agree = matched["verdict"] == matched["truth"]
     both = matched["truth"].nunique() > 1 or matched["verdict"].nunique() > 1

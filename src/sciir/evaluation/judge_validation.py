@@ -42,7 +42,6 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-from sklearn.metrics import cohen_kappa_score, precision_score
 
 from sciir.backends.readers.text import fold_confusables, phrase_pattern
 from sciir.tasks.laws import contradicting
@@ -230,6 +229,8 @@ def _rate(numerator: int, denominator: int) -> float:
 def _agreement(faulty: pd.Series, said_no: pd.Series) -> dict[str, float]:
     """On judged questions: the share of "no" answers whose claim is violated (precision of "no"), and
     Cohen's kappa between the verdicts and the truth (agreement beyond chance; NaN with one class only)."""
+    from sklearn.metrics import cohen_kappa_score, precision_score
+
     if faulty.empty:
         return {"no_precision": float("nan"), "cohen_kappa": float("nan")}
     precision = precision_score(faulty, said_no, zero_division=np.nan)

@@ -12,8 +12,6 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
-from sklearn.model_selection import GroupShuffleSplit
-
 
 class ArticleOverlapError(ValueError):
     """An article has samples on both sides of the train/validation split."""
@@ -46,6 +44,8 @@ def split_by_article(
 ) -> ArticleSplit:
     """Whole articles, about ``fraction`` of them, to validation (seeded; independent of the order of
     ``sample_ids``). No split when ``fraction`` is 0 or fewer than two articles leave nothing on one side."""
+    from sklearn.model_selection import GroupShuffleSplit
+
     samples = sorted(set(sample_ids))
     groups = article_groups(samples, articles)
     n_articles = len(set(groups))

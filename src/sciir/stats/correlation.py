@@ -17,7 +17,6 @@ from typing import Any, Literal, get_args
 
 import numpy as np
 import pandas as pd
-from scipy import stats
 
 logger = logging.getLogger(__name__)
 
@@ -92,6 +91,8 @@ def undefined_reason(columns: dict[str, np.ndarray]) -> str | None:
 
 def scipy_result(coefficient: Coefficient, xs: np.ndarray, ys: np.ndarray, variant: KendallVariant) -> Any:
     """scipy's result (statistic, two-tailed pvalue) for one coefficient."""
+    from scipy import stats
+
     if coefficient == "kendall":
         return stats.kendalltau(xs, ys, variant=variant)
     return {"pearson": stats.pearsonr, "spearman": stats.spearmanr}[coefficient](xs, ys)

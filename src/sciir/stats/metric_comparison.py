@@ -14,7 +14,6 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-from scipy import stats
 
 from sciir.stats.bootstrap import percentile_interval, stratified_indices
 from sciir.stats.correlation import (
@@ -55,6 +54,8 @@ def williams_test(r_a: float, r_b: float, r_ab: float, n: int) -> tuple[float, f
     the metrics with each other. Returns (t, two-tailed p) with n - 3 degrees of freedom. Raises
     ValueError when the test is undefined (n <= 3, or metrics that agree perfectly: r_ab = 1).
     """
+    from scipy import stats
+
     if n <= 3:
         raise ValueError(f"Williams' test needs more than 3 images, got {n}")
     determinant = 1 - r_a**2 - r_b**2 - r_ab**2 + 2 * r_a * r_b * r_ab

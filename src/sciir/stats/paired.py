@@ -24,7 +24,6 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import stats
 
 from sciir.stats.bootstrap import BootstrapConfig, resample_indices
 
@@ -103,6 +102,8 @@ def mcnemar_exact(a: np.ndarray, b: np.ndarray) -> McNemarResult:
     pass item i). Items both pass or both fail say nothing about which is better; of the discordant
     items, how many A alone passes is binomial(discordant, 1/2) when neither is better. p is the
     two-sided binomial test, 1.0 when no item is discordant."""
+    from scipy import stats
+
     a, b = _checked_pair(a, b)
     if not np.isin(a, (0.0, 1.0)).all() or not np.isin(b, (0.0, 1.0)).all():
         raise ValueError("McNemar's test needs pass / fail results (0 or 1) of both models")

@@ -22,8 +22,6 @@ from __future__ import annotations
 
 import math
 
-from scipy.stats import norm
-
 
 def _checked(discordance: float, n: int, alpha: float) -> None:
     if not 0.0 <= discordance <= 1.0:
@@ -38,6 +36,8 @@ def mcnemar_power(difference: float, discordance: float, n: int, alpha: float = 
     """Power of the two-sided McNemar test at level ``alpha`` on ``n`` paired items whose true pass rates
     differ by ``difference`` with a share ``discordance`` of discordant items (Connor 1987, solved for the
     power). NaN when ``difference`` exceeds ``discordance`` (no such pair of models exists) or n is 0."""
+    from scipy.stats import norm
+
     _checked(discordance, n, alpha)
     delta = abs(difference)
     if n == 0 or delta > discordance + 1e-12:
@@ -57,6 +57,8 @@ def detectable_difference(discordance: float, n: int, alpha: float = 0.05, power
     (nothing tells the models apart yet), too few items for the formula (n + z_power^2 < z_alpha^2), or
     a root larger than the discordance (even all discordant items going one way would not be detected
     with that power)."""
+    from scipy.stats import norm
+
     _checked(discordance, n, alpha)
     if not 0.5 <= power < 1.0:
         raise ValueError(f"power is in [0.5, 1), got {power}")

@@ -11,7 +11,6 @@ import math
 from collections.abc import Callable
 
 import numpy as np
-from scipy import stats
 
 from sciir.stats.correlation import Coefficient, KendallVariant
 
@@ -33,11 +32,15 @@ def _pearson_rows(xs: np.ndarray, ys: np.ndarray, _variant: KendallVariant) -> n
 
 def _spearman_rows(xs: np.ndarray, ys: np.ndarray, variant: KendallVariant) -> np.ndarray:
     """Spearman rho of each row pair: Pearson r of the (average-tie) ranks."""
+    from scipy import stats
+
     return _pearson_rows(stats.rankdata(xs, axis=1), stats.rankdata(ys, axis=1), variant)
 
 
 def _kendall_rows(xs: np.ndarray, ys: np.ndarray, variant: KendallVariant) -> np.ndarray:
     """Kendall tau (``variant``) of each row pair; NaN where a row is constant."""
+    from scipy import stats
+
     undefined = _constant_rows(xs) | _constant_rows(ys)
     return np.array(
         [
