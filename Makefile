@@ -12,7 +12,7 @@ LOCK_FLAGS := -q --universal --python-version 3.11 --generate-hashes --no-emit-p
 PYTHON_SOURCES := src tests benchmarks mkdocs_hooks.py
 export KEDRO_DISABLE_TELEMETRY := 1
 
-.PHONY: setup system-packages test-tools run test test-fast clean lock lock-upgrade
+.PHONY: setup system-packages test-tools run test type-check test-suite test-fast clean lock lock-upgrade
 
 system-packages:
 	@if ! command -v dot >/dev/null || ! command -v tesseract >/dev/null || \
@@ -70,11 +70,17 @@ run: setup
 test: setup test-tools
 	$(VENV)/bin/ruff check $(PYTHON_SOURCES)
 	$(VENV)/bin/ruff format --check $(PYTHON_SOURCES)
-	$(VENV)/bin/mypy
 	# The documentation site (mkdocs.yml) into site/: a broken link, anchor or page, or an unreadable docstring, fails it
 	# (not -q: it would hide the warnings that --strict counts, and the build would pass).
 	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict
-	# One worker per core; a module's tests stay on one worker, the longest groups sent first (tests/conftest.py). The 15 slowest are printed.
+	# mypy beside the tests: alone it keeps one core busy for a minute and a half while the other waits.
+	$(MAKE) --no-print-directory -j2 type-check test-suite
+
+type-check:
+	$(VENV)/bin/mypy
+
+# One worker per core; a module's tests stay on one worker, the longest groups sent first (tests/conftest.py). The 15 slowest are printed.
+test-suite:
 	$(VENV)/bin/pytest -q -n auto --dist loadgroup --no-loadscope-reorder --durations=15
 
 # The inner loop (docs/CONTRIBUTING.md): the linter and every test but the slow kinds (a fresh clone or a default
