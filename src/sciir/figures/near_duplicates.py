@@ -14,7 +14,6 @@ from itertools import pairwise
 
 import numpy as np
 from PIL import Image
-from scipy.fft import dctn
 
 _HASH_SIDE = 8
 _SAMPLE_SIDE = 32
@@ -22,6 +21,8 @@ _SAMPLE_SIDE = 32
 
 def phash(image: Image.Image) -> int:
     """A 64-bit perceptual hash: a 32x32 grey thumbnail's 8x8 lowest DCT frequencies against their median."""
+    from scipy.fft import dctn
+
     grey = image.convert("L").resize((_SAMPLE_SIDE, _SAMPLE_SIDE), Image.Resampling.LANCZOS)
     low = dctn(np.asarray(grey, dtype=np.float64), norm="ortho")[:_HASH_SIDE, :_HASH_SIDE]
     bits = (low > np.median(low)).ravel()

@@ -13,16 +13,17 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from alembic import command
-from alembic.config import Config
-from alembic.runtime.migration import MigrationContext
-from alembic.script import ScriptDirectory
 from sqlalchemy import Connection, Engine, create_engine, event
 from sqlalchemy.engine import make_url
 from sqlalchemy.orm import Session
 
+if TYPE_CHECKING:
+    from alembic.config import Config
+
+# Alembic is imported where the schema is read or migrated: every kedro command loads the review command, and
+# alembic alone took a tenth of its start-up.
 logger = logging.getLogger(__name__)
 
 MIGRATIONS = Path(__file__).with_name("migrations")
@@ -80,6 +81,8 @@ def engine_for(url: str) -> Engine:
 
 
 def _alembic_config(connection: Connection) -> Config:
+    from alembic.config import Config
+
     config = Config()
     config.set_main_option("script_location", str(MIGRATIONS))
     config.attributes["connection"] = connection
@@ -88,6 +91,9 @@ def _alembic_config(connection: Connection) -> Config:
 
 def head_revision() -> str:
     """The newest migration's revision."""
+    from alembic.config import Config
+    from alembic.script import ScriptDirectory
+
     config = Config()
     config.set_main_option("script_location", str(MIGRATIONS))
     head = ScriptDirectory.from_config(config).get_current_head()
@@ -97,12 +103,16 @@ def head_revision() -> str:
 
 def current_revision(engine: Engine) -> str | None:
     """The store's schema revision (None: no schema yet)."""
+    from alembic.runtime.migration import MigrationContext
+
     with engine.connect() as connection:
         return MigrationContext.configure(connection).get_current_revision()
 
 
 def migrate(engine: Engine) -> None:
     """Bring the schema to the newest migration (a new store gets the whole schema)."""
+    from alembic import command
+
     with engine.begin() as connection:
         command.upgrade(_alembic_config(connection), "head")
 
