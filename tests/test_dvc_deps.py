@@ -21,6 +21,8 @@ from __future__ import annotations
 
 import ast
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -154,3 +156,21 @@ def test_the_import_graph_follows_lazy_imports_and_registry_strings():
     assert "sciir/backends/transformers_vlm.py" not in bench_select  # it builds no backend
     ingest = {str(path.relative_to(SRC)) for path in stage_modules("ingest")}
     assert "sciir/tasks/judge.py" not in ingest and "sciir/pipelines/ingest/nodes.py" in ingest
+
+
+def test_python_bytecode_in_a_code_folder_is_no_change_of_its_stage() -> None:
+    # Found when a clean clone's `make run` left __pycache__/ beside the modules: `dvc status` then called the
+    # code folders of every stage modified, and `dvc repro` would have run them all again.
+    stages = yaml.safe_load((REPO / "dvc.yaml").read_text(encoding="utf-8"))["stages"]
+    folders = sorted(
+        {dep for stage in stages.values() for dep in stage.get("deps", []) if (REPO / dep).is_dir()}
+    )
+    assert any(folder.startswith("src/") for folder in folders)
+    bytecode = [
+        f"{folder}/__pycache__/module.cpython-311.pyc" for folder in folders if folder.startswith("src/")
+    ]
+    result = subprocess.run(
+        [str(Path(sys.executable).parent / "dvc"), "check-ignore", *bytecode],
+        cwd=REPO, capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert sorted(result.stdout.split()) == sorted(bytecode), result.stderr
