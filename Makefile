@@ -80,14 +80,17 @@ type-check:
 	$(VENV)/bin/mypy
 
 # One worker per core; a module's tests stay on one worker, the longest groups sent first (tests/conftest.py). The 15 slowest are printed.
+# Python writes bytecode as it does by default, even where PYTHONDONTWRITEBYTECODE is set (as on CI): each of the
+# suite's hundreds of processes (kedro commands in the project's copies, benchmarks) would otherwise compile the
+# modules it imports again, and the suite runs as a newcomer's Python does.
 test-suite:
-	$(VENV)/bin/pytest -q -n auto --dist loadgroup --no-loadscope-reorder --durations=15
+	env -u PYTHONDONTWRITEBYTECODE $(VENV)/bin/pytest -q -n auto --dist loadgroup --no-loadscope-reorder --durations=15
 
 # The inner loop (docs/CONTRIBUTING.md): the linter and every test but the slow kinds (a fresh clone or a default
 # run, a browser, a test of seconds: the markers in pyproject.toml), on every core.
 test-fast: setup
 	$(VENV)/bin/ruff check $(PYTHON_SOURCES)
-	$(VENV)/bin/pytest -q -n auto --dist loadgroup -m "not e2e and not browser and not slow" --durations=5
+	env -u PYTHONDONTWRITEBYTECODE $(VENV)/bin/pytest -q -n auto --dist loadgroup -m "not e2e and not browser and not slow" --durations=5
 
 clean:
 	find data -mindepth 2 -not -name .gitkeep -delete 2>/dev/null; rm -rf data/cache mlruns
