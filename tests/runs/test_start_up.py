@@ -15,7 +15,9 @@ REPO = Path(__file__).resolve().parents[2]
 UNUSED_AT_START = ("scipy.stats", "scipy.fft", "sklearn", "alembic")
 
 
-def test_bootstrapping_the_project_and_finding_every_pipeline_imports_no_library_only_some_steps_use() -> None:
+def test_bootstrapping_the_project_and_finding_every_pipeline_imports_no_library_only_some_steps_use() -> (
+    None
+):
     code = (
         "import json, sys; from kedro.framework.startup import bootstrap_project; "
         f"bootstrap_project({str(REPO)!r}); from kedro.framework.project import pipelines; "
