@@ -19,7 +19,7 @@ family-wise false-positive rate, at or below alpha) and without it.
 
 Usage, from the repository root:
     .venv/bin/python benchmarks/bench_paired_tests.py              # n 200 and 800, 1,000 repetitions
-    .venv/bin/python benchmarks/bench_paired_tests.py --quick      # seconds: n 200, 100 repetitions
+    .venv/bin/python benchmarks/bench_paired_tests.py --quick      # seconds: n 200, 40 repetitions, 50 resamples
 """
 
 from __future__ import annotations
@@ -119,10 +119,10 @@ def main() -> None:
     parser.add_argument("--reps", type=int, default=1000, help="repetitions of each planted difference")
     parser.add_argument("--n-boot", type=int, default=1000, help="bootstrap resamples, as evaluate.bootstrap")
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--quick", action="store_true", help="n 200, 100 repetitions, 200 resamples")
+    parser.add_argument("--quick", action="store_true", help="n 200, 40 repetitions, 50 resamples")
     args = parser.parse_args()
     if args.quick:
-        args.n, args.reps, args.n_boot = [200], 100, 200
+        args.n, args.reps, args.n_boot = [200], 40, 50
     settings, boot = ComparisonParams(), BootstrapConfig(n_boot=args.n_boot, seed=args.seed)
     started = time.perf_counter()
     print(

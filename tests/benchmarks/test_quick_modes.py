@@ -353,9 +353,7 @@ def _(output: str) -> None:
 
 @checks("bench_paired_tests")
 def _(output: str) -> None:
-    _line(
-        r"^paired tests: 100 repetitions per row, true discordance 0\.30, alpha 0\.05, power 0\.8, ", output
-    )
+    _line(r"^paired tests: 40 repetitions per row, true discordance 0\.30, alpha 0\.05, power 0\.8, ", output)
     row = rf"^ +{NUMBER}(\*?) +200 +{NUMBER} +{NUMBER} +{NUMBER} +{NUMBER} +{NUMBER} +{NUMBER}$"
     rows = re.findall(row.replace(NUMBER, r"(\d+\.\d+)"), output, re.MULTILINE)
     assert [(float(planted), star) for planted, star, *_ in rows][:3] == [(0.0, ""), (5.0, ""), (10.0, "")]
