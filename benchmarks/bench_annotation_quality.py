@@ -11,10 +11,11 @@ vision-language backend (offline, ocr, openai, transformers: see conf/base/backe
 ``--config`` its JSON config; ``--local-conf`` copies this checkout's conf/local (credentials, a served
 annotator already configured there) instead; ``--params`` goes to ``kedro run`` unchanged.
 
-``--quick`` (about 20 s, a check that the script runs, not a measurement): the copy holds the embedded sample's
+``--quick`` (about 15 s, a check that the script runs, not a measurement): the copy holds the embedded sample's
 first kept article alone (written where ingest finds the sample, with its manifest, so ingest reads it as it
-is), and curate runs with one worker thread, its screen and privacy OCR off (``QUICK_PARAMS``, before
-``--params``); the three stages, the join to the truth and the tables are the same.
+is; only the articles up to it are drawn, the same files as in the whole sample), and curate runs with one
+worker thread, its screen and privacy OCR off (``QUICK_PARAMS``, before ``--params``); the three stages, the
+join to the truth and the tables are the same.
 
 Usage, from the repository root:
     .venv/bin/python benchmarks/bench_annotation_quality.py [--backend offline] [--out results.json] [--details]
@@ -28,19 +29,22 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import random
 import shutil
 import subprocess
 import sys
 import tempfile
 from pathlib import Path
 from typing import Any
+from unittest import mock
 
 import pandas as pd
 import yaml
 
 from sciir.backends.registry import registered_backends
-from sciir.sample import write_embedded_sample
+from sciir.sample import build, write_embedded_sample
 from sciir.sample.annotation_quality import annotation_quality, relation_errors, sample_truth
+from sciir.sample.plan import ArticlePlan
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -86,9 +90,19 @@ def _set_annotator(root: Path, backend: str, config: dict[str, Any]) -> None:
 
 def _write_quick_sample(root: Path) -> None:
     """The embedded sample's first kept article alone, with the sample's manifest (its seed and version: ingest
-    keeps the folder as it is) narrowed to that article."""
+    keeps the folder as it is) narrowed to that article. Only the articles up to it are drawn: the sample's
+    whole plan is drawn and then cut, and its articles are drawn in order from one random stream, so the
+    article's files are the same bytes as in the whole sample."""
     folder = root / SAMPLE
-    manifest = write_embedded_sample(folder)
+    whole_plan = build.plan_sample
+
+    def up_to_first_kept(rng: random.Random, id_prefix: str) -> list[ArticlePlan]:
+        plans = whole_plan(rng, id_prefix)
+        first = next((index for index, plan in enumerate(plans) if plan.reject_reason is None), len(plans))
+        return plans[: first + 1]
+
+    with mock.patch.object(build, "plan_sample", up_to_first_kept):
+        manifest = write_embedded_sample(folder)
     kept = next(article["article_id"] for article in manifest["articles"] if article["expected"] == "kept")
     for path in folder.iterdir():
         if path.is_dir() and path.name != kept:

@@ -2,7 +2,8 @@
 thread per core (``sciir.backends.rule_based``), side by side in one run.
 
 Each mode starts with an empty memo of OCR readings, so every figure is read by Tesseract in both. It prints
-both wall times, their ratio, and whether the two modes gave the same answers.
+both wall times, their ratio, and whether the two modes gave the same answers. Only the sample's first
+articles are written, up to the one holding the last figure used: the same files as in the whole sample.
 
 Usage, from the repository root:
     .venv/bin/python benchmarks/bench_rule_threads.py            # the sample's first 48 figures
@@ -15,17 +16,38 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import random
 import tempfile
 import time
 from pathlib import Path
+from unittest import mock
 
 from sciir.backends import rule_based
 from sciir.backends.offline import OfflineVLM
 from sciir.backends.readers import tesseract
-from sciir.sample import write_embedded_sample
+from sciir.sample import build, write_embedded_sample
 from sciir.sample.build import MANIFEST_NAME
+from sciir.sample.plan import ArticlePlan
 from sciir.tasks.registry import rule_book
 from sciir.tasks.screen import ScreenParams, screen_request
+
+
+def _write_sample_start(folder: Path, kept_figures: int) -> None:
+    """The embedded sample's first articles, up to the one holding its ``kept_figures``-th kept figure. The
+    sample's whole plan is drawn and then cut, and its articles are drawn in order from one random stream,
+    so these files are the same bytes as the whole sample's; the articles after them are never drawn."""
+    whole_plan = build.plan_sample
+
+    def first_articles(rng: random.Random, id_prefix: str) -> list[ArticlePlan]:
+        plans, kept = whole_plan(rng, id_prefix), 0
+        for index, plan in enumerate(plans):
+            kept += sum(figure.reject_reason is None for figure in plan.figures)
+            if kept >= kept_figures:
+                return plans[: index + 1]
+        return plans
+
+    with mock.patch.object(build, "plan_sample", first_articles):
+        write_embedded_sample(folder)
 
 
 def _figures(folder: Path, count: int) -> list[bytes]:
@@ -51,7 +73,7 @@ def main() -> None:
         args.figures = 2
     cores = os.cpu_count() or 1
     with tempfile.TemporaryDirectory() as tmp:
-        write_embedded_sample(Path(tmp))
+        _write_sample_start(Path(tmp), args.figures)
         images = _figures(Path(tmp), args.figures)
     settings = ScreenParams()
     requests = [screen_request(image, "", settings) for image in images]
