@@ -20,7 +20,11 @@ peak being the device's dense bf16 rate (--peak-tflops; known for H100 and H200:
 
     python benchmarks/bench_gpu_qwen_image.py             # on a CUDA GPU, full size
     python benchmarks/bench_gpu_qwen_image.py --tiny      # the same code path on the CPU, tiny models
-    python benchmarks/bench_gpu_qwen_image.py --quick     # the same as --tiny (every benchmark has --quick)
+    python benchmarks/bench_gpu_qwen_image.py --quick     # --tiny with the fewest steps and images
+
+``--quick`` (every benchmark has it) is ``--tiny`` with the fewest steps and images unless given: 1 timed
+training step and 1 timed generation of 2 denoising steps (the fewest Qwen-Image's scheduler draws), after the
+same warm-ups and FLOP counts.
 
 On a machine without the project installed, run it from the repository root with ``PYTHONPATH=src``.
 """
@@ -51,6 +55,8 @@ from sciir.training.resources import autocast, build_optimizer, enable_gradient_
 PEAK_TFLOPS = {"H200": 989.4, "H100": 989.4, "A100": 312.0}
 # The issue's targets.
 TRAINING_MFU_TARGET, GENERATION_MFU_TARGET = 0.35, 0.45
+# Timed training steps, denoising steps per image and timed images: (full run and --tiny, --quick).
+SIZES = {"train_steps": (5, 1), "generation_steps": (50, 2), "images": (2, 1)}
 
 
 @dataclass(frozen=True)
@@ -80,24 +86,37 @@ class Measured:
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument(
-        "--tiny",
-        "--quick",
-        dest="tiny",
-        action="store_true",
-        help="tiny random models on the CPU (a check of the code); --quick is the same",
+        "--tiny", action="store_true", help="tiny random models on the CPU (a check of the code)"
+    )
+    parser.add_argument(
+        "--quick", action="store_true", help="--tiny with 1 timed training step and 1 timed image of 2 steps"
     )
     parser.add_argument("--resolution", type=int, default=None, help="image side (default 1024; tiny: 32)")
     parser.add_argument(
         "--text-tokens", type=int, default=256, help="caption tokens the transformer attends to"
     )
-    parser.add_argument("--train-steps", type=int, default=5, help="timed training steps (after 2 warm-up)")
-    parser.add_argument("--generation-steps", type=int, default=50, help="denoising steps per image")
-    parser.add_argument("--images", type=int, default=2, help="timed generations (after 1 warm-up)")
+    parser.add_argument(
+        "--train-steps",
+        type=int,
+        default=None,
+        help="timed training steps (after 2 warm-up; default 5, quick: 1)",
+    )
+    parser.add_argument(
+        "--generation-steps", type=int, default=None, help="denoising steps per image (default 50, quick: 2)"
+    )
+    parser.add_argument(
+        "--images", type=int, default=None, help="timed generations (after 1 warm-up; default 2, quick: 1)"
+    )
     parser.add_argument("--lora-rank", type=int, default=64)
     parser.add_argument("--gradient-checkpointing", action="store_true")
     parser.add_argument("--peak-tflops", type=float, default=None, help="the device's dense bf16 peak")
     parser.add_argument("--json", type=Path, default=None, help="also write the results here")
-    return parser.parse_args(argv)
+    args = parser.parse_args(argv)
+    args.tiny = args.tiny or args.quick
+    for name, (full, quick) in SIZES.items():  # the quick run checks the code path: the fewest of each
+        if getattr(args, name) is None:
+            setattr(args, name, quick if args.quick else full)
+    return args
 
 
 def build_models(tiny: bool) -> tuple[torch.nn.Module, torch.nn.Module, Any]:

@@ -204,7 +204,7 @@ def _(output: str) -> None:
     _line(r"^\| measured \| seconds \| TFLOP \(counted\) \| MFU \| target \| peak memory \|$", output)
     for what, target in (
         ("LoRA training step \\(rank 64, batch 1\\)", 35),
-        ("generation \\(50 steps, .*\\)", 45),
+        ("generation \\(2 steps, .*\\)", 45),
     ):
         seconds, tflop = _line(
             rf"^\| {what} \| {NUMBER} \| ([\d.e+-]+) \| n/a \| {target}% \| n/a \|$", output
