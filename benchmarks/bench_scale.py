@@ -16,6 +16,8 @@ Settings that differ from the shipped ones, and why:
 - curate's near-duplicate check off: the generator draws from about 80 topics, so at 100 copies most
   panels repeat a topic's picture at another size, which the check rightly rejects (at 10 copies it left
   59 samples to annotate out of 1,040 figures); real figures at the paper's scale are mostly distinct.
+- with ``--quick`` only, curate's panels standardised to 256 px instead of 1024 (``QUICK_PANEL_PX``): a check
+  that the script runs, its seconds mostly the five ``kedro run`` start-ups.
 
 Per stage and size it records: wall seconds of the ``kedro run`` (start-up included), requests the server
 received, the peak resident memory of the whole process tree (sampled every 0.1 s: kedro, Dask threads,
@@ -25,7 +27,7 @@ projection of the paper's build (360,000 figures) from the largest size's rates.
 
 Usage, from the repository root (commit first: each size runs in a copy of the working tree):
     .venv/bin/python benchmarks/bench_scale.py                   # sizes 10, 30, 100 copies (about an hour)
-    .venv/bin/python benchmarks/bench_scale.py --quick           # about a minute: one copy, 2 models
+    .venv/bin/python benchmarks/bench_scale.py --quick           # about a minute: one copy, 2 models, 256 px panels
     .venv/bin/python benchmarks/bench_scale.py --repeats 2      # each size twice: medians fitted, spread shown
 Options: --copies 10 30 100, --repeats 1, --models 10, --window 256, --median-s 0.5, --p95-s 2, --keep DIR.
 """
@@ -71,6 +73,9 @@ curate_bench = _benchmark("bench_curate_scale")  # its memory watcher
 STAGES = ("ingest", "curate", "annotate", "bench_select", "evaluate")
 MEASURES = ("items", "seconds", "run_s", "cpu_s", "requests", "peak_mb", "written_mb")
 PAPER_FIGURES = 360_000
+# --quick: curate standardises its panels to this side instead of 1024 px (less to resize, encode, annotate
+# and judge in every stage after it; the same code path).
+QUICK_PANEL_PX = 256
 
 
 @dataclass(frozen=True)
@@ -131,17 +136,18 @@ def run_stage(root: Path, stage: str, params: dict[str, object]) -> tuple[float,
     return time.monotonic() - started, children_cpu_s() - cpu, peak / 2**20
 
 
-def write_local_conf(root: Path, copies: int) -> None:
+def write_local_conf(root: Path, copies: int, panel_px: int | None = None) -> None:
     """conf/local parameters of the simulation (the module docstring says why each differs)."""
     local = root / "conf" / "local"
+    curate: dict[str, object] = {
+        "privacy": {"face_cascade": None, "ocr_ids": False},
+        "near_duplicates": {"enabled": False},
+    }
+    if panel_px is not None:
+        curate["standardise"] = {"size_px": panel_px}
     files = {
         "parameters_ingest.yml": {"ingest": {"source": {"copies": copies}}},
-        "parameters_curate.yml": {
-            "curate": {
-                "privacy": {"face_cascade": None, "ocr_ids": False},
-                "near_duplicates": {"enabled": False},
-            }
-        },
+        "parameters_curate.yml": {"curate": curate},
         "parameters_bench_select.yml": {"bench_select": {"n_per_group": 200}},
     }
     for name, content in files.items():
@@ -182,7 +188,7 @@ def simulate(copies: int, repeat: int, args: argparse.Namespace, vlm_url: str, w
     root = work / f"copies-{copies}" / f"run-{repeat}"
     stages_bench.copy_project(root)
     stages_bench.write_backends(root, vlm_url, vlm_url, args.window, "responses.sqlite")
-    write_local_conf(root, copies)
+    write_local_conf(root, copies, args.panel_px)
     runs = []
     for stage in STAGES:
         params: dict[str, object] = {}
@@ -322,16 +328,20 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--replica-rps", type=float, default=2.0, help="projection: requests/s of one")
     parser.add_argument("--repeats", type=int, default=1, help="runs of each size (medians fitted)")
     parser.add_argument("--keep", type=Path, default=None, help="keep the project copies in this folder")
-    parser.add_argument("--quick", action="store_true", help="one copy, 2 models, 20 ms median")
+    parser.add_argument(
+        "--quick", action="store_true", help=f"one copy, 2 models, {QUICK_PANEL_PX} px panels, 20 ms median"
+    )
     args = parser.parse_args(argv)
+    args.panel_px = None  # curate's own size (1024 px)
     if args.quick:
         args.copies, args.models, args.median_s, args.p95_s, args.window = [1], 2, 0.02, 0.05, 32
+        args.panel_px = QUICK_PANEL_PX
     if args.keep is not None:
         args.keep.mkdir(parents=True, exist_ok=True)
     work = Path(tempfile.mkdtemp(prefix="sciir-scale-", dir=args.keep))
     print(
         f"sizes {args.copies} copies; {args.models} models; window {args.window}; latency log-normal, "
-        f"median {args.median_s} s, p95 {args.p95_s} s; in {work}",
+        f"median {args.median_s} s, p95 {args.p95_s} s; panels {args.panel_px or 1024} px; in {work}",
         flush=True,
     )
     runs: list[StageRun] = []
