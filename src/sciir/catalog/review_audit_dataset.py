@@ -9,8 +9,6 @@ table (``sciir.catalog.review_store_dataset``), so a run without the app reports
 
 from __future__ import annotations
 
-from typing import Any
-
 import pandas as pd
 from sqlalchemy.orm import Session
 
@@ -22,9 +20,7 @@ class ReviewAuditDataset(ReviewStoreDataset):
     """The judge-audit answers of queue ``queue`` (default ``audit``) in the review store at ``url``."""
 
     columns = AUDIT_COLUMNS
-
-    def __init__(self, *, url: str, queue: str = NAME, metadata: dict[str, Any] | None = None) -> None:
-        super().__init__(url=url, queue=queue, metadata=metadata)
+    default_queue = NAME
 
     def _read(self, session: Session) -> pd.DataFrame:
         return audit_answers(session, self._queue)

@@ -8,8 +8,6 @@ screen applies as it applies a reviewed queue file (docs/curate.md). An absent s
 
 from __future__ import annotations
 
-from typing import Any
-
 import pandas as pd
 from sqlalchemy.orm import Session
 
@@ -21,10 +19,8 @@ class ReviewDecisionsDataset(ReviewStoreDataset):
     """The panel decisions of queue ``queue`` (default ``panels``) in the review store at ``url``."""
 
     columns = DECISION_COLUMNS
+    default_queue = NAME
     what = "decision"
-
-    def __init__(self, *, url: str, queue: str = NAME, metadata: dict[str, Any] | None = None) -> None:
-        super().__init__(url=url, queue=queue, metadata=metadata)
 
     def _read(self, session: Session) -> pd.DataFrame:
         return decisions_table(session, self._queue)

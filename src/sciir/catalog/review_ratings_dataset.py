@@ -11,8 +11,6 @@ Read-only: answers are written by the app (``kedro review``), so ``save`` refuse
 
 from __future__ import annotations
 
-from typing import Any
-
 import pandas as pd
 from sqlalchemy.orm import Session
 
@@ -25,10 +23,8 @@ class ReviewRatingsDataset(ReviewStoreDataset):
     URL)."""
 
     columns = RATING_COLUMNS
+    default_queue = NAME
     what = "rating"
-
-    def __init__(self, *, url: str, queue: str = NAME, metadata: dict[str, Any] | None = None) -> None:
-        super().__init__(url=url, queue=queue, metadata=metadata)
 
     def _read(self, session: Session) -> pd.DataFrame:
         return ratings_table(session, self._queue)

@@ -20,14 +20,16 @@ from sciir.review.store import StoreError, describe, open_existing
 
 
 class ReviewStoreDataset(AbstractDataset[pd.DataFrame, pd.DataFrame]):
-    """The table ``_read`` makes of queue ``queue`` in the review store at ``url`` (any SQLAlchemy URL)."""
+    """The table ``_read`` makes of queue ``queue`` (default: the subclass's ``default_queue``) in the review
+    store at ``url`` (any SQLAlchemy URL)."""
 
     columns: tuple[str, ...] = ()
     what = "answer"
+    default_queue: str
 
-    def __init__(self, *, url: str, queue: str, metadata: dict[str, Any] | None = None) -> None:
+    def __init__(self, *, url: str, queue: str | None = None, metadata: dict[str, Any] | None = None) -> None:
         self._url = url
-        self._queue = queue
+        self._queue = queue or self.default_queue
         self.metadata = metadata
 
     @abstractmethod
