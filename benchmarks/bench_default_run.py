@@ -26,14 +26,14 @@ REPO = Path(__file__).resolve().parents[1]
 MODEL_STAGES = ("annotate", "generate", "evaluate")  # the stages of a default run that call models
 
 
-def _copy_project(root: Path) -> None:
+def copy_project(root: Path) -> None:
     for item in ("conf", "src"):
         shutil.copytree(REPO / item, root / item, ignore=shutil.ignore_patterns("__pycache__", "local"))
     shutil.copy(REPO / "pyproject.toml", root / "pyproject.toml")
     (root / "conf" / "local").mkdir()
 
 
-def _timed_run(root: Path, pipelines: list[str]) -> tuple[float, float]:
+def timed_run(root: Path, pipelines: list[str]) -> tuple[float, float]:
     """Wall and child CPU seconds of one `kedro run` (of ``pipelines`` only, when named)."""
     env = {**os.environ, "KEDRO_DISABLE_TELEMETRY": "1", "PYTHONPATH": str(root / "src")}
     kedro = Path(sys.executable).with_name("kedro")
@@ -66,10 +66,10 @@ def main(argv: list[str] | None = None) -> None:
     pipelines, stages = (["ingest"], ("ingest",)) if args.quick else ([], MODEL_STAGES)
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
-        _copy_project(root)
-        cold_wall, cold_cpu = _timed_run(root, pipelines)
+        copy_project(root)
+        cold_wall, cold_cpu = timed_run(root, pipelines)
         cold_calls = _model_calls(root, stages)
-        warm_wall, warm_cpu = _timed_run(root, pipelines)
+        warm_wall, warm_cpu = timed_run(root, pipelines)
         warm_calls = _model_calls(root, stages)
     print(f"cores: {os.cpu_count()}")
     what = f"kedro run{' --pipelines ' + ','.join(pipelines) if pipelines else ''}"

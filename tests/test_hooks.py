@@ -19,7 +19,10 @@ import pytest
 import yaml
 from kedro.framework.session import KedroSession
 from kedro.framework.startup import bootstrap_project
+from kedro_mlflow.framework.hooks import MlflowHook
 
+from sciir.hooks import ProjectHooks
+from sciir.runs.mlflow_hook import BatchedMlflowHook
 from sciir.runs.mlflow_view import EXPERIMENT_KIND_TAG, MODEL_TRAINING
 
 REPO = Path(__file__).resolve().parents[1]
@@ -109,3 +112,14 @@ def test_an_existing_experiment_gets_the_kind_once_and_a_configured_run_name_is_
     assert experiment.tags[EXPERIMENT_KIND_TAG] == MODEL_TRAINING and experiment.tags["note"].startswith(
         "made"
     )
+
+
+def test_the_session_has_one_mlflow_hook_the_projects_called_before_projecthooks(project):
+    # The plugin's own hook (registered by its entry point) beside the project's would open two MLflow runs.
+    bootstrap_project(project)
+    with KedroSession.create(project_path=project) as session:
+        hooks = [impl.plugin for impl in session._hook_manager.hook.before_node_run.get_hookimpls()]
+    assert [type(hook) for hook in hooks if isinstance(hook, MlflowHook)] == [BatchedMlflowHook]
+    # pluggy calls the last registered first: the MLflow run is open when ProjectHooks tags it.
+    kinds = [type(hook) for hook in hooks]
+    assert kinds.index(ProjectHooks) < kinds.index(BatchedMlflowHook)

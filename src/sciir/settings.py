@@ -3,19 +3,27 @@
 import os
 from pathlib import Path
 
-from sciir.hooks import ProjectHooks
 from sciir.runs.log_filters import drop_advice_for_other_authors
-from sciir.runs.results_folder import generated_folder, results_folder
 
-HOOKS = (ProjectHooks(),)
+# Before kedro-mlflow is imported (by the hook below), whose pyfunc model class MLflow warns about at its definition.
+drop_advice_for_other_authors()
+
+from sciir.hooks import ProjectHooks  # noqa: E402
+from sciir.runs.mlflow_hook import BatchedMlflowHook  # noqa: E402
+from sciir.runs.results_folder import generated_folder, results_folder  # noqa: E402
+
+# kedro-mlflow's hook with each node's params logged in one call (sciir.runs.mlflow_hook) replaces the plugin's
+# own instance. Registered last, it is called first, as the plugin's was: ProjectHooks finds its MLflow run open.
+HOOKS = (ProjectHooks(), BatchedMlflowHook())
+DISABLE_HOOKS_FOR_PLUGINS = ("kedro_mlflow",)  # the name as its distribution's metadata spells it
 
 # MLflow 3 sends usage records to its makers' server from the first tracked call, unless told not to; like
 # Kedro's (KEDRO_DISABLE_TELEMETRY, set by make and dvc.yaml), it is off in every run of this project. This
 # module is read before any hook calls MLflow; a user who sets the variable, to false as well, is obeyed.
 os.environ.setdefault("MLFLOW_DISABLE_TELEMETRY", "true")
-
-# Read before Kedro loads kedro-mlflow, whose pyfunc model class MLflow warns about at its definition.
-drop_advice_for_other_authors()
+# Each MLflow run's start looks for a Databricks serverless GPU job to resume, importing IPython to do so
+# (about half a second of every kedro run); SciIR's runs are not such jobs. A user's setting is obeyed.
+os.environ.setdefault("MLFLOW_ENABLE_SGC_RUN_RESUMPTION_FOR_DATABRICKS_JOBS", "false")
 
 
 def _tracking_uri() -> str:

@@ -424,3 +424,17 @@ def test_quick_mode_runs_and_prints_its_table(command):
         raise AssertionError(f"{command} printed:\n{result.stdout[-6000:]}") from error
     # Run from the checkout, a benchmark works in a folder of its own: the user's store, data and cache untouched.
     assert changes(before, user_state(REPO)) == []
+
+
+@checks("bench_run_overhead")
+def _(output: str) -> None:
+    _line(r"^cores: \d+; kedro run --pipelines ingest, 1 round\(s\) per side$", output)
+    sides = {}
+    for side in ("project's hook", "plugin's own hook"):
+        sides[side] = _line(rf"^  {side} +median +{NUMBER} s wall, +{NUMBER} s CPU over 1 run\(s\)$", output)
+    wall, cpu = _line(rf"^project's / plugin's: wall {NUMBER}, CPU {NUMBER}$", output)
+    (ours_wall, ours_cpu), (theirs_wall, theirs_cpu) = sides.values()
+    assert wall == pytest.approx(ours_wall / theirs_wall, abs=0.01)
+    assert cpu == pytest.approx(ours_cpu / theirs_cpu, abs=0.01)
+    (count,) = _line(rf"^MLflow params of the last runs: {NUMBER}, the same on both sides: True$", output)
+    assert count > 0

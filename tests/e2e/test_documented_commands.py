@@ -90,6 +90,11 @@ EXEMPT = {
         "a simulation of about three minutes (1,000 repetitions at n 200 and 800, 1,000 resamples each); its "
         "quick mode runs in tests/benchmarks/test_quick_modes.py"
     ),
+    ".venv/bin/python benchmarks/bench_run_overhead.py": (
+        "a measurement of about a minute and a quarter (twelve `kedro run --pipelines ingest` in two copies of the "
+        "project); its quick mode runs in tests/benchmarks/test_quick_modes.py, and the hook's logging is tested "
+        "in tests/runs/test_mlflow_hook.py"
+    ),
     "SCIIR_TEST_LOAD_SECONDS=60 .venv/bin/pytest -q -s tests/review/test_concurrency.py -k eight": (
         "the minute-long run (about two minutes, two stores) of a test make test runs for 10 s per store"
     ),
@@ -232,6 +237,7 @@ QUICK_BENCHMARKS = [
     ".venv/bin/python benchmarks/bench_model_stages.py --quick",
     ".venv/bin/python benchmarks/bench_scale.py --quick",
     ".venv/bin/python benchmarks/bench_paired_tests.py --quick",
+    ".venv/bin/python benchmarks/bench_run_overhead.py --quick",
 ]
 EXEMPT |= dict.fromkeys(QUICK_BENCHMARKS, f"a benchmark's quick mode, run by {QUICK_MODES_TEST}")
 # Servers: started in the background, polled at their URL until they answer, then stopped.

@@ -1,0 +1,85 @@
+"""kedro-mlflow's hook, with two costs of every ``kedro`` command taken out and its behaviour unchanged.
+
+- A node's parameters are logged in one call (``mlflow.log_params``) instead of one call per parameter: the
+  default run logs about 300 parameters, each a transaction of the SQLite store (or a request to a tracking
+  server) in kedro-mlflow's own hook. A value too long for a parameter still takes the configured
+  ``long_params_strategy`` (conf/base/mlflow.yml), one call each.
+- After the catalog is made, kedro-mlflow names the MLflow metric datasets that have no key of their own; to
+  find them it built every dataset of the catalog, importing every dataset class (matplotlib's among them)
+  in every run, whatever the pipeline. Only the entries whose configuration names an MLflow metric dataset
+  are built and looked at now.
+
+settings.py registers it in place of the plugin's own instance (``DISABLE_HOOKS_FOR_PLUGINS``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+import mlflow
+from kedro.framework.hooks import hook_impl
+from kedro_mlflow.framework.hooks import MlflowHook
+from mlflow.utils.validation import MAX_PARAM_VAL_LENGTH
+
+METRIC_DATASETS = ("MlflowMetricDataset", "MlflowMetricHistoryDataset", "MlflowMetricsHistoryDataset")
+
+
+def names_metric_dataset(config: Any) -> bool:
+    """Whether a catalog entry's configuration is an MLflow metric dataset's (its ``type``, any module path)."""
+    kind = str(config.get("type", "")) if isinstance(config, Mapping) else ""
+    return kind.rsplit(".", 1)[-1] in METRIC_DATASETS
+
+
+class _MetricEntries:
+    """The catalog as kedro-mlflow's ``after_catalog_created`` walks it: only the named entries are built."""
+
+    def __init__(self, catalog: Any, names: list[str]) -> None:
+        self._catalog, self._names = catalog, names
+
+    def items(self) -> Iterator[tuple[str, Any]]:
+        return ((name, self._catalog[name]) for name in self._names)
+
+    def __setitem__(self, name: str, dataset: Any) -> None:
+        self._catalog[name] = dataset
+
+
+class BatchedMlflowHook(MlflowHook):
+    """kedro-mlflow's ``MlflowHook`` (one MLflow run per ``kedro run``, each node's ``params:`` inputs
+    logged before it runs), each node's parameters logged in one call and the catalog built lazily."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._batch: dict[str, Any] | None = None
+
+    @hook_impl
+    def after_catalog_created(
+        self,
+        catalog: Any,
+        conf_catalog: dict[str, Any],
+        conf_creds: dict[str, Any],
+        parameters: dict[str, Any],
+        save_version: str,
+        load_versions: dict[str, str],
+    ) -> None:
+        names = [name for name, config in (conf_catalog or {}).items() if names_metric_dataset(config)]
+        super().after_catalog_created(
+            _MetricEntries(catalog, names), conf_catalog, conf_creds, parameters, save_version, load_versions
+        )
+
+    @hook_impl
+    def before_node_run(self, node: Any, catalog: Any, inputs: dict[str, Any], is_async: bool) -> None:
+        self._batch = {}
+        try:
+            super().before_node_run(node, catalog, inputs, is_async)
+            if self._batch:
+                mlflow.log_params(self._batch)
+        finally:
+            self._batch = None
+
+    def _log_param(self, name: str, value: Any) -> None:
+        """Kept for the node's one call; a value too long for a parameter goes the plugin's way."""
+        if self._batch is not None and len(str(value)) <= MAX_PARAM_VAL_LENGTH:
+            self._batch[name] = value
+            return
+        super()._log_param(name, value)
