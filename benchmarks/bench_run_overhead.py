@@ -1,10 +1,10 @@
 """The fixed cost of a `kedro run`: the project's kedro-mlflow hook beside the plugin's own, side by side.
 
 The project registers ``sciir.runs.mlflow_hook.BatchedMlflowHook`` in place of kedro-mlflow's hook: each node's
-parameters logged in one call instead of one per parameter, only the MLflow metric datasets built once the
-catalog is made (the plugin builds every dataset, importing every dataset class), and MLflow's look for a
-Databricks job to resume skipped at the run's start (it imports IPython). The other side is what a project that
-registers the plugin as it comes runs: the same copy of the project with settings.py's three lines undone.
+parameters logged in one call instead of one per parameter, and only the MLflow metric datasets built once the
+catalog is made (the plugin builds every dataset, importing every dataset class). The other side is what a
+project that registers the plugin as it comes runs: the same copy of the project with settings.py's two lines
+undone.
 
 Both copies run `kedro run --pipelines <pipelines>` alternately, ``--rounds`` times (the first round of each
 writes the embedded sample; later rounds find it); printed: the median wall and CPU seconds of each side over
@@ -27,7 +27,6 @@ from bench_default_run import copy_project, timed_run
 PROJECT_LINES = {
     "HOOKS = (ProjectHooks(), BatchedMlflowHook())": "HOOKS = (ProjectHooks(),)",
     'DISABLE_HOOKS_FOR_PLUGINS = ("kedro_mlflow",)': "DISABLE_HOOKS_FOR_PLUGINS = ()",
-    'os.environ.setdefault("MLFLOW_ENABLE_SGC_RUN_RESUMPTION_FOR_DATABRICKS_JOBS", "false")': "",
 }
 
 

@@ -21,9 +21,6 @@ DISABLE_HOOKS_FOR_PLUGINS = ("kedro_mlflow",)  # the name as its distribution's 
 # Kedro's (KEDRO_DISABLE_TELEMETRY, set by make and dvc.yaml), it is off in every run of this project. This
 # module is read before any hook calls MLflow; a user who sets the variable, to false as well, is obeyed.
 os.environ.setdefault("MLFLOW_DISABLE_TELEMETRY", "true")
-# Each MLflow run's start looks for a Databricks serverless GPU job to resume, importing IPython to do so
-# (about half a second of every kedro run); SciIR's runs are not such jobs. A user's setting is obeyed.
-os.environ.setdefault("MLFLOW_ENABLE_SGC_RUN_RESUMPTION_FOR_DATABRICKS_JOBS", "false")
 
 
 def _tracking_uri() -> str:
