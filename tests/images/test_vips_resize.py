@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from collections.abc import Callable
+from functools import partial
 
 import numpy as np
 import pyarrow
@@ -66,21 +68,22 @@ def _micrograph(size: tuple[int, int], seed: int, mode: str = "RGB") -> Image.Im
     return Image.fromarray(np.clip(noisy, 0, 255).astype(np.uint8)).convert(mode)
 
 
-VARIED = {
-    "figure 1.8 Mpx": _figure((1600, 1130), 1),
-    "tall figure": _figure((1100, 1900), 2),
-    "micrograph": _micrograph((1500, 1400), 3),
-    "grey micrograph": _micrograph((1300, 1700), 4, "L"),
-    "grey figure": _figure((1400, 1000), 5).convert("L"),
-    "wide strip": _figure((3000, 300), 6),
-    "6x shrink (box pre-shrink)": _micrograph((6100, 3000), 7),
-    "one pixel over": _micrograph((1025, 700), 8),
+# Built by the test that uses each (not at import: every worker collects this module).
+VARIED: dict[str, Callable[[], Image.Image]] = {
+    "figure 1.8 Mpx": partial(_figure, (1600, 1130), 1),
+    "tall figure": partial(_figure, (1100, 1900), 2),
+    "micrograph": partial(_micrograph, (1500, 1400), 3),
+    "grey micrograph": partial(_micrograph, (1300, 1700), 4, "L"),
+    "grey figure": lambda: _figure((1400, 1000), 5).convert("L"),
+    "wide strip": partial(_figure, (3000, 300), 6),
+    "6x shrink (box pre-shrink)": partial(_micrograph, (6100, 3000), 7),
+    "one pixel over": partial(_micrograph, (1025, 700), 8),
 }
 
 
 @pytest.mark.parametrize("name", VARIED)
 def test_libvips_matches_pillow_lanczos(name: str) -> None:
-    image = VARIED[name]
+    image = VARIED[name]()
     ours, theirs = standardise(image, SIZE, TOLERANCE, SHARE), _pillow_standardised(image)
     assert ours.size == theirs.size == (SIZE, SIZE) and ours.mode == theirs.mode == "RGB"
     ours_px, theirs_px = np.asarray(ours, dtype=np.int16), np.asarray(theirs, dtype=np.int16)
