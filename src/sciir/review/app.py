@@ -54,11 +54,11 @@ def _static_route(path: str, content: bytes, media_type: str) -> Route:
 
 QUEUES = (
     QueueLink(
-        lambda settings: "ratings",
+        ratings_pages.SPEC.name,
         ratings_pages.PAGE,
         "Ratings",
         "rate generated images against their prompt, blind",
-        lambda settings: settings.ratings.raters_per_image,
+        ratings_pages.SPEC.per_item,
     ),
     QueueLink(
         panel_pages.SPEC.name,
@@ -93,10 +93,7 @@ def create_app(store: Store, settings: ReviewSettings, require_tokens: bool | No
         Route("/sign-in", pages.sign_in_form, methods=["GET"]),
         Route("/sign-in", pages.sign_in, methods=["POST"]),
         Route("/sign-out", pages.sign_out, methods=["POST"]),
-        Route(ratings_pages.PAGE, ratings_pages.show, methods=["GET"]),
-        Route(f"{ratings_pages.PAGE}/answer", ratings_pages.answer, methods=["POST"]),
-        Route(f"{ratings_pages.PAGE}/undo", ratings_pages.undo, methods=["POST"]),
-        Route(f"{ratings_pages.PAGE}/image/{{public_id}}", ratings_pages.image, methods=["GET"]),
+        *queue_routes(ratings_pages.SPEC),
         *queue_routes(panel_pages.SPEC),
         *queue_routes(checklist_pages.SPEC),
         *queue_routes(audit_pages.SPEC),

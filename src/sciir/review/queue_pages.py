@@ -69,12 +69,16 @@ class QueuePage:
     path: str
     template: str
     check: Check
-    agreement: Callable[[Session, str], Agreement]
+    # Krippendorff's alpha between the queue's raters so far: (session, settings, the queue's name) -> it.
+    agreement: Callable[[Session, ReviewSettings, str], Agreement]
     per_item: Callable[[ReviewSettings], int]
     seed: Callable[[ReviewSettings], int]
     # Image roles beside "image" (the item's own file): role -> the context key holding that file's path.
     images: dict[str, str] = field(default_factory=dict)
     extra: Extra = _no_extra
+    # How an image file is served: as decoded and re-encoded (``shown_png``), or with every text chunk and name
+    # left out (``blind_png``: the ratings, whose raters must not learn the model).
+    png: Callable[[Path], bytes] = shown_png
     max_fields: int = MAX_FORM_FIELDS
     max_bytes: int = MAX_FORM_BYTES
 
@@ -105,7 +109,7 @@ def form_queue_page(
         path=path,
         template=template,
         check=lambda context, item, fields: check(fields),
-        agreement=lambda session, queue_name: agreement(session),
+        agreement=lambda session, settings, queue_name: agreement(session),
         per_item=lambda settings: section(settings).raters_per_item,
         seed=lambda settings: section(settings).seed,
         images=images or {},
@@ -137,7 +141,7 @@ def render(
         if queue is not None:
             item = next_item(session, queue, who.rater_id, per_item, spec.seed(context.settings))
             done = progress(session, queue, who.rater_id, per_item)
-        agreement = spec.agreement(session, name)
+        agreement = spec.agreement(session, context.settings, name)
         version = rater_version(session, who.rater_id)
         extra = spec.extra(session, context, item, who, posted)
     values = {
@@ -220,7 +224,7 @@ def _image(request: Request, spec: QueuePage, role: str, public_id: str) -> Resp
     if path is None:
         return PlainTextResponse("no such image", 404)
     try:
-        return Response(shown_png(Path(path)), media_type="image/png")
+        return Response(spec.png(Path(path)), media_type="image/png")
     except FileNotFoundError:
         return PlainTextResponse("this image's file is gone from the disk", 404)
     except (NotAnImage, OSError) as error:
