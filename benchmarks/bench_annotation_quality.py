@@ -29,14 +29,12 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import random
 import shutil
 import subprocess
 import sys
 import tempfile
 from pathlib import Path
 from typing import Any
-from unittest import mock
 
 import pandas as pd
 import yaml
@@ -44,7 +42,6 @@ import yaml
 from sciir.backends.registry import registered_backends
 from sciir.sample import build, write_embedded_sample
 from sciir.sample.annotation_quality import annotation_quality, relation_errors, sample_truth
-from sciir.sample.plan import ArticlePlan
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -90,19 +87,12 @@ def _set_annotator(root: Path, backend: str, config: dict[str, Any]) -> None:
 
 def _write_quick_sample(root: Path) -> None:
     """The embedded sample's first kept article alone, with the sample's manifest (its seed and version: ingest
-    keeps the folder as it is) narrowed to that article. Only the articles up to it are drawn: the sample's
-    whole plan is drawn and then cut, and its articles are drawn in order from one random stream, so the
-    article's files are the same bytes as in the whole sample."""
+    keeps the folder as it is) narrowed to that article. Only the articles up to it are drawn, the same bytes as
+    in the whole sample (``write_embedded_sample``'s ``first_articles``)."""
     folder = root / SAMPLE
-    whole_plan = build.plan_sample
-
-    def up_to_first_kept(rng: random.Random, id_prefix: str) -> list[ArticlePlan]:
-        plans = whole_plan(rng, id_prefix)
-        first = next((index for index, plan in enumerate(plans) if plan.reject_reason is None), len(plans))
-        return plans[: first + 1]
-
-    with mock.patch.object(build, "plan_sample", up_to_first_kept):
-        manifest = write_embedded_sample(folder)
+    plans = build.sample_plan()
+    first = next((index for index, plan in enumerate(plans) if plan.reject_reason is None), len(plans))
+    manifest = write_embedded_sample(folder, first_articles=first + 1)
     kept = next(article["article_id"] for article in manifest["articles"] if article["expected"] == "kept")
     for path in folder.iterdir():
         if path.is_dir() and path.name != kept:

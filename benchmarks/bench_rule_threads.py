@@ -16,38 +16,27 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import random
 import tempfile
 import time
 from pathlib import Path
-from unittest import mock
 
 from sciir.backends import rule_based
 from sciir.backends.offline import OfflineVLM
 from sciir.backends.readers import tesseract
 from sciir.sample import build, write_embedded_sample
 from sciir.sample.build import MANIFEST_NAME
-from sciir.sample.plan import ArticlePlan
 from sciir.tasks.registry import rule_book
 from sciir.tasks.screen import ScreenParams, screen_request
 
 
 def _write_sample_start(folder: Path, kept_figures: int) -> None:
-    """The embedded sample's first articles, up to the one holding its ``kept_figures``-th kept figure. The
-    sample's whole plan is drawn and then cut, and its articles are drawn in order from one random stream,
-    so these files are the same bytes as the whole sample's; the articles after them are never drawn."""
-    whole_plan = build.plan_sample
-
-    def first_articles(rng: random.Random, id_prefix: str) -> list[ArticlePlan]:
-        plans, kept = whole_plan(rng, id_prefix), 0
-        for index, plan in enumerate(plans):
-            kept += sum(figure.reject_reason is None for figure in plan.figures)
-            if kept >= kept_figures:
-                return plans[: index + 1]
-        return plans
-
-    with mock.patch.object(build, "plan_sample", first_articles):
-        write_embedded_sample(folder)
+    """The embedded sample's first articles, up to the one holding its ``kept_figures``-th kept figure: the same
+    bytes as in the whole sample (``write_embedded_sample``'s ``first_articles``)."""
+    plans, kept, count = build.sample_plan(), 0, 0
+    while count < len(plans) and kept < kept_figures:
+        kept += sum(figure.reject_reason is None for figure in plans[count].figures)
+        count += 1
+    write_embedded_sample(folder, first_articles=count)
 
 
 def _figures(folder: Path, count: int) -> list[bytes]:

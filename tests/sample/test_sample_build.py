@@ -17,7 +17,7 @@ from lxml import etree
 from PIL import Image, ImageOps
 
 from sciir.sample import write_embedded_sample
-from sciir.sample.build import _remove_surplus_copies
+from sciir.sample.build import _remove_surplus_copies, sample_plan
 from sciir.sample.jats_writer import XLINK_NS
 from sciir.sample.panel_kinds import NATIVE_TRACKS
 from sciir.sample.plan import plan_sample
@@ -285,6 +285,16 @@ def test_same_seed_writes_identical_bytes_even_over_another_seed(sample_dir: Pat
     write_embedded_sample(tmp_path, seed=SEED + 1)
     write_embedded_sample(tmp_path, seed=SEED)  # stale figures of the other seed must go
     assert _files(tmp_path) == _files(sample_dir)
+
+
+def test_the_first_articles_are_the_whole_samples_own_files(sample_dir: Path, tmp_path: Path) -> None:
+    first = write_embedded_sample(tmp_path, seed=SEED, first_articles=3)
+    ids = [article.article_id for article in sample_plan(SEED)[:3]]
+    assert [article["article_id"] for article in first["articles"]] == ids
+    written = {name: data for name, data in _files(tmp_path).items() if name != "MANIFEST.json"}
+    assert {name.split("/")[0] for name in written} == set(ids)
+    whole = _files(sample_dir)
+    assert all(whole[name] == data for name, data in written.items())  # the same bytes as in the whole sample
 
 
 def test_another_seed_changes_the_choices() -> None:

@@ -155,15 +155,21 @@ def _copy_seed(seed: int, copy: int) -> int | str:
     return seed if copy == 0 else f"{seed}:copy:{copy}"
 
 
+def sample_plan(seed: int = 7) -> list[ArticlePlan]:
+    """The plan of the sample itself (its first copy), as ``write_embedded_sample`` draws it from ``seed``."""
+    return plan_sample(random.Random(_copy_seed(seed, 0)), _copy_prefix(0))
+
+
 def write_sample_copy(
-    out_dir: Path, seed: int, copy: int
+    out_dir: Path, seed: int, copy: int, first_articles: int | None = None
 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-    """Draw and write one copy of the sample; returns its manifest article and figure rows."""
+    """Draw and write one copy of the sample (its first ``first_articles`` articles only, when given); returns
+    its manifest article and figure rows."""
     rng = random.Random(_copy_seed(seed, copy))
     scale_rng = None if copy == 0 else random.Random(f"{seed}:copy:{copy}:scale")
     articles: list[dict[str, Any]] = []
     figures: list[dict[str, Any]] = []
-    for plan in plan_sample(rng, _copy_prefix(copy)):
+    for plan in plan_sample(rng, _copy_prefix(copy))[:first_articles]:
         # The prose has a stream of its own per article, so its wording never shifts what later figures draw.
         prose_rng = random.Random(f"{seed}:{plan.article_id}:methods")
         figures.extend(_write_article(out_dir, plan, rng, prose_rng, scale_rng))
@@ -181,7 +187,7 @@ def write_sample_copy(
 
 
 def write_embedded_sample(
-    out_dir: Path, seed: int = 7, copies: int = 1, processes: int = 1
+    out_dir: Path, seed: int = 7, copies: int = 1, processes: int = 1, first_articles: int | None = None
 ) -> dict[str, Any]:
     """Write the embedded sample under ``out_dir`` and return its manifest (also ``out_dir/MANIFEST.json``).
 
@@ -191,7 +197,9 @@ def write_embedded_sample(
     times the articles and figures, no two files the same. A kind drawn the same way for a topic (a circuit
     law, a reaction) repeats its picture at another size when the topic comes round again, as a figure
     reused in another paper would, and curate's near-duplicate check rejects such repeats. Copies are drawn
-    by ``processes`` processes; the files are the same.
+    by ``processes`` processes; the files are the same. ``first_articles`` writes only the first articles of
+    each copy (``sample_plan`` lists the sample's): a copy's articles are drawn in order from one random
+    stream, so they are the same files as in the whole sample (benchmarks that read part of it).
     """
     if copies < 1:
         raise ValueError(f"the embedded sample needs at least one copy, got copies={copies}")
@@ -200,7 +208,7 @@ def write_embedded_sample(
     manifest: dict[str, Any] = {"seed": seed, "version": SAMPLE_VERSION, "articles": [], "figures": []}
     if copies > 1:  # the default sample's manifest stays as it was before copies existed
         manifest["copies"] = copies
-    for articles, figures in _drawn_copies(out_dir, seed, copies, processes):
+    for articles, figures in _drawn_copies(out_dir, seed, copies, processes, first_articles):
         manifest["articles"].extend(articles)
         manifest["figures"].extend(figures)
     _remove_surplus_copies(out_dir, copies)
@@ -217,12 +225,15 @@ def _remove_surplus_copies(out_dir: Path, copies: int) -> None:
 
 
 def _drawn_copies(
-    out_dir: Path, seed: int, copies: int, processes: int
+    out_dir: Path, seed: int, copies: int, processes: int, first_articles: int | None
 ) -> Iterator[tuple[list[dict[str, Any]], list[dict[str, Any]]]]:
     """Each copy's manifest rows in copy order, drawn in this process or in a pool of ``processes``."""
     if processes <= 1 or copies == 1:
         for copy in range(copies):
-            yield write_sample_copy(out_dir, seed, copy)
+            yield write_sample_copy(out_dir, seed, copy, first_articles)
         return
     with ProcessPoolExecutor(max_workers=processes, mp_context=multiprocessing.get_context("spawn")) as pool:
-        yield from pool.map(write_sample_copy, repeat(out_dir), repeat(seed), range(copies))
+        drawn = pool.map(
+            write_sample_copy, repeat(out_dir), repeat(seed), range(copies), repeat(first_articles)
+        )
+        yield from drawn
