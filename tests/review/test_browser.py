@@ -13,6 +13,7 @@ from sqlalchemy import select
 
 from sciir.review.models import Answer, Item, Rater
 from sciir.review.store import open_store
+from sciir.testing.browser_pages import LOADED_IMAGE_WIDTH
 from sciir.testing.review_raters import ReviewServer
 
 CHROMIUM = Path("/usr/bin/chromium")
@@ -77,7 +78,7 @@ def test_rate_with_the_keyboard_undo_reload_and_the_answer_is_stored(
         page.click("#ratings-link")
         page.wait_for_selector("html[data-keys=ready]")  # the keyboard script has run
         first = _item(page)
-        assert page.locator("#image").evaluate("img => img.naturalWidth") == 40  # decoded, served by its id
+        assert page.locator("#image").evaluate(LOADED_IMAGE_WIDTH) == 40  # decoded, served by its id
 
         with page.expect_navigation():
             page.keyboard.press("4")

@@ -20,6 +20,7 @@ from sqlalchemy import select
 from sciir.review.models import Answer, Item
 from sciir.review.store import open_store
 from sciir.settings import CONFIG_LOADER_ARGS
+from sciir.testing.browser_pages import LOADED_IMAGE_WIDTH
 from sciir.testing.review_raters import ReviewServer
 from sciir.testing.stage_runs import evaluate_file, label_benchmark, label_images
 
@@ -105,7 +106,7 @@ def test_audit_the_judge_with_the_keyboard_then_evaluate_reports_it(tmp_path: Pa
 
         page.keyboard.press("z")
         assert "zoomed" in (page.locator("#figure").get_attribute("class") or "")
-        assert page.locator("#image").evaluate("img => img.naturalWidth") == 320  # the image as judged
+        assert page.locator("#image").evaluate(LOADED_IMAGE_WIDTH) == 320  # the image as judged
         page.keyboard.press("z")
         while page.locator("#image").count():
             if _shown(page, items).startswith("m1/") and not (tmp_path / "review_audit.png").exists():

@@ -22,6 +22,7 @@ from sciir.pipelines.ingest import create_pipeline as create_ingest
 from sciir.review.models import Answer, Item, Rater
 from sciir.review.store import open_store
 from sciir.settings import CONFIG_LOADER_ARGS
+from sciir.testing.browser_pages import LOADED_IMAGE_WIDTH
 from sciir.testing.review_raters import ReviewServer
 from sciir.testing.stage_runs import HOSTILE_CAPTION, curate_parameters, stage_catalog, two_figure_article
 
@@ -86,8 +87,8 @@ def test_review_panels_with_the_keyboard_and_curate_reads_the_decisions(
         page.wait_for_selector("html[data-keys=ready]")
         assert "You: 0 / 2" in page.inner_text("#mine")
         first = page.inner_text("#figure-id")
-        assert page.locator("#image").evaluate("img => img.naturalWidth") == 64  # curate's standardised panel
-        assert page.locator("#figure-image").evaluate("img => img.naturalWidth") in (400, 360)  # its figure
+        assert page.locator("#image").evaluate(LOADED_IMAGE_WIDTH) == 64  # curate's standardised panel
+        assert page.locator("#figure-image").evaluate(LOADED_IMAGE_WIDTH) in (400, 360)  # its figure
 
         page.keyboard.press("n")  # the note field, typed into, left with Enter; then r rejects
         page.keyboard.type("wrong panel")
