@@ -76,8 +76,8 @@ class QueuePage:
     # Image roles beside "image" (the item's own file): role -> the context key holding that file's path.
     images: dict[str, str] = field(default_factory=dict)
     extra: Extra = _no_extra
-    # How an image file is served: as decoded and re-encoded (``shown_png``), or with every text chunk and name
-    # left out (``blind_png``: the ratings, whose raters must not learn the model).
+    # How an image file becomes the PNG served, without any text the file carries: ``shown_png`` takes any format
+    # the project decodes, ``blind_png`` only PNG, JPEG and WebP (the ratings' generated images).
     png: Callable[[Path], bytes] = shown_png
     max_fields: int = MAX_FORM_FIELDS
     max_bytes: int = MAX_FORM_BYTES
