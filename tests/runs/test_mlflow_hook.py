@@ -3,6 +3,7 @@ on a real MLflow store, in fewer calls; the catalog's datasets are built only wh
 
 from __future__ import annotations
 
+import threading
 from typing import Any
 
 import mlflow
@@ -84,3 +85,48 @@ def test_after_the_catalog_is_made_only_mlflow_metric_entries_are_built_and_name
     assert names_metric_dataset({"type": "MlflowMetricsHistoryDataset"})
     assert not names_metric_dataset({"type": "kedro_mlflow.io.artifacts.MlflowArtifactDataset"})
     assert not names_metric_dataset("not a mapping")
+
+
+def _reopenings(monkeypatch) -> list[str]:
+    """The run ids whose status the store is asked to write (what reopening a run does), as they come."""
+    written: list[str] = []
+    original = SqlAlchemyStore.update_run_info
+
+    def spy(self, run_id, *args, **kwargs):
+        written.append(run_id)
+        return original(self, run_id, *args, **kwargs)
+
+    monkeypatch.setattr(SqlAlchemyStore, "update_run_info", spy)
+    return written
+
+
+@pytest.mark.parametrize("kind", [MlflowHook, BatchedMlflowHook])
+def test_the_run_is_reopened_at_a_node_only_in_a_thread_where_it_is_not_active(
+    mlflow_store, monkeypatch, kind
+):
+    run_id = mlflow.start_run(run_name="pipeline").info.run_id  # as before_pipeline_run leaves it
+    hook, step = _ready(kind(), run_id), node(lambda seed: None, "params:seed", None, name="step")
+    reopened = _reopenings(monkeypatch)
+    for _ in range(3):  # three nodes of the sequential runner, in the run's own thread
+        hook.before_node_run(step, DataCatalog(), {}, False)
+    assert hook.run_id == run_id and mlflow.active_run().info.run_id == run_id
+    in_thread: list[str | None] = []
+
+    def thread_node() -> None:  # a node of the thread runner: no run is active in its thread
+        hook.before_node_run(step, DataCatalog(), {}, False)
+        in_thread.append(mlflow.active_run().info.run_id)
+
+    worker = threading.Thread(target=thread_node)
+    worker.start()
+    worker.join()
+    assert in_thread == [run_id]  # both reopen it where it is not active
+    at_nodes = list(reopened)
+    mlflow.end_run()  # after_pipeline_run ends the run once
+    left_active = mlflow.active_run() is not None
+    while mlflow.active_run():
+        mlflow.end_run()
+    if kind is MlflowHook:
+        assert at_nodes == [run_id] * 4 and left_active  # every node reopened it, stacking it again
+    else:
+        assert at_nodes == [run_id] and not left_active  # only in the other thread
+    assert mlflow_store.get_run(run_id).info.status == "FINISHED"

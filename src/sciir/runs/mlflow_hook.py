@@ -1,9 +1,12 @@
-"""kedro-mlflow's hook, with two costs of every ``kedro`` command taken out and its behaviour unchanged.
+"""kedro-mlflow's hook, with three costs of every ``kedro`` command taken out and its behaviour unchanged.
 
 - A node's parameters are logged in one call (``mlflow.log_params``) instead of one call per parameter: the
   default run logs about 300 parameters, each a transaction of the SQLite store (or a request to a tracking
   server) in kedro-mlflow's own hook. A value too long for a parameter still takes the configured
   ``long_params_strategy`` (conf/base/mlflow.yml), one call each.
+- Before each node, kedro-mlflow reopens the pipeline's run (for nodes run in other threads); in the thread
+  where it is active already (every node of the sequential runner) that is skipped: it read the run twice and
+  wrote its status once per node, and stacked the same run once more each time (nested: true).
 - After the catalog is made, kedro-mlflow names the MLflow metric datasets that have no key of their own; to
   find them it built every dataset of the catalog, importing every dataset class (matplotlib's among them)
   in every run, whatever the pipeline. Only the entries whose configuration names an MLflow metric dataset
@@ -70,12 +73,19 @@ class BatchedMlflowHook(MlflowHook):
     @hook_impl
     def before_node_run(self, node: Any, catalog: Any, inputs: dict[str, Any], is_async: bool) -> None:
         self._batch = {}
+        run_id = self.run_id
+        active = mlflow.active_run()
+        if active is not None and active.info.run_id == run_id:
+            # The plugin reopens the pipeline's run at every node for nodes run in other threads; where it is
+            # this thread's active run already, reopening it (nested, conf/base/mlflow.yml) only reads the run
+            # twice, marks it running again and stacks it once more. Without a run id the plugin skips that.
+            self.run_id = None
         try:
             super().before_node_run(node, catalog, inputs, is_async)
             if self._batch:
                 mlflow.log_params(self._batch)
         finally:
-            self._batch = None
+            self._batch, self.run_id = None, run_id
 
     def _log_param(self, name: str, value: Any) -> None:
         """Kept for the node's one call; a value too long for a parameter goes the plugin's way."""
