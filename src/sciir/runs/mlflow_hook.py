@@ -73,7 +73,7 @@ class BatchedMlflowHook(MlflowHook):
     @hook_impl
     def before_node_run(self, node: Any, catalog: Any, inputs: dict[str, Any], is_async: bool) -> None:
         self._batch = {}
-        run_id = self.run_id
+        run_id: str | None = self.run_id
         active = mlflow.active_run()
         if active is not None and active.info.run_id == run_id:
             # The plugin reopens the pipeline's run at every node for nodes run in other threads; where it is
