@@ -51,6 +51,8 @@ class BatchedMlflowHook(MlflowHook):
     """kedro-mlflow's ``MlflowHook`` (one MLflow run per ``kedro run``, each node's ``params:`` inputs
     logged before it runs), each node's parameters logged in one call and the catalog built lazily."""
 
+    run_id: str | None  # the pipeline's run, set by the plugin's before_pipeline_run
+
     def __init__(self) -> None:
         super().__init__()
         self._batch: dict[str, Any] | None = None
@@ -73,7 +75,7 @@ class BatchedMlflowHook(MlflowHook):
     @hook_impl
     def before_node_run(self, node: Any, catalog: Any, inputs: dict[str, Any], is_async: bool) -> None:
         self._batch = {}
-        run_id: str | None = self.run_id
+        run_id = self.run_id
         active = mlflow.active_run()
         if active is not None and active.info.run_id == run_id:
             # The plugin reopens the pipeline's run at every node for nodes run in other threads; where it is
