@@ -161,6 +161,37 @@ def test_every_figure_is_kept_or_rejected_with_a_reason(first_run, project):
     assert (curated[curated.status == "rejected"].reason.str.len() > 0).all()
 
 
+def _iou(a: tuple[int, ...], b: tuple[int, ...]) -> float:
+    inter = max(0, min(a[2], b[2]) - max(a[0], b[0])) * max(0, min(a[3], b[3]) - max(a[1], b[1]))
+    return inter / ((a[2] - a[0]) * (a[3] - a[1]) + (b[2] - b[0]) * (b[3] - b[1]) - inter)
+
+
+def test_the_panels_curate_found_are_the_ones_the_sample_drew(first_run, project):
+    """Every kept figure's panels against the sample's truth boxes (tests may read the truth files; the
+    pipelines never do): as many panels, each box tight inside the drawn one and mostly overlapping it."""
+    figures = pd.read_parquet(project / "data" / "02_intermediate" / "figures.parquet")
+    curated = pd.read_parquet(project / "data" / "03_primary" / "curated.parquet")
+    checked = 0
+    for figure in figures[figures["status"] == "kept"].itertuples():
+        rows = curated[curated["figure_uid"] == figure.figure_uid].sort_values("panel_index")
+        truth_path = (project / figure.image_path).with_suffix(".truth.json")
+        if not truth_path.is_file():  # an icon planted to fail the size rule
+            assert (rows["status"] == "rejected").all() and rows["reason"].str.contains("short side").all()
+            continue
+        truth = json.loads(truth_path.read_text(encoding="utf-8"))["panels"]
+        assert rows["n_panels"].tolist() == [len(truth)] * len(truth), figure.image_path
+        for row, panel in zip(rows.itertuples(), truth, strict=True):
+            # The screen after the split rejects the sample's planted near-duplicates; nothing else is lost.
+            assert row.status == "kept" or "near-duplicate" in row.reason, (figure.image_path, row.reason)
+            found, expected = (row.x0, row.y0, row.x1, row.y1), tuple(panel["bbox"])
+            # Truth boxes include the drawing margins; ours are tight around the ink.
+            assert found[0] >= expected[0] - 2 and found[1] >= expected[1] - 2, figure.image_path
+            assert found[2] <= expected[2] + 2 and found[3] <= expected[3] + 2, figure.image_path
+            assert _iou(found, expected) > 0.6, figure.image_path
+            checked += 1
+    assert checked >= 100  # 109 panels in 7 figures of several panels and the rest of one
+
+
 def test_every_quality_filter_of_bench_select_runs_on_the_sample_and_every_group_remains(first_run, project):
     metrics = json.loads((project / "data" / "08_reporting" / "metrics" / "bench_select.json").read_text())
     params = yaml.safe_load((project / "conf" / "base" / "parameters_bench_select.yml").read_text())

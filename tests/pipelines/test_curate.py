@@ -18,7 +18,6 @@ from sciir.figures.ids import sample_id
 from sciir.pipelines.curate import create_pipeline as create_curate
 from sciir.pipelines.curate.nodes import curate_figures, summarise_curate
 from sciir.pipelines.ingest import create_pipeline as create_ingest
-from sciir.pipelines.ingest.nodes import ingest_articles, prepare_source
 from sciir.sample.jats_writer import CC_BY, ArticleDocument, FigureEntry, article_xml
 from sciir.tasks.registry import rule_book
 from sciir.testing.figure_rows import kept_figure_row
@@ -117,42 +116,6 @@ def test_summarise_curate_counts_panels_awaiting_review_apart_from_rejected() ->
     }  # fmt: skip
     with pytest.raises(ValueError, match="'pending'"):
         summarise_curate(pd.DataFrame({"status": ["kept", "pending"]}))
-
-
-def _iou(a: tuple[int, ...], b: tuple[int, ...]) -> float:
-    inter = max(0, min(a[2], b[2]) - max(a[0], b[0])) * max(0, min(a[3], b[3]) - max(a[1], b[1]))
-    return inter / ((a[2] - a[0]) * (a[3] - a[1]) + (b[2] - b[0]) * (b[3] - b[1]) - inter)
-
-
-@pytest.mark.slow
-def test_embedded_sample_panels_match_its_truth(tmp_path: Path) -> None:
-    """Tests may read the sample's truth files; the pipelines never do."""
-    sample = pytest.importorskip("sciir.sample")
-    if not hasattr(sample, "write_embedded_sample"):
-        pytest.skip("sciir.sample.write_embedded_sample is not available yet")
-    ingest_params = _params("ingest")
-    ingest_params["source"]["path"] = str(tmp_path / "embedded")
-    articles, figures = ingest_articles(prepare_source(ingest_params), ingest_params)
-    # The boxes are what is checked: the privacy check's OCR (no ID-like text is drawn) is left out.
-    params = _curate_params(tmp_path)
-    params["privacy"]["ocr_ids"] = False
-    curated, _ = curate_figures(figures, articles, params)
-
-    for figure in figures[figures["status"] == "kept"].itertuples():
-        rows = curated[curated["figure_uid"] == figure.figure_uid]
-        truth_path = Path(figure.image_path).with_suffix(".truth.json")
-        if not truth_path.is_file():  # an icon planted to fail the size rule
-            assert (rows["status"] == "rejected").all() and rows["reason"].str.contains("short side").all()
-            continue
-        truth = json.loads(truth_path.read_text(encoding="utf-8"))["panels"]
-        assert rows["n_panels"].tolist() == [len(truth)] * len(truth), figure.image_path
-        for row, panel in zip(rows.itertuples(), truth, strict=True):
-            assert row.status == "kept"
-            found, expected = (row.x0, row.y0, row.x1, row.y1), tuple(panel["bbox"])
-            # Truth boxes include the drawing margins; ours are tight around the ink.
-            assert found[0] >= expected[0] - 2 and found[1] >= expected[1] - 2, figure.image_path
-            assert found[2] <= expected[2] + 2 and found[3] <= expected[3] + 2, figure.image_path
-            assert _iou(found, expected) > 0.6, figure.image_path
 
 
 @pytest.mark.slow
