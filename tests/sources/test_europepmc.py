@@ -182,7 +182,7 @@ def test_the_query_carries_the_filters_and_each_record_is_checked_again(sample_a
 
 @pytest.mark.slow
 def test_requests_keep_to_the_rate_limit_in_every_second(sample_articles, tmp_path):
-    rate = 15.0
+    rate = 40.0
     with FakeEuropePMC(sample_articles) as server:
         download(_params(server, requests_per_second=rate, concurrency=4), tmp_path / "dl", LIMITS)
         arrivals = [request.received_at for request in server.requests]
