@@ -1,8 +1,9 @@
 """The fixed cost of a `kedro run`: the project's kedro-mlflow hook beside the plugin's own, side by side.
 
 The project registers ``sciir.runs.mlflow_hook.BatchedMlflowHook`` in place of kedro-mlflow's hook: each node's
-parameters logged in one call instead of one per parameter, and only the MLflow metric datasets built once the
-catalog is made (the plugin builds every dataset, importing every dataset class). The other side is what a
+parameters logged in one call instead of one per parameter, the run not reopened at a node in the thread where it
+is active, and only the MLflow metric datasets built once the catalog is made (the plugin builds every dataset,
+importing every dataset class). The other side is what a
 project that registers the plugin as it comes runs: the same copy of the project with settings.py's two lines
 undone.
 
