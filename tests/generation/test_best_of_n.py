@@ -13,6 +13,7 @@ import pytest
 from PIL import Image
 
 from sciir.backends.base import (
+    PENDING,
     GenerationRequest,
     GenerationResult,
     ImageGenerator,
@@ -166,3 +167,13 @@ def test_candidates_are_scored_as_they_are_drawn_not_after_every_draw() -> None:
     assert painter.waited_for_nothing and len(painter.calls) >= 4 and max(painter.calls) <= 2
     assert len(selector.prompts) == 8
     assert [seen[n].meta["best_of"]["chosen_seed"] for n in range(4)] == [4, 6, 8, 10]
+
+
+def test_it_takes_the_wrapped_generators_role_and_counts_and_refuses_requests_that_wait() -> None:
+    painter = SeedPainter()
+    painter.role, painter.stats = "reference", {"cache_hits": 3.0}
+    generator = BestOfNGenerator(painter, GreySelector(), BestOfSettings(n=2))
+    assert generator.role == "reference" and generator.stats == {"cache_hits": 3.0}
+    request = GenerationRequest(sample_id="s1", prompt=PROMPT, seed=1)
+    with pytest.raises(RuntimeError, match="a best-of-N generator's requests cannot wait for answers"):
+        generator.stream(iter([request, PENDING]), lambda position, result: None)

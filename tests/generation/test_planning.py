@@ -13,6 +13,7 @@ import pytest
 from kedro.io import DatasetError
 
 from sciir.backends.base import (
+    PENDING,
     GenerationRequest,
     GenerationResult,
     ImageGenerator,
@@ -176,3 +177,13 @@ def test_plans_are_drawn_as_they_arrive_and_results_keep_their_positions() -> No
     assert all(
         seen[n].meta["planner"] == {"prompt": f"prompt {n}", "plan": f"plan of prompt {n}"} for n in range(7)
     )
+
+
+def test_it_takes_the_wrapped_generators_role_and_counts_and_refuses_requests_that_wait() -> None:
+    drawer = Drawer()
+    drawer.role, drawer.stats = "reference", {"cache_misses": 2.0}
+    planned = PlannedGenerator(drawer, ScriptedPlanner(VLMResult.failed("HTTP 503")))
+    assert planned.role == "reference" and planned.stats == {"cache_misses": 2.0}
+    request = GenerationRequest(sample_id="s1", prompt=PROMPTS["s1"])
+    with pytest.raises(RuntimeError, match="a planned generator's requests cannot wait for answers"):
+        planned.stream(iter([request, PENDING]), lambda position, result: None)

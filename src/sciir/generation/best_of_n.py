@@ -9,7 +9,7 @@ scored the first drawn candidate is kept, and the manifest's ``meta.best_of`` sa
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -22,8 +22,8 @@ from sciir.backends.base import (
     Pending,
     VisionLanguageModel,
     VLMResult,
-    streamed,
 )
+from sciir.generation.wrapping import WrappingGenerator
 from sciir.runs.model_chain import stream_through_two
 from sciir.tasks.candidate_score import build_score_request, score_of
 
@@ -40,26 +40,19 @@ def choose(scores: Sequence[int | None]) -> int | None:
     return -max(scored)[1] if scored else None
 
 
-class BestOfNGenerator(ImageGenerator):
+class BestOfNGenerator(WrappingGenerator):
     """``inner`` draws each prompt ``n`` times and ``selector`` picks the best candidate."""
+
+    wrapper_name = "a best-of-N generator"
 
     def __init__(
         self, inner: ImageGenerator, selector: VisionLanguageModel, settings: BestOfSettings
     ) -> None:
-        super().__init__()
-        self.inner, self.selector, self.settings = inner, selector, settings
-        self.role = inner.role
+        super().__init__(inner)
+        self.selector, self.settings = selector, settings
 
     def identity(self) -> dict[str, Any]:
         return {**self.inner.identity(), "best_of": self.settings.n, "selector": self.selector.identity()}
-
-    @property  # read-only: Model.stats is an attribute only a model sets (a cached model counts in it)
-    def stats(self) -> Mapping[str, float]:  # type: ignore[override]
-        """The wrapped generator's counts (its response cache's, when it is cached)."""
-        return self.inner.stats
-
-    def generate(self, requests: Sequence[GenerationRequest]) -> list[GenerationResult]:
-        return streamed(self, requests)
 
     def stream(
         self,
@@ -73,9 +66,7 @@ class BestOfNGenerator(ImageGenerator):
         n = self.settings.n
 
         def jobs() -> Iterator[tuple[_Prompt, int]]:
-            for position, request in enumerate(requests):
-                if isinstance(request, Pending):  # it would wait for answers only this stream gives
-                    raise RuntimeError("a best-of-N generator's requests cannot wait for answers (PENDING)")
+            for position, request in self.positioned(requests):
                 prompt = _Prompt(position, request, n)
                 yield from ((prompt, k) for k in range(n))
 

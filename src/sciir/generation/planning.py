@@ -10,7 +10,7 @@ prompt is never drawn in its place, so a planned model is always judged on its p
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from sciir.backends.base import (
@@ -20,8 +20,8 @@ from sciir.backends.base import (
     Pending,
     VisionLanguageModel,
     VLMResult,
-    streamed,
 )
+from sciir.generation.wrapping import WrappingGenerator
 from sciir.runs.model_chain import stream_through_two
 from sciir.tasks.planner import PlannerSettings, build_plan_request, plan_of
 from sciir.tasks.task import TaskReplyError
@@ -29,27 +29,20 @@ from sciir.tasks.task import TaskReplyError
 _Planned = tuple[int, GenerationRequest, str]  # a request's position, the request, its plan
 
 
-class PlannedGenerator(ImageGenerator):
+class PlannedGenerator(WrappingGenerator):
     """``inner`` draws what ``planner`` plans for each prompt."""
+
+    wrapper_name = "a planned generator"
 
     def __init__(
         self, inner: ImageGenerator, planner: VisionLanguageModel, settings: PlannerSettings | None = None
     ) -> None:
-        super().__init__()
-        self.inner, self.planner = inner, planner
+        super().__init__(inner)
+        self.planner = planner
         self.settings = settings or PlannerSettings()
-        self.role = inner.role
 
     def identity(self) -> dict[str, Any]:
         return {**self.inner.identity(), "planner": self.planner.identity()}
-
-    @property  # read-only: Model.stats is an attribute only a model sets (a cached model counts in it)
-    def stats(self) -> Mapping[str, float]:  # type: ignore[override]
-        """The wrapped generator's response-cache counts, when it is cached (else empty)."""
-        return self.inner.stats
-
-    def generate(self, requests: Sequence[GenerationRequest]) -> list[GenerationResult]:
-        return streamed(self, requests)
 
     def stream(
         self,
@@ -61,12 +54,6 @@ class PlannedGenerator(ImageGenerator):
         planner and the generator each with ``window`` requests in flight at most
         (``sciir.runs.model_chain``): no wait for the other plans. A sample without a plan fails at once
         with the reason."""
-
-        def jobs() -> Iterator[tuple[int, GenerationRequest]]:
-            for position, request in enumerate(requests):
-                if isinstance(request, Pending):  # it would wait for answers only this stream gives
-                    raise RuntimeError("a planned generator's requests cannot wait for answers (PENDING)")
-                yield position, request
 
         def planned(job: tuple[int, GenerationRequest], reply: VLMResult) -> list[_Planned]:
             position, request = job
@@ -84,7 +71,7 @@ class PlannedGenerator(ImageGenerator):
         stream_through_two(
             self.planner,
             self.inner,
-            jobs(),
+            self.positioned(requests),
             lambda job: build_plan_request(job[1].prompt, self.settings),
             planned,
             lambda step: step[1].model_copy(update={"prompt": step[2]}),
