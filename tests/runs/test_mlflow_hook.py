@@ -8,8 +8,10 @@ from typing import Any
 
 import mlflow
 import pytest
+from kedro.framework.hooks.manager import _create_hook_manager
 from kedro.io import DataCatalog
-from kedro.pipeline import node
+from kedro.pipeline import Pipeline, node
+from kedro.runner import ThreadRunner
 from kedro_mlflow.config.kedro_mlflow_config import KedroMlflowConfig
 from kedro_mlflow.framework.hooks import MlflowHook
 from mlflow.store.tracking.sqlalchemy_store import SqlAlchemyStore
@@ -130,3 +132,21 @@ def test_the_run_is_reopened_at_a_node_only_in_a_thread_where_it_is_not_active(
     else:
         assert at_nodes == [run_id] and not left_active  # only in the other thread
     assert mlflow_store.get_run(run_id).info.status == "FINISHED"
+
+
+@pytest.mark.parametrize("kind", [MlflowHook, BatchedMlflowHook])
+def test_under_the_thread_runner_every_nodes_params_reach_the_pipelines_run_and_no_other(mlflow_store, kind):
+    run_id = mlflow.start_run(run_name="pipeline").info.run_id  # as before_pipeline_run leaves it
+    hooks = _create_hook_manager()
+    hooks.register(_ready(kind(), run_id))
+    names = [f"p{index}" for index in range(48)]
+    steps = [node(lambda value: None, f"params:{name}", None, name=name) for name in names]
+    catalog = DataCatalog()
+    for index, name in enumerate(names):
+        catalog[f"params:{name}"] = index
+    ThreadRunner(max_workers=4).run(Pipeline(steps), catalog, hook_manager=hooks)
+    while mlflow.active_run():
+        mlflow.end_run()
+    (only,) = mlflow_store.search_runs([mlflow_store.get_run(run_id).info.experiment_id])
+    assert only.info.run_id == run_id  # no node's parameters opened a run of their own
+    assert only.data.params == {name: str(index) for index, name in enumerate(names)}

@@ -17,6 +17,7 @@ settings.py registers it in place of the plugin's own instance (``DISABLE_HOOKS_
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterator, Mapping
 from typing import Any
 
@@ -56,6 +57,9 @@ class BatchedMlflowHook(MlflowHook):
     def __init__(self) -> None:
         super().__init__()
         self._batch: dict[str, Any] | None = None
+        # One node's parameters at a time: the batch and the run id hidden below are the hook's own state, and
+        # the thread runner starts nodes in several threads at once.
+        self._node_lock = threading.Lock()
 
     @hook_impl
     def after_catalog_created(
@@ -74,20 +78,21 @@ class BatchedMlflowHook(MlflowHook):
 
     @hook_impl
     def before_node_run(self, node: Any, catalog: Any, inputs: dict[str, Any], is_async: bool) -> None:
-        self._batch = {}
-        run_id = self.run_id
-        active = mlflow.active_run()
-        if active is not None and active.info.run_id == run_id:
-            # The plugin reopens the pipeline's run at every node for nodes run in other threads; where it is
-            # this thread's active run already, reopening it (nested, conf/base/mlflow.yml) only reads the run
-            # twice, marks it running again and stacks it once more. Without a run id the plugin skips that.
-            self.run_id = None
-        try:
-            super().before_node_run(node, catalog, inputs, is_async)
-            if self._batch:
-                mlflow.log_params(self._batch)
-        finally:
-            self._batch, self.run_id = None, run_id
+        with self._node_lock:
+            self._batch = {}
+            run_id = self.run_id
+            active = mlflow.active_run()
+            if active is not None and active.info.run_id == run_id:
+                # The plugin reopens the pipeline's run at every node for nodes run in other threads; where it
+                # is this thread's active run already, reopening it (nested, conf/base/mlflow.yml) only reads
+                # the run twice, marks it running again and stacks it once more. Without a run id it skips that.
+                self.run_id = None
+            try:
+                super().before_node_run(node, catalog, inputs, is_async)
+                if self._batch:
+                    mlflow.log_params(self._batch)
+            finally:
+                self._batch, self.run_id = None, run_id
 
     def _log_param(self, name: str, value: Any) -> None:
         """Kept for the node's one call; a value too long for a parameter goes the plugin's way."""
