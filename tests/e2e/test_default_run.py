@@ -19,6 +19,8 @@ import pytest
 import yaml
 from mlflow import MlflowClient
 
+from sciir.sample.annotation_quality import box_iou
+
 # One xdist worker runs every module that shares the session's project clone (tests/e2e/conftest.py).
 pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("e2e_project")]
 
@@ -161,11 +163,6 @@ def test_every_figure_is_kept_or_rejected_with_a_reason(first_run, project):
     assert (curated[curated.status == "rejected"].reason.str.len() > 0).all()
 
 
-def _iou(a: tuple[int, ...], b: tuple[int, ...]) -> float:
-    inter = max(0, min(a[2], b[2]) - max(a[0], b[0])) * max(0, min(a[3], b[3]) - max(a[1], b[1]))
-    return inter / ((a[2] - a[0]) * (a[3] - a[1]) + (b[2] - b[0]) * (b[3] - b[1]) - inter)
-
-
 def test_the_panels_curate_found_are_the_ones_the_sample_drew(first_run, project):
     """Every kept figure's panels against the sample's truth boxes (tests may read the truth files; the
     pipelines never do): as many panels, each box tight inside the drawn one and mostly overlapping it."""
@@ -187,7 +184,7 @@ def test_the_panels_curate_found_are_the_ones_the_sample_drew(first_run, project
             # Truth boxes include the drawing margins; ours are tight around the ink.
             assert found[0] >= expected[0] - 2 and found[1] >= expected[1] - 2, figure.image_path
             assert found[2] <= expected[2] + 2 and found[3] <= expected[3] + 2, figure.image_path
-            assert _iou(found, expected) > 0.6, figure.image_path
+            assert box_iou(found, expected) > 0.6, figure.image_path
             checked += 1
     assert checked >= 100  # 109 panels in 7 figures of several panels and the rest of one
 
