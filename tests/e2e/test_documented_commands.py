@@ -4,7 +4,9 @@ The commands are the lines of the documents' fenced ``bash`` blocks (``# comment
 order (README.md first, then docs/**/*.md by path) in one bash session in the session's fresh clone
 (tests/e2e/conftest.py). The shell starts as a newcomer's does: no virtual environment on PATH, no
 PYTHONPATH, no MLflow override; only what the README says to do (``make run``, then
-``source .venv/bin/activate``) puts the tools on PATH. Commands that cannot run here are listed in
+``source .venv/bin/activate``) puts the tools on PATH. The first, ``make run``, is the clone's default run,
+run once per session in such a shell by the ``default_run`` fixture (tests/e2e/test_default_run.py checks
+what it made); the session goes on from it. Commands that cannot run here are listed in
 ``EXEMPT`` with the reason; servers (``SERVERS``) are started, polled until they answer and stopped;
 example files the documents name are written by ``doc_fixtures.py`` right before the first command
 that names them. A benchmark's quick command is run by tests/benchmarks/test_quick_modes.py (its
@@ -16,7 +18,6 @@ from __future__ import annotations
 
 import importlib.util
 import json
-import os
 import re
 import shlex
 import subprocess
@@ -25,6 +26,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+
+from tests.e2e.conftest import DEFAULT_RUN, newcomer_env
 
 # One xdist worker runs every module that shares the session's project clone (tests/e2e/conftest.py).
 pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("e2e_project")]
@@ -357,24 +360,6 @@ def test_every_command_in_running_text_is_run_by_a_block_or_exempt():
 # ---- the session
 
 
-def _newcomer_env() -> dict[str, str]:
-    """This environment without what a newcomer's shell lacks: no venv on PATH, no PYTHONPATH, no MLflow override.
-
-    Telemetry stays off (``KEDRO_DISABLE_TELEMETRY``, as ``make`` and dvc.yaml set it): nothing may be sent.
-    """
-    venv_bins = {str(Path(sys.executable).parent), str(REPO / ".venv" / "bin")}
-    path = [entry for entry in os.environ.get("PATH", "").split(os.pathsep) if entry not in venv_bins]
-    dropped = (
-        "VIRTUAL_ENV",
-        "PYTHONPATH",
-        "PYTHONHOME",
-        "SCIIR_MLFLOW_TRACKING_URI",
-        "SCIIR_MLFLOW_ARTIFACT_URI",
-    )
-    env = {key: value for key, value in os.environ.items() if key not in dropped}
-    return env | {"PATH": os.pathsep.join(path), "KEDRO_DISABLE_TELEMETRY": "1"}
-
-
 def _fixture_step(name: str, logs: Path, index: int) -> str:
     """Shell lines writing fixture ``name`` (doc_fixtures.py), logged as step ``fixture-<index>``."""
     run = f"{shlex.quote(sys.executable)} {shlex.quote(str(FIXTURE_SCRIPT))} {shlex.quote(name)}"
@@ -393,14 +378,15 @@ def _server_step(command: str, url: str, log: str) -> str:
     )
 
 
-def session_script(commands: list[Command], logs: Path) -> str:
+def session_script(commands: list[Command], logs: Path, ran_before: frozenset[int] = frozenset()) -> str:
     """One bash script running ``commands`` in order; each logs to ``<logs>/<i>.log`` and its status to ``<i>.rc``.
 
-    A failed command does not stop the session: each one's result is reported on its own.
+    A failed command does not stop the session: each one's result is reported on its own. The steps numbered in
+    ``ran_before`` ran before the script, their logs already written.
     """
     lines, written = [], set()
     for index, command in enumerate(commands):
-        if command.text in EXEMPT:
+        if command.text in EXEMPT or index in ran_before:
             continue
         for name in FIXTURES:
             if name not in written and re.search(rf"(^|[ =,/]){re.escape(name)}($|[ ,/])", command.text):
@@ -430,14 +416,15 @@ def slowest_steps(commands: list[Command], logs: Path, count: int = 8) -> list[s
     return [f"{seconds:5d} s  {label}" for seconds, label in sorted(timed, reverse=True)[:count]]
 
 
-def run_session(root: Path, logs: Path) -> Path:
-    """Run the session's commands in one newcomer's shell in ``root``; ``logs``, the folder of their logs."""
+def run_session(root: Path, logs: Path, ran_before: frozenset[int] = frozenset()) -> Path:
+    """Run the session's commands (but the steps in ``ran_before``) in one newcomer's shell in ``root``; ``logs``,
+    the folder of their logs."""
     script = logs / "session.sh"
-    script.write_text(session_script(ALL_BLOCKS, logs))
+    script.write_text(session_script(ALL_BLOCKS, logs, ran_before))
     subprocess.run(
         ["bash", "--noprofile", "--norc", str(script)],
         cwd=root,
-        env=_newcomer_env(),
+        env=newcomer_env(),
         timeout=SESSION_TIMEOUT_S,
         check=True,
     )
@@ -447,9 +434,15 @@ def run_session(root: Path, logs: Path) -> Path:
 
 
 @pytest.fixture(scope="module")
-def session(project: Path, tmp_path_factory) -> Path:
-    """Every documented command not exempt, once, in order, in the project; their logs."""
-    return run_session(project, tmp_path_factory.mktemp("documented_commands"))
+def session(project: Path, default_run: subprocess.CompletedProcess, tmp_path_factory) -> Path:
+    """Every documented command not exempt, once, in order, in the project; their logs. The README's first command
+    is the shared clone's default run (``default_run``, tests/e2e/conftest.py), which the session goes on from
+    rather than running it again: its output and status are the session's first step."""
+    logs = tmp_path_factory.mktemp("documented_commands")
+    first = next(index for index, command in enumerate(ALL_BLOCKS) if command.text == DEFAULT_RUN)
+    (logs / f"{first}.log").write_text(default_run.stdout + default_run.stderr)
+    (logs / f"{first}.rc").write_text(f"{default_run.returncode}\n")
+    return run_session(project, logs, ran_before=frozenset({first}))
 
 
 def _result(logs: Path, step: str) -> str | None:
@@ -488,6 +481,15 @@ def _log_of(session: Path, text: str) -> str:
     return (session / f"{index}.log").read_text(errors="replace")
 
 
+STAGES = ["ingest", "curate", "annotate", "bench_select", "finetune", "generate", "evaluate", "human_corr"]
+
+
+def test_every_pipeline_is_registered(session):
+    # docs/run.md's `kedro registry list`; each pipeline runs alone after the default run in `dvc repro` (below).
+    listed = _log_of(session, "kedro registry list")
+    assert [stage for stage in STAGES if stage not in listed] == []
+
+
 def test_the_second_kedro_run_makes_no_model_calls(session):
     # README: `make run`, then `kedro run`, which the response cache answers whole.
     index = next(i for i, command in enumerate(ALL_BLOCKS) if command.text == "kedro run")
@@ -498,9 +500,6 @@ def test_the_second_kedro_run_makes_no_model_calls(session):
         misses = {k: v for k, v in metrics.items() if k.endswith("cache_misses")}
         assert misses and all(v == 0 for v in misses.values()), (file.name, metrics)
         assert any(k.endswith("cache_hits") and v > 0 for k, v in metrics.items()), (file.name, metrics)
-
-
-STAGES = ["ingest", "curate", "annotate", "bench_select", "finetune", "generate", "evaluate", "human_corr"]
 
 
 def test_the_dvc_commands_reproduce_check_and_push(session, project):
