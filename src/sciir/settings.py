@@ -8,6 +8,8 @@ from sciir.runs.log_filters import drop_advice_for_other_authors
 # Before kedro-mlflow is imported (by the hook below), whose pyfunc model class MLflow warns about at its definition.
 drop_advice_for_other_authors()
 
+from mlflow.telemetry import set_telemetry_client  # noqa: E402
+
 from sciir.hooks import ProjectHooks  # noqa: E402
 from sciir.runs.mlflow_hook import BatchedMlflowHook  # noqa: E402
 from sciir.runs.results_folder import generated_folder, results_folder  # noqa: E402
@@ -21,6 +23,11 @@ DISABLE_HOOKS_FOR_PLUGINS = ("kedro_mlflow",)  # the name as its distribution's 
 # Kedro's (KEDRO_DISABLE_TELEMETRY, set by make and dvc.yaml), it is off in every run of this project. This
 # module is read before any hook calls MLflow; a user who sets the variable, to false as well, is obeyed.
 os.environ.setdefault("MLFLOW_DISABLE_TELEMETRY", "true")
+# MLflow made its telemetry client when first imported, before this module (`kedro` imports the kedro-mlflow
+# plugin's commands first), and some of its calls record through that client without reading the variable:
+# kedro-mlflow's `mlflow.autolog(disable=True)` at every run's start fetched the telemetry settings from MLflow's
+# server and queued a record. Made again now, the client follows the variable (none while it is true).
+set_telemetry_client()
 
 
 def _tracking_uri() -> str:
