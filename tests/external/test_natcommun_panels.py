@@ -9,6 +9,7 @@ four panels, while a splitter that loses one figure's gutters drops at least fou
 from __future__ import annotations
 
 import json
+from dataclasses import astuple
 from pathlib import Path
 
 import pytest
@@ -18,6 +19,7 @@ from PIL import Image
 from sciir.figures.panel_split import Box
 from sciir.figures.panels import detector_for
 from sciir.figures.params import CurateParams
+from sciir.sample.annotation_quality import box_iou
 
 REPO = Path(__file__).resolve().parents[2]
 ARTICLE = REPO / ".." / "shared" / "external" / "articles" / "natcommun-s41467-018-06211-3"
@@ -32,8 +34,7 @@ def _box(points: list[dict[str, int]]) -> Box:
 
 
 def _iou(a: Box, b: Box) -> float:
-    inter = max(0, min(a.x1, b.x1) - max(a.x0, b.x0)) * max(0, min(a.y1, b.y1) - max(a.y0, b.y0))
-    return inter / (a.width * a.height + b.width * b.height - inter)
+    return box_iou(astuple(a), astuple(b))
 
 
 def test_panels_match_the_exsclaim_reference_at_iou_half() -> None:

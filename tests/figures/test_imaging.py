@@ -16,6 +16,7 @@ from sciir.figures.panel_split import Box, SplitSettings, split_panels
 from sciir.figures.standardisation import encoded_png, png_bytes, standardise, standardised_png
 from sciir.images.colour import normalise, to_srgb
 from sciir.images.decode import UnreadableImageError, decode_file
+from sciir.sample.annotation_quality import box_iou
 
 REPO = Path(__file__).resolve().parents[2]
 EXTERNAL_ARTICLES = REPO / ".." / "shared" / "external" / "articles"
@@ -247,13 +248,6 @@ def test_ijm_tiff_with_icc_profile_converts_to_srgb(external_articles: Path) -> 
     assert difference.mean() < 1.0
 
 
-def _iou(a: tuple[int, int, int, int], b: tuple[int, int, int, int]) -> float:
-    inter_w = max(0, min(a[2], b[2]) - max(a[0], b[0]))
-    inter_h = max(0, min(a[3], b[3]) - max(a[1], b[1]))
-    inter = inter_w * inter_h
-    return inter / ((a[2] - a[0]) * (a[3] - a[1]) + (b[2] - b[0]) * (b[3] - b[1]) - inter)
-
-
 def test_nature_communications_panels_match_exsclaim_reference(external_articles: Path) -> None:
     """Loose regression against another tool's predicted boxes (not ground truth)."""
     folder = external_articles / "natcommun-s41467-018-06211-3"
@@ -271,6 +265,6 @@ def test_nature_communications_panels_match_exsclaim_reference(external_articles
             ys = [point["y"] for point in panel["geometry"]]
             expected = (min(xs), min(ys), max(xs), max(ys))
             total += 1
-            matched += max((_iou(expected, box) for box in found), default=0.0) >= 0.5
+            matched += max((box_iou(expected, box) for box in found), default=0.0) >= 0.5
     assert total == 27
     assert matched / total >= 0.8

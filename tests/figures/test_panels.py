@@ -5,6 +5,7 @@ into its panel, the geometric rules scaled to the source resolution, and the YOL
 from __future__ import annotations
 
 import importlib.util
+from dataclasses import astuple
 from pathlib import Path
 
 import pytest
@@ -14,13 +15,13 @@ from sciir.figures.geometry_rules import GeometryParams, panel_rejections
 from sciir.figures.panel_detector import DetectorParams
 from sciir.figures.panel_split import Box, SplitSettings
 from sciir.figures.panels import ClassicalSplitter, detector_for, merge_small_regions
+from sciir.sample.annotation_quality import box_iou
 
 FONT = ImageFont.load_default(size=22)
 
 
 def iou(a: Box, b: Box) -> float:
-    inter = max(0, min(a.x1, b.x1) - max(a.x0, b.x0)) * max(0, min(a.y1, b.y1) - max(a.y0, b.y0))
-    return inter / (a.width * a.height + b.width * b.height - inter)
+    return box_iou(astuple(a), astuple(b))
 
 
 def _figure_with_letters() -> tuple[Image.Image, list[Box]]:
