@@ -26,8 +26,6 @@ from sciir.sample.annotation_quality import box_iou
 # One xdist worker runs every module that shares the session's project clone (tests/e2e/conftest.py).
 pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("e2e_project")]
 
-REPO = Path(__file__).resolve().parents[2]
-
 
 @pytest.fixture(scope="module")
 def first_run(default_run: subprocess.CompletedProcess) -> subprocess.CompletedProcess:

@@ -433,13 +433,18 @@ def run_session(root: Path, logs: Path, ran_before: frozenset[int] = frozenset()
     return logs
 
 
+def _step_of(text: str) -> int:
+    """The session's step number of the first block command ``text`` of the documents."""
+    return next(index for index, command in enumerate(ALL_BLOCKS) if command.text == text)
+
+
 @pytest.fixture(scope="module")
 def session(project: Path, default_run: subprocess.CompletedProcess, tmp_path_factory) -> Path:
     """Every documented command not exempt, once, in order, in the project; their logs. The README's first command
     is the shared clone's default run (``default_run``, tests/e2e/conftest.py), which the session goes on from
     rather than running it again: its output and status are the session's first step."""
     logs = tmp_path_factory.mktemp("documented_commands")
-    first = next(index for index, command in enumerate(ALL_BLOCKS) if command.text == DEFAULT_RUN)
+    first = _step_of(DEFAULT_RUN)
     (logs / f"{first}.log").write_text(default_run.stdout + default_run.stderr)
     (logs / f"{first}.rc").write_text(f"{default_run.returncode}\n")
     return run_session(project, logs, ran_before=frozenset({first}))
@@ -477,8 +482,7 @@ def test_every_documented_command_runs(session, document):
 
 def _log_of(session: Path, text: str) -> str:
     """The output of the first block command ``text`` of the documents."""
-    index = next(i for i, command in enumerate(ALL_BLOCKS) if command.text == text)
-    return (session / f"{index}.log").read_text(errors="replace")
+    return (session / f"{_step_of(text)}.log").read_text(errors="replace")
 
 
 STAGES = ["ingest", "curate", "annotate", "bench_select", "finetune", "generate", "evaluate", "human_corr"]
@@ -492,7 +496,7 @@ def test_every_pipeline_is_registered(session):
 
 def test_the_second_kedro_run_makes_no_model_calls(session):
     # README: `make run`, then `kedro run`, which the response cache answers whole.
-    index = next(i for i, command in enumerate(ALL_BLOCKS) if command.text == "kedro run")
+    index = _step_of("kedro run")
     files = sorted((session / f"{index}.files").iterdir())
     assert [file.name for file in files] == ["annotate.json", "evaluate.json", "generate.json"]
     for file in files:
