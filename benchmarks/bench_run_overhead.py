@@ -1,16 +1,18 @@
-"""The fixed cost of a `kedro run`: the project's kedro-mlflow hook beside the plugin's own, side by side.
+"""The fixed cost of a `kedro run`: the project as it is beside copies with each of its two savings undone.
 
-The project registers ``sciir.runs.mlflow_hook.BatchedMlflowHook`` in place of kedro-mlflow's hook: each node's
-parameters logged in one call instead of one per parameter, the run not reopened at a node in the thread where it
-is active, and only the MLflow metric datasets built once the catalog is made (the plugin builds every dataset,
-importing every dataset class). The other side is what a
-project that registers the plugin as it comes runs: the same copy of the project with settings.py's two lines
-undone.
+1. The project registers ``sciir.runs.mlflow_hook.BatchedMlflowHook`` in place of kedro-mlflow's hook: each
+   node's parameters logged in one call instead of one per parameter, the run not reopened at a node in the
+   thread where it is active, and only the MLflow metric datasets built once the catalog is made (the plugin
+   builds every dataset, importing every dataset class). Undone: the plugin's hook registered as it comes
+   (settings.py's two lines undone).
+2. ``sciir.runs.process_exit.skip_collections_at_exit``: the process exits without the garbage collector's full
+   passes over everything it imported. Undone: settings.py's call removed.
 
-Both copies run `kedro run --pipelines <pipelines>` alternately, ``--rounds`` times (the first round of each
-writes the embedded sample; later rounds find it); printed: the median wall and CPU seconds of each side over
-the rounds after the first (the only round with --quick, which checks that the script runs), their ratio, and
-whether both logged the same MLflow params. Usage: `python benchmarks/bench_run_overhead.py` from the root.
+The copies run `kedro run --pipelines <pipelines>` in turn, ``--rounds`` times (the first round of each writes
+the embedded sample; later rounds find it); printed: the median wall and CPU seconds of each side over the
+rounds after the first (the only round with --quick, which checks that the script runs), the project's ratio
+to each undone side, and whether all logged the same MLflow params.
+Usage: `python benchmarks/bench_run_overhead.py` from the root.
 """
 
 from __future__ import annotations
@@ -24,20 +26,25 @@ from pathlib import Path
 
 from bench_default_run import copy_project, timed_run
 
-# settings.py lines that make the project's hook the one registered; undone on the plugin's side.
-PROJECT_LINES = {
-    "HOOKS = (ProjectHooks(), BatchedMlflowHook())": "HOOKS = (ProjectHooks(),)",
-    'DISABLE_HOOKS_FOR_PLUGINS = ("kedro_mlflow",)': "DISABLE_HOOKS_FOR_PLUGINS = ()",
+PROJECT = "project"
+# Each saving's settings.py lines and what they become on its undone side.
+UNDONE = {
+    # kedro-mlflow's own hook registered by its entry point, as the plugin comes.
+    "plugin's own hook": {
+        "HOOKS = (ProjectHooks(), BatchedMlflowHook())": "HOOKS = (ProjectHooks(),)",
+        'DISABLE_HOOKS_FOR_PLUGINS = ("kedro_mlflow",)': "DISABLE_HOOKS_FOR_PLUGINS = ()",
+    },
+    "collections at exit": {"\nskip_collections_at_exit()\n": "\n"},
 }
 
 
-def register_the_plugins_hook(root: Path) -> None:
-    """The copy's settings.py with kedro-mlflow's own hook registered by its entry point, as the plugin comes."""
+def undo(root: Path, lines: dict[str, str]) -> None:
+    """The copy's settings.py with ``lines`` replaced."""
     settings = root / "src" / "sciir" / "settings.py"
     text = settings.read_text(encoding="utf-8")
-    for line, replacement in PROJECT_LINES.items():
+    for line, replacement in lines.items():
         if line not in text:
-            raise SystemExit(f"settings.py no longer holds {line!r}: update PROJECT_LINES")
+            raise SystemExit(f"settings.py no longer holds {line!r}: update UNDONE")
         text = text.replace(line, replacement)
     settings.write_text(text, encoding="utf-8")
 
@@ -60,12 +67,13 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     rounds = 1 if args.quick else max(2, args.rounds)
     pipelines = args.pipelines.split(",")
-    sides = {"project's hook": [], "plugin's own hook": []}
+    sides: dict[str, list[tuple[float, float]]] = {PROJECT: [], **{side: [] for side in UNDONE}}
     with tempfile.TemporaryDirectory() as tmp:
         roots = {side: Path(tmp) / f"copy{index}" for index, side in enumerate(sides)}
         for root in roots.values():
             copy_project(root)
-        register_the_plugins_hook(roots["plugin's own hook"])
+        for side, lines in UNDONE.items():
+            undo(roots[side], lines)
         for _ in range(rounds):
             for side, root in roots.items():
                 sides[side].append(timed_run(root, pipelines))
@@ -76,13 +84,14 @@ def main(argv: list[str] | None = None) -> None:
         side: [statistics.median(t[i] for t in times) for i in (0, 1)] for side, times in counted.items()
     }
     for side, (wall, cpu) in medians.items():
-        print(f"  {side:18s} median {wall:5.2f} s wall, {cpu:5.2f} s CPU over {len(counted[side])} run(s)")
-    (new_wall, new_cpu), (old_wall, old_cpu) = medians.values()
-    print(f"project's / plugin's: wall {new_wall / old_wall:.2f}, CPU {new_cpu / old_cpu:.2f}")
-    ours, theirs = params.values()
-    print(f"MLflow params of the last runs: {len(ours)}, the same on both sides: {ours == theirs}")
-    if ours != theirs:
-        raise SystemExit("the two hooks logged different params")
+        print(f"  {side:19s} median {wall:5.2f} s wall, {cpu:5.2f} s CPU over {len(counted[side])} run(s)")
+    wall, cpu = medians[PROJECT]
+    for side in UNDONE:
+        print(f"project / {side}: wall {wall / medians[side][0]:.2f}, CPU {cpu / medians[side][1]:.2f}")
+    same = all(side_params == params[PROJECT] for side_params in params.values())
+    print(f"MLflow params of the last runs: {len(params[PROJECT])}, the same on every side: {same}")
+    if not same:
+        raise SystemExit("the sides logged different params")
 
 
 if __name__ == "__main__":

@@ -12,6 +12,7 @@ from mlflow.telemetry import set_telemetry_client  # noqa: E402
 
 from sciir.hooks import ProjectHooks  # noqa: E402
 from sciir.runs.mlflow_hook import BatchedMlflowHook  # noqa: E402
+from sciir.runs.process_exit import skip_collections_at_exit  # noqa: E402
 from sciir.runs.results_folder import generated_folder, results_folder  # noqa: E402
 
 # kedro-mlflow's hook with each node's params logged in one call (sciir.runs.mlflow_hook) replaces the plugin's
@@ -28,6 +29,9 @@ os.environ.setdefault("MLFLOW_DISABLE_TELEMETRY", "true")
 # kedro-mlflow's `mlflow.autolog(disable=True)` at every run's start fetched the telemetry settings from MLflow's
 # server and queued a record. Made again now, the client follows the variable (none while it is true).
 set_telemetry_client()
+
+# Every `kedro` command of the project exits without collecting what it imported (sciir.runs.process_exit).
+skip_collections_at_exit()
 
 
 def _tracking_uri() -> str:

@@ -94,9 +94,9 @@ EXEMPT = {
         "quick mode runs in tests/benchmarks/test_quick_modes.py"
     ),
     ".venv/bin/python benchmarks/bench_run_overhead.py": (
-        "a measurement of about a minute and a quarter (twelve `kedro run --pipelines ingest` in two copies of the "
-        "project); its quick mode runs in tests/benchmarks/test_quick_modes.py, and the hook's logging is tested "
-        "in tests/runs/test_mlflow_hook.py"
+        "a measurement of about two minutes (eighteen `kedro run --pipelines ingest` in three copies of the "
+        "project); its quick mode runs in tests/benchmarks/test_quick_modes.py, the hook's logging is tested in "
+        "tests/runs/test_mlflow_hook.py and the exit in tests/runs/test_process_exit.py"
     ),
     "SCIIR_TEST_LOAD_SECONDS=60 .venv/bin/pytest -q -s tests/review/test_concurrency.py -k eight": (
         "the minute-long run (about two minutes, two stores) of a test make test runs for 10 s per store"
