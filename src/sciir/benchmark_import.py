@@ -34,6 +34,7 @@ from sciir.backends.base import VisionLanguageModel
 from sciir.backends.cache import ResponseCache
 from sciir.backends.registry import resolve_backend
 from sciir.catalog.backend_dataset import configured_backend, make_backend
+from sciir.runs.process_exit import skip_collections_at_exit
 from sciir.tasks.prompt_checklist import TASK as PROMPT_CHECKLIST
 from sciir.user_files.benchmark_file import BenchmarkFileError, BenchmarkTables, read_benchmark_file
 from sciir.user_files.importers.aibench_file import AIBENCH_FIELDS, import_aibench
@@ -275,4 +276,5 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
+    skip_collections_at_exit()
     sys.exit(main())

@@ -1,4 +1,5 @@
-"""A `kedro` process's exit without the garbage collector's last passes over everything it imported."""
+"""A command's exit without the garbage collector's last passes over everything it imported: every `kedro`
+command of the project (settings.py), `python -m sciir.benchmark_import` and `python -m sciir.review`."""
 
 from __future__ import annotations
 
