@@ -3,6 +3,8 @@
 import json
 import pickle
 import sqlite3
+import subprocess
+import sys
 import threading
 from concurrent.futures import ThreadPoolExecutor
 from copy import deepcopy
@@ -220,3 +222,24 @@ def test_a_cached_backend_survives_deep_copies_as_kedro_memory_datasets_make_the
         sent = srv.stats.chat_requests
     assert old.cached and new.ok and not new.cached and sent == 2
     assert (copy.stats["hits"], copy.stats["misses"]) == (1, 2)  # the copy goes on counting from the original
+
+
+# A process of the project's commands (sciir.runs.process_exit) whose cache a reference cycle holds, as a Kedro
+# catalog's does: the collector does not reach the cycle at exit, yet the connection is closed.
+HELD_IN_A_CYCLE = """
+from sciir.backends.cache import ResponseCache
+from sciir.runs.process_exit import skip_collections_at_exit
+skip_collections_at_exit()
+class Holder: pass
+holder = Holder(); holder.itself = holder
+holder.cache = ResponseCache("responses.sqlite"); holder.cache.put("k", b"v" * 100_000)
+"""
+
+
+def test_the_connection_is_closed_at_exit_leaving_no_write_ahead_log(tmp_path: Path) -> None:
+    result = subprocess.run(
+        [sys.executable, "-c", HELD_IN_A_CYCLE], cwd=tmp_path, capture_output=True, text=True, timeout=60
+    )
+    assert result.returncode == 0, result.stderr
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["responses.sqlite"]
+    assert ResponseCache(tmp_path / "responses.sqlite").get_many(["k"]) == {"k": b"v" * 100_000}

@@ -3,7 +3,8 @@
 Checked in child processes that read the project's settings as `kedro` does, between two exit handlers of
 their own: the one registered after the settings runs first and must find nothing frozen yet (MLflow's and
 Dask's handlers are registered as runs go, after the settings); the one registered before runs last and must
-find the objects frozen, so that the interpreter's collections at teardown skip them. A process that loaded an
+find the objects frozen, so that the interpreter's collections at teardown skip them; what was garbage before
+(a finished run's catalog) is collected first, its connections closed as Python's own exit closes them. A process that loaded an
 extension which reports what outlives the interpreter (triton, built with nanobind) is not frozen: it would
 print its objects as leaked.
 """
@@ -49,3 +50,21 @@ def test_a_process_with_triton_loaded_is_not_frozen_and_reports_no_leak(tmp_path
         "registered before the settings, frozen: False",
     ]
     assert "leaked" not in stderr
+
+
+# A finished run's catalog: a reference cycle nothing holds any more, with an SQLite connection in WAL mode.
+GARBAGE_WITH_A_CONNECTION = """
+import sqlite3
+class Catalog: pass
+catalog = Catalog(); catalog.itself = catalog
+catalog.connection = sqlite3.connect("store.sqlite")
+catalog.connection.execute("PRAGMA journal_mode=WAL")
+catalog.connection.execute("CREATE TABLE t (a)")
+catalog.connection.commit()
+del catalog
+"""
+
+
+def test_what_is_garbage_at_exit_is_collected_first_its_connections_closed(tmp_path: Path) -> None:
+    _probe(tmp_path, then=GARBAGE_WITH_A_CONNECTION)
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["store.sqlite"]  # no write-ahead log left

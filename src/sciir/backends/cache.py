@@ -20,6 +20,7 @@ import os
 import sqlite3
 import threading
 import time
+import weakref
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from itertools import count
 from pathlib import Path
@@ -76,6 +77,10 @@ class ResponseCache:
         if self._conn is None or self._pid != os.getpid():
             self._conn = _open_wal(self.path)
             self._pid = os.getpid()
+            # Closed when the cache is dropped or the process exits, whatever holds the cache (a catalog's
+            # reference cycles, which no collection may reach at exit: sciir.runs.process_exit): left open, a
+            # connection leaves its write-ahead log beside the file.
+            weakref.finalize(self, _close_in, self._conn, self._pid)
         return self._conn
 
     def get_many(self, keys: Sequence[str]) -> dict[str, bytes]:
@@ -122,6 +127,12 @@ class ResponseCache:
         self._lock = threading.Lock()
         self._conn = None
         self._pid = 0
+
+
+def _close_in(conn: sqlite3.Connection, pid: int) -> None:
+    """Close ``conn`` in the process that opened it (a forked child's copy is not its own to close)."""
+    if os.getpid() == pid:
+        conn.close()
 
 
 def _open_wal(path: Path) -> sqlite3.Connection:

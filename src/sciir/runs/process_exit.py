@@ -14,20 +14,23 @@ REPORT_WHAT_OUTLIVES_EXIT = ("triton",)
 
 
 def skip_collections_at_exit() -> None:
-    """Freeze the garbage collector's objects once the exit handlers registered after this call have run.
+    """Collect once, then freeze the collector's objects, when the exit handlers registered after this call have
+    run.
 
-    At exit Python tears its modules down and runs full collections over every object still alive: for a
-    `kedro run` with MLflow, pandas and SQLAlchemy imported, more than a second of CPU spent freeing memory
-    the operating system takes back anyway (benchmarks/bench_run_overhead.py). ``gc.freeze`` moves those
-    objects out of the collector's sight. Nothing else is skipped: exit handlers registered later (MLflow's
-    flushes, Dask's cluster closing, weakref finalizers) run before it, those registered earlier still run
+    At exit Python tears its modules down and runs several full collections over every object still alive: for
+    a `kedro run` with MLflow, pandas and SQLAlchemy imported, more than a second of CPU spent freeing memory
+    the operating system takes back anyway (benchmarks/bench_run_overhead.py). Here one collection finalizes
+    what is already garbage (a finished run's catalog, its connections and files, as Python would), then
+    ``gc.freeze`` moves what is left out of the collector's sight. Exit handlers registered later (MLflow's
+    flushes, Dask's cluster closing) run before it, those registered earlier (weakref finalizers among them)
     after it, and objects freed by reference counting at teardown still close and flush their files. Only
-    what reference cycles hold is left to the operating system, unfinalized: a file left open in a cycle is
-    not flushed (Python's own collections at exit do not promise it either).
+    cycles that modules still hold at exit are left to the operating system unfinalized: what must be closed
+    is closed explicitly (the response cache's connection: ``weakref.finalize``).
     """
-    atexit.register(_freeze_unless_reported)
+    atexit.register(_collect_then_freeze)
 
 
-def _freeze_unless_reported() -> None:
+def _collect_then_freeze() -> None:
     if not any(name in sys.modules for name in REPORT_WHAT_OUTLIVES_EXIT):
+        gc.collect()
         gc.freeze()
