@@ -20,7 +20,7 @@ def skip_collections_at_exit() -> None:
     At exit Python tears its modules down and runs several full collections over every object still alive: for
     a `kedro run` with MLflow, pandas and SQLAlchemy imported, more than a second of CPU spent freeing memory
     the operating system takes back anyway (benchmarks/bench_run_overhead.py). Here one collection finalizes
-    what is already garbage (a finished run's catalog, its connections and files, as Python would), then
+    what is already garbage (a finished run's catalog and its connections, as Python's own exit would), then
     ``gc.freeze`` moves what is left out of the collector's sight. Exit handlers registered later (MLflow's
     flushes, Dask's cluster closing) run before it, those registered earlier (weakref finalizers among them)
     after it, and objects freed by reference counting at teardown still close and flush their files. Only
