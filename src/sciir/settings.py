@@ -30,7 +30,8 @@ os.environ.setdefault("MLFLOW_DISABLE_TELEMETRY", "true")
 # server and queued a record. Made again now, the client follows the variable (none while it is true).
 set_telemetry_client()
 
-# Every `kedro` command of the project exits without collecting what it imported (sciir.runs.process_exit).
+# Every `kedro` command of the project exits after one collection, without the interpreter's full passes over
+# what it imported (sciir.runs.process_exit).
 skip_collections_at_exit()
 
 
