@@ -4,9 +4,9 @@ Checked in child processes that read the project's settings as `kedro` does, bet
 their own: the one registered after the settings runs first and must find nothing frozen yet (MLflow's and
 Dask's handlers are registered as runs go, after the settings); the one registered before runs last and must
 find the objects frozen, so that the interpreter's collections at teardown skip them; what was garbage before
-(a finished run's catalog) is collected first, its connections closed as Python's own exit closes them. A process that loaded an
-extension which reports what outlives the interpreter (triton, built with nanobind) is not frozen: it would
-print its objects as leaked.
+(a finished run's catalog) is collected first, its connections closed as Python's own exit closes them. A
+process that loaded an extension which reports what outlives the interpreter (triton, built with nanobind) is
+not frozen: it would print its objects as leaked.
 """
 
 from __future__ import annotations
