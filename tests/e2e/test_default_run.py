@@ -143,6 +143,16 @@ def test_every_figure_is_kept_or_rejected_with_a_reason(first_run, project):
     assert (curated[curated.status == "rejected"].reason.str.len() > 0).all()
 
 
+def test_curate_shows_its_progress_and_none_of_dasks_cluster_chatter(first_run):
+    printed = first_run.stdout + first_run.stderr
+    figures = re.search(r"curate: (\d+)/(\d+) figures in", printed)
+    assert figures and figures[1] == figures[2] and int(figures[1]) > 0, (
+        "curate ran on its cluster and said so"
+    )
+    for dask_info in ("Scheduler at:", "Start worker at:", "Register worker", "Receive client connection"):
+        assert dask_info not in printed  # conf/logging.yml keeps Dask's logger at WARNING
+
+
 def test_the_panels_curate_found_are_the_ones_the_sample_drew(first_run, project):
     """Every kept figure's panels against the sample's truth boxes (tests may read the truth files; the
     pipelines never do): as many panels, each box tight inside the drawn one and mostly overlapping it."""

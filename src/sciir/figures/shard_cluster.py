@@ -32,21 +32,42 @@ logger = logging.getLogger(__name__)
 
 SHARDS_IN_FLIGHT_PER_THREAD = 2  # enough to keep a worker busy while the node records the last one
 LOG_EVERY_S = 30.0
+DASK_LOG_LEVEL_VARIABLE = "DASK_DISTRIBUTED__LOGGING__DISTRIBUTED"  # Dask's `distributed.logging.distributed`
+SPAWN_ENVIRONMENT = "distributed.nanny.pre-spawn-environ"  # what a worker process starts with
+
+
+def _configured_dask_log_level() -> int | None:
+    """The level the run's logging configuration (conf/logging.yml) gives Dask's logger, ``distributed``, if any.
+
+    Dask sets that logger to INFO in each process that imports it, after Kedro has configured the run's
+    logging, and silences only handlers of its own (none under Kedro, whose handler is the root's): its
+    scheduler and workers would log every start, connection and stop into the run's log (about 60 records
+    in the default run)."""
+    level = logging.getLogger("distributed").level
+    return level if level != logging.NOTSET else None
 
 
 @contextmanager
 def dask_client(settings: CurateParams) -> Iterator[Any]:
     """A client of the configured scheduler, or of a local cluster closed on exit."""
+    log_level = _configured_dask_log_level()  # before the import below resets it
     import dask
     from dask.distributed import Client, LocalCluster
 
+    if log_level is not None:
+        logging.getLogger("distributed").setLevel(log_level)
     if settings.cluster.scheduler:
         with Client(settings.cluster.scheduler) as client:
             yield client
         return
     workers = settings.workers.count or os.cpu_count() or 1
     # Workers start child processes (the per-figure limits), which a daemonic process may not.
-    with dask.config.set({"distributed.worker.daemon": False}):
+    config: dict[str, Any] = {"distributed.worker.daemon": False}
+    if log_level is not None:
+        # Worker processes (processes: true) import Dask anew: they read its level from their environment.
+        spawn_env = dask.config.get(SPAWN_ENVIRONMENT)
+        config[SPAWN_ENVIRONMENT] = spawn_env | {DASK_LOG_LEVEL_VARIABLE: str(log_level)}
+    with dask.config.set(config):
         cluster = LocalCluster(
             n_workers=workers,
             threads_per_worker=1,
