@@ -118,6 +118,19 @@ EXEMPT = {
         "its client and server are tested in tests/reliability and tests/backends"
     ),
     "make test-fast": "the unit tests of this suite, which `make test` runs with the rest",
+    "/usr/bin/time -v make test-fast": "`make test-fast` (above), timed",
+    "CI=true /usr/bin/time -v bash .ci/run": "`make test` (which `.ci/run` runs) timed: this is that run",
+    "CI=true /usr/bin/time -v make setup": (
+        "`make setup` timed in a clean clone of its own; `make setup` itself runs in this session "
+        "(docs/environment.md), where it finds the clone's environment installed"
+    ),
+    "ruff check": "the linter as `make test` runs it first (the Makefile's `test` recipe): this is that run",
+    "ruff format --check": "the format check as `make test` runs it (the Makefile's `test` recipe): this is that run",
+    "uv pip sync --require-hashes": "a step of `make setup` (the Makefile), which runs in this session",
+    "uv pip sync --require-hashes requirements.lock": "a step of `make setup` (the Makefile), which runs in this session",
+    "uv pip compile --universal": (
+        "the resolve of `make lock` (the Makefile), which tests/test_environment_lock.py runs in a copy"
+    ),
     ".venv/bin/pre-commit run --all-files": (
         "ruff and mypy over the whole tree, which `make test` runs itself (ruff check, ruff format --check, mypy)"
     ),
@@ -250,9 +263,14 @@ SERVERS = {
     "kedro review": "http://127.0.0.1:8765/sign-in",
     "kedro review --checklists physics.jsonl --checklist-images physics_images/mine": "http://127.0.0.1:8765/sign-in",
     "python -m sciir.review --store sqlite:///data/review/review.sqlite --port 8766": "http://127.0.0.1:8766/sign-in",
+    ".venv/bin/mkdocs serve": "http://127.0.0.1:8000",
 }
+# A code span is a command when it starts with one of these programs, after any variable settings
+# (``CI=true``) and ``/usr/bin/time``.
 COMMAND_WORDS = re.compile(
-    r"^(kedro|dvc|make|mlflow|vllm|source|pip|python3?|brew|dnf|apt-get|\.venv/bin/\S+)\s|^--params\s"
+    r"^(?:[A-Z][A-Z0-9_]*=\S*\s+)*(?:/usr/bin/time\s+(?:-v\s+)?)?"
+    r"(kedro|dvc|make|mlflow|vllm|source|pip|python3?|brew|dnf|apt-get|mkdocs|bash|ruff|uv|pytest|pre-commit|mypy"
+    r"|\.venv/bin/\S+)\s|^--params\s"
 )
 # Files copied aside right after a command (into ``<logs>/<index>.files/``), for tests of its outcome that
 # later commands would overwrite.
