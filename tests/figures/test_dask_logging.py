@@ -1,8 +1,11 @@
-"""Curate's Dask cluster logs at the level the run's logging configuration (conf/logging.yml) gives Dask's logger.
+"""Curate's Dask cluster logs at the level the run's logging configuration (conf/logging.yml) gives Dask's logger,
+and leaves the run's environment as it found it.
 
 Dask sets its logger to INFO in each process that imports it, after Kedro has configured the run's logging, and
-its own silencing reaches only handlers of its own, none under Kedro. Each case runs in a fresh interpreter, as a
-`kedro run` does: there Dask is imported for the first time, after the logging configuration.
+its own silencing reaches only handlers of its own, none under Kedro. Its nannies write the variables worker
+processes start with (``OMP_NUM_THREADS=1`` ...) into the environment of the process that starts them. Each case
+runs in a fresh interpreter, as a `kedro run` does: there Dask is imported for the first time, after the logging
+configuration.
 """
 
 from __future__ import annotations
@@ -45,22 +48,25 @@ SCRIPT = textwrap.dedent(
 
         with open(sys.argv[1], encoding="utf-8") as stream:
             settings = CurateParams.model_validate(json.load(stream))
+        before = dict(os.environ)
         with dask_client(settings) as client:
             assert client.submit(sum, [1, 2]).result() == 3
+        changed = {name for name in {*before, *os.environ} if before.get(name) != os.environ.get(name)}
         print("DASK_BELOW_WARNING=" + json.dumps(sorted(set(names))))
+        print("ENVIRONMENT_CHANGED=" + json.dumps(sorted(changed)))
     """
 )
 
 
-def _shell_environment() -> dict[str, str]:
-    """This environment without Dask's settings: a local cluster of worker processes started earlier in this
-    process (another test) left its workers' environment here, as Dask's nanny sets it before each start."""
-    return {name: value for name, value in os.environ.items() if not name.startswith("DASK_")}
+def _printed(output: str, name: str) -> Any:
+    line = next(line for line in output.splitlines() if line.startswith(f"{name}="))
+    return json.loads(line.split("=", 1)[1])
 
 
 def _run_cluster(tmp_path: Path, dask_level: str, params: dict[str, Any]) -> tuple[list[str], str]:
     """conf/logging.yml with Dask's logger at ``dask_level``, then a local cluster started and used once: the names
-    of Dask's loggers that logged below WARNING in this process, and what the processes printed."""
+    of Dask's loggers that logged below WARNING in this process, and what the processes printed (with
+    ``ENVIRONMENT_CHANGED=``, the variables whose values differ after the cluster from before it)."""
     config = yaml.safe_load((REPO / "conf" / "logging.yml").read_text(encoding="utf-8"))
     assert config["loggers"]["distributed"] == {"level": "WARNING"}, (
         "the shipped configuration keeps Dask quiet"
@@ -72,11 +78,10 @@ def _run_cluster(tmp_path: Path, dask_level: str, params: dict[str, Any]) -> tup
     result = subprocess.run(
         [sys.executable, str(tmp_path / "run.py"), str(tmp_path / "params.json")],
         cwd=tmp_path, capture_output=True, text=True, timeout=180,
-        env=_shell_environment() | {"TEST_LOGGING_CONFIG": str(tmp_path / "logging.yml"), "COLUMNS": "240"},
+        env=os.environ | {"TEST_LOGGING_CONFIG": str(tmp_path / "logging.yml"), "COLUMNS": "240"},
     )  # fmt: skip
     assert result.returncode == 0, result.stderr[-4000:]
-    line = next(line for line in result.stdout.splitlines() if line.startswith("DASK_BELOW_WARNING="))
-    return json.loads(line.split("=", 1)[1]), result.stdout + result.stderr
+    return _printed(result.stdout, "DASK_BELOW_WARNING"), result.stdout + result.stderr
 
 
 def _cluster_params(curate_params: Callable[..., dict[str, Any]], tmp_path: Path, *, processes: bool) -> dict:
@@ -96,6 +101,9 @@ def test_a_cluster_of_worker_processes_logs_nothing_below_the_configured_warning
     )
     assert below == []  # the scheduler, in this process
     assert "Start worker at" not in printed  # the worker process, which imports Dask itself
+    # The nanny set OMP_NUM_THREADS, MALLOC_TRIM_THRESHOLD_ ... and the level here to start the worker with them;
+    # the run's later stages find the environment they would have found without a cluster.
+    assert _printed(printed, "ENVIRONMENT_CHANGED") == []
 
 
 @pytest.mark.slow

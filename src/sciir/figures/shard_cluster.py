@@ -34,6 +34,7 @@ SHARDS_IN_FLIGHT_PER_THREAD = 2  # enough to keep a worker busy while the node r
 LOG_EVERY_S = 30.0
 DASK_LOG_LEVEL_VARIABLE = "DASK_DISTRIBUTED__LOGGING__DISTRIBUTED"  # Dask's `distributed.logging.distributed`
 SPAWN_ENVIRONMENT = "distributed.nanny.pre-spawn-environ"  # what a worker process starts with
+_NANNY_VARIABLES = ("PYTHONHASHSEED", "__DASK_PARENT_PID")  # what a nanny sets besides (_spawn_variables)
 
 
 def _configured_dask_log_level() -> int | None:
@@ -68,6 +69,7 @@ def dask_client(settings: CurateParams) -> Iterator[Any]:
         spawn_env = dask.config.get(SPAWN_ENVIRONMENT)
         config[SPAWN_ENVIRONMENT] = spawn_env | {DASK_LOG_LEVEL_VARIABLE: str(log_level)}
     with dask.config.set(config):
+        environment = _spawn_variables(dask.config.get(SPAWN_ENVIRONMENT))
         cluster = LocalCluster(
             n_workers=workers,
             threads_per_worker=1,
@@ -80,6 +82,24 @@ def dask_client(settings: CurateParams) -> Iterator[Any]:
     finally:
         cluster.close()
         close_figure_pools()  # worker threads' figure workers live in this process
+        _restore(environment)
+
+
+def _spawn_variables(spawn_environment: dict[str, Any]) -> dict[str, str | None]:
+    """This process's values (None: unset) of the variables Dask's nannies set before starting a worker process.
+
+    A nanny writes them into the environment of the process that starts the workers (``os.environ.update``,
+    dask/distributed#6749), this one: the run's later stages would inherit ``OMP_NUM_THREADS=1`` and the rest.
+    It also sets ``PYTHONHASHSEED`` where unset or 0, and ``__DASK_PARENT_PID`` (its workers' process titles)."""
+    return {name: os.environ.get(name) for name in [*spawn_environment, *_NANNY_VARIABLES]}
+
+
+def _restore(environment: dict[str, str | None]) -> None:
+    for name, value in environment.items():
+        if value is None:
+            os.environ.pop(name, None)
+        else:
+            os.environ[name] = value
 
 
 class ShardProgress:
