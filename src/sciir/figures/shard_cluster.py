@@ -34,7 +34,7 @@ SHARDS_IN_FLIGHT_PER_THREAD = 2  # enough to keep a worker busy while the node r
 LOG_EVERY_S = 30.0
 DASK_LOG_LEVEL_VARIABLE = "DASK_DISTRIBUTED__LOGGING__DISTRIBUTED"  # Dask's `distributed.logging.distributed`
 SPAWN_ENVIRONMENT = "distributed.nanny.pre-spawn-environ"  # what a worker process starts with
-_NANNY_VARIABLES = ("PYTHONHASHSEED", "__DASK_PARENT_PID")  # what a nanny sets besides (_spawn_variables)
+_NANNY_VARIABLES = ("PYTHONHASHSEED", "__DASK_PARENT_PID")  # what a nanny sets besides its spawn environment
 
 
 def _configured_dask_log_level() -> int | None:
@@ -62,44 +62,45 @@ def dask_client(settings: CurateParams) -> Iterator[Any]:
             yield client
         return
     workers = settings.workers.count or os.cpu_count() or 1
-    # Workers start child processes (the per-figure limits), which a daemonic process may not.
-    config: dict[str, Any] = {"distributed.worker.daemon": False}
+    spawn_env: dict[str, Any] = dask.config.get(SPAWN_ENVIRONMENT)
     if log_level is not None:
         # Worker processes (processes: true) import Dask anew: they read its level from their environment.
-        spawn_env = dask.config.get(SPAWN_ENVIRONMENT)
-        config[SPAWN_ENVIRONMENT] = spawn_env | {DASK_LOG_LEVEL_VARIABLE: str(log_level)}
-    with dask.config.set(config):
-        environment = _spawn_variables(dask.config.get(SPAWN_ENVIRONMENT))
-        cluster = LocalCluster(
-            n_workers=workers,
-            threads_per_worker=1,
-            processes=settings.cluster.processes,
-            dashboard_address=None,
-        )
-    try:
-        with Client(cluster) as client:
-            yield client
-    finally:
-        cluster.close()
-        close_figure_pools()  # worker threads' figure workers live in this process
-        _restore(environment)
+        spawn_env = spawn_env | {DASK_LOG_LEVEL_VARIABLE: str(log_level)}
+    # Workers start child processes (the per-figure limits), which a daemonic process may not.
+    config = {"distributed.worker.daemon": False, SPAWN_ENVIRONMENT: spawn_env}
+    with _nanny_variables_restored(spawn_env):
+        with dask.config.set(config):
+            cluster = LocalCluster(
+                n_workers=workers,
+                threads_per_worker=1,
+                processes=settings.cluster.processes,
+                dashboard_address=None,
+            )
+        try:
+            with Client(cluster) as client:
+                yield client
+        finally:
+            cluster.close()
+            close_figure_pools()  # worker threads' figure workers live in this process
 
 
-def _spawn_variables(spawn_environment: dict[str, Any]) -> dict[str, str | None]:
-    """This process's values (None: unset) of the variables Dask's nannies set before starting a worker process.
+@contextmanager
+def _nanny_variables_restored(spawn_environment: dict[str, Any]) -> Iterator[None]:
+    """The variables Dask's nannies set before starting a worker process, back to this process's values on exit
+    (unset where they were unset), whether the cluster started or not.
 
     A nanny writes them into the environment of the process that starts the workers (``os.environ.update``,
     dask/distributed#6749), this one: the run's later stages would inherit ``OMP_NUM_THREADS=1`` and the rest.
     It also sets ``PYTHONHASHSEED`` where unset or 0, and ``__DASK_PARENT_PID`` (its workers' process titles)."""
-    return {name: os.environ.get(name) for name in [*spawn_environment, *_NANNY_VARIABLES]}
-
-
-def _restore(environment: dict[str, str | None]) -> None:
-    for name, value in environment.items():
-        if value is None:
-            os.environ.pop(name, None)
-        else:
-            os.environ[name] = value
+    before = {name: os.environ.get(name) for name in [*spawn_environment, *_NANNY_VARIABLES]}
+    try:
+        yield
+    finally:
+        for name, value in before.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
 
 
 class ShardProgress:
