@@ -79,7 +79,7 @@ test: setup test-tools
 type-check:
 	$(VENV)/bin/mypy
 
-# One worker per core; a module's tests stay on one worker, the longest groups sent first (tests/conftest.py). The 15 slowest are printed.
+# One worker per core (three on two cores were no faster: docs/benchmarks.md, issue 38); a module's tests stay on one worker, the longest groups sent first (tests/conftest.py). The 15 slowest are printed.
 # Python writes bytecode as it does by default, even where PYTHONDONTWRITEBYTECODE is set (as on CI): each of the
 # suite's hundreds of processes (kedro commands in the project's copies, benchmarks) would otherwise compile the
 # modules it imports again, and the suite runs as a newcomer's Python does.
