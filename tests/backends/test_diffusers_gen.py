@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import io
+import json
 import logging
 import os
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -15,7 +17,12 @@ import pytest
 from PIL import Image
 
 from sciir.backends.base import GenerationRequest
-from sciir.backends.diffusers_gen import DiffusersGenerator
+from sciir.backends.diffusers_gen import (
+    ADAPTER_FILE,
+    DiffusersGenerator,
+    _text_encoders_warning_dropped,
+    adapter_is_denoiser_only,
+)
 from sciir.backends.prompt_fit import FittedPrompt, fit_prompt, pipeline_text_inputs
 from sciir.backends.registry import build_backend
 from sciir.training.config import LoraTrainConfig
@@ -97,6 +104,78 @@ def test_a_failing_request_does_not_stop_the_others(generator):
     assert "sample bad" in (bad.failure or "") and "Overflow" in (bad.failure or "")
 
 
+NO_KEYS = "No LoRA keys associated to CLIPTextModel"
+
+
+class _Messages(logging.Handler):
+    def __init__(self) -> None:
+        super().__init__()
+        self.messages: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.messages.append(record.getMessage())
+
+
+class _loader_warnings:
+    """The messages diffusers' LoRA loader logs within the block (after its logger's filters)."""
+
+    def __enter__(self) -> list[str]:
+        self.handler = _Messages()
+        logging.getLogger("diffusers.loaders.lora_base").addHandler(self.handler)
+        return self.handler.messages
+
+    def __exit__(self, *exc: object) -> None:
+        logging.getLogger("diffusers.loaders.lora_base").removeHandler(self.handler)
+
+
+def _adapter(path: Path, keys: list[str]) -> Path:
+    """A safetensors file whose header names ``keys`` (one float each)."""
+    header = {
+        key: {"dtype": "F32", "shape": [1], "data_offsets": [4 * i, 4 * i + 4]} for i, key in enumerate(keys)
+    }
+    text = json.dumps({"__metadata__": {"format": "pt"}, **header}).encode()
+    path.write_bytes(len(text).to_bytes(8, "little") + text + bytes(4 * len(keys)))
+    return path
+
+
+def test_an_adapter_is_denoiser_only_when_every_key_is_the_unets_or_the_transformers(tmp_path):
+    unet = _adapter(tmp_path / "unet.safetensors", ["unet.a.lora_A.weight", "unet.a.lora_B.weight"])
+    assert adapter_is_denoiser_only(unet)
+    assert adapter_is_denoiser_only(_adapter(tmp_path / "dit.safetensors", ["transformer.b.lora_A.weight"]))
+    (tmp_path / "folder").mkdir()
+    _adapter(tmp_path / "folder" / ADAPTER_FILE, ["unet.a.lora_A.weight"])
+    assert adapter_is_denoiser_only(tmp_path / "folder")
+    both = ["unet.a.lora_A.weight", "text_encoder.c.lora_A.weight"]
+    assert not adapter_is_denoiser_only(_adapter(tmp_path / "both.safetensors", both))
+    kohya = ["lora_unet_a.lora_down.weight", "lora_te_c.lora_down.weight"]
+    assert not adapter_is_denoiser_only(_adapter(tmp_path / "kohya.safetensors", kohya))
+    assert not adapter_is_denoiser_only(_adapter(tmp_path / "empty.safetensors", []))
+    (tmp_path / "garbage.safetensors").write_bytes(b"\x10\x00\x00\x00\x00\x00\x00\x00not json at all!")
+    assert not adapter_is_denoiser_only(tmp_path / "garbage.safetensors")
+    assert not adapter_is_denoiser_only(tmp_path / "absent.safetensors")
+    assert not adapter_is_denoiser_only(tmp_path)  # a folder without diffusers' file
+
+
+def test_only_the_loading_threads_text_encoder_warning_is_dropped_and_only_when_active():
+    loader = logging.getLogger("diffusers.loaders.lora_base")
+    elsewhere = threading.Thread(target=lambda: loader.warning("%s found, from another thread", NO_KEYS))
+    with _loader_warnings() as seen:
+        with _text_encoders_warning_dropped(active=True):
+            loader.warning("%s found with the prefix='text_encoder'", NO_KEYS)
+            loader.warning("another warning of the loader")
+            elsewhere.start()
+            elsewhere.join()
+        loader.warning("%s found, after the load", NO_KEYS)
+        with _text_encoders_warning_dropped(active=False):
+            loader.warning("%s found, while inactive", NO_KEYS)
+    assert seen == [
+        "another warning of the loader",
+        f"{NO_KEYS} found, from another thread",
+        f"{NO_KEYS} found, after the load",
+        f"{NO_KEYS} found, while inactive",
+    ]
+
+
 @pytest.mark.slow
 def test_a_lora_changes_the_images_and_the_identity(base_folder, generator, tmp_path):
     image = TrainingImage(
@@ -107,7 +186,18 @@ def test_a_lora_changes_the_images_and_the_identity(base_folder, generator, tmp_
     tuned = DiffusersGenerator(
         pipeline_path=str(base_folder), lora_path=str(tmp_path / "lora"), steps=2, resolution=32
     )
-    (with_lora,) = tuned.generate([_request("a", seed=1)])
+    with _loader_warnings() as warned:
+        (with_lora,) = tuned.generate([_request("a", seed=1)])
+    # The adapter holds the UNet's weights only: diffusers' warning that the text encoder got none is dropped,
+    # and only for that load: loaded again by diffusers alone, the same file is warned about.
+    assert adapter_is_denoiser_only(tmp_path / "lora")
+    assert not [message for message in warned if message.startswith(NO_KEYS)]
+    with (
+        _loader_warnings() as warned_again,
+        pytest.warns(UserWarning, match="peft_config"),
+    ):  # a second adapter
+        tuned._loaded_pipeline().load_lora_weights(tmp_path / "lora", adapter_name="again")
+    assert [message for message in warned_again if message.startswith(NO_KEYS)]
     (without,) = generator.generate([_request("a", seed=1)])
     assert with_lora.ok and with_lora.meta["lora"] is True
     assert np.abs(_pixels(with_lora.image) - _pixels(without.image)).max() > 0

@@ -153,6 +153,13 @@ def test_curate_shows_its_progress_and_none_of_dasks_cluster_chatter(first_run):
         assert dask_info not in printed  # conf/logging.yml keeps Dask's logger at WARNING
 
 
+def test_the_fine_tuned_adapter_loads_without_diffusers_text_encoder_warning(first_run):
+    # The run's adapter holds the UNet's weights only; diffusers would say so once per load and text encoder.
+    printed = first_run.stdout + first_run.stderr
+    assert "tiny_diffusers_lora" in printed  # the leaderboard: the model drawing with the adapter ran
+    assert "No LoRA keys associated to" not in printed
+
+
 def test_the_panels_curate_found_are_the_ones_the_sample_drew(first_run, project):
     """Every kept figure's panels against the sample's truth boxes (tests may read the truth files; the
     pipelines never do): as many panels, each box tight inside the drawn one and mostly overlapping it."""

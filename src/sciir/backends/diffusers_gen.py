@@ -14,10 +14,13 @@ CLIP ones): one warning per generator, and the image's meta says how many words 
 from __future__ import annotations
 
 import io
+import json
 import logging
 import os
-from collections.abc import Sequence
+import threading
+from collections.abc import Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -138,7 +141,8 @@ class DiffusersGenerator(ImageGenerator):
             self.pipeline_path, dtype=torch_dtype, local_files_only=True
         )
         if self.lora_path is not None:
-            pipeline.load_lora_weights(self.lora_path)
+            with _text_encoders_warning_dropped(adapter_is_denoiser_only(self.lora_path)):
+                pipeline.load_lora_weights(self.lora_path)
         pipeline.set_progress_bar_config(disable=True)
         return pipeline.to(self.device)
 
@@ -243,3 +247,55 @@ def prompt_meta(prompt: Prompts) -> dict[str, Any]:
 def _encoding_threads() -> int:
     """Threads encoding PNGs (Pillow's zlib encoder runs outside the GIL): up to four, never more than the cores."""
     return max(1, min(4, os.cpu_count() or 1))
+
+
+# The file diffusers' ``save_lora_weights`` writes and ``load_lora_weights(folder)`` reads (its ``weight_name``).
+ADAPTER_FILE = "pytorch_lora_weights.safetensors"
+# The prefixes of a diffusers LoRA file's keys for the denoiser (UNet families, DiT families).
+_DENOISER_PREFIXES = ("unet.", "transformer.")
+# What diffusers' LoRA loader logs for each text encoder that gets no weights from the adapter.
+_NO_TEXT_ENCODER_KEYS = "No LoRA keys associated to"
+_DIFFUSERS_LORA_LOGGER = "diffusers.loaders.lora_base"
+
+
+def adapter_is_denoiser_only(lora_path: Path) -> bool:
+    """Whether the adapter (a safetensors file, or a folder holding diffusers' file) holds weights for the
+    denoiser alone, as SciIR's fine-tuning saves it; False where that cannot be told from its header."""
+    path = lora_path / ADAPTER_FILE if lora_path.is_dir() else lora_path
+    try:
+        with path.open("rb") as file:
+            size = int.from_bytes(file.read(8), "little")
+            header = json.loads(file.read(size))
+    except (OSError, ValueError):
+        return False
+    keys = [key for key in header if key != "__metadata__"] if isinstance(header, dict) else []
+    return bool(keys) and all(key.startswith(_DENOISER_PREFIXES) for key in keys)
+
+
+class _DropTextEncoderWarning(logging.Filter):
+    """Drops diffusers' warning that a text encoder got no LoRA keys, logged by one thread."""
+
+    def __init__(self, thread: int) -> None:
+        super().__init__()
+        self.thread = thread
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return record.thread != self.thread or not record.getMessage().startswith(_NO_TEXT_ENCODER_KEYS)
+
+
+@contextmanager
+def _text_encoders_warning_dropped(active: bool) -> Iterator[None]:
+    """While this thread loads an adapter with no text-encoder weights at all (``active``), diffusers' warning
+    for each text encoder (that it got no LoRA keys) only repeats what the file shows, and its own text calls
+    it safe to ignore then: it is dropped. Kept for any other adapter, such as one whose text-encoder
+    weights carry names the loader does not know."""
+    if not active:
+        yield
+        return
+    loader_logger = logging.getLogger(_DIFFUSERS_LORA_LOGGER)
+    drop = _DropTextEncoderWarning(threading.get_ident())
+    loader_logger.addFilter(drop)
+    try:
+        yield
+    finally:
+        loader_logger.removeFilter(drop)

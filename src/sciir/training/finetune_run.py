@@ -13,6 +13,7 @@ from typing import Any, cast
 
 import pandas as pd
 
+from sciir.backends.diffusers_gen import ADAPTER_FILE
 from sciir.runs.model_registry import register_adapter
 from sciir.runs.tracking import log_artifacts, log_metrics
 from sciir.selection.benchmark import TRAIN_COLUMNS
@@ -20,7 +21,6 @@ from sciir.training.distributed import VALIDATION_DIR, TrainingJob, train_in_pro
 from sciir.training.families import resolve_family
 from sciir.training.finetune_params import FinetuneParams
 from sciir.training.loop import StepRecord, finetune_lora_adapter
-from sciir.training.lora_adapter import ADAPTER_FILE
 from sciir.training.resources import peak_gpu_memory
 from sciir.training.scored_adapters import AdapterScorer, ScoreKeeper, keep_best, scored_root
 from sciir.training.training_images import SkippedImage, describe_buckets, load_training_images

@@ -8,12 +8,11 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from sciir.backends.diffusers_gen import ADAPTER_FILE
+
 if TYPE_CHECKING:
     import torch
     from peft import LoraConfig
-
-# The file diffusers' save_lora_weights writes and load_lora_weights reads.
-ADAPTER_FILE = "pytorch_lora_weights.safetensors"
 
 
 def lora_config(rank: int, alpha: float | None, target_modules: Iterable[str]) -> LoraConfig:

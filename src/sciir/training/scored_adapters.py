@@ -21,7 +21,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from sciir.training.lora_adapter import ADAPTER_FILE
+from sciir.backends.diffusers_gen import ADAPTER_FILE
 
 logger = logging.getLogger(__name__)
 
