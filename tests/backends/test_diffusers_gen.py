@@ -10,6 +10,8 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
@@ -116,16 +118,15 @@ class _Messages(logging.Handler):
         self.messages.append(record.getMessage())
 
 
-class _loader_warnings:
+@contextmanager
+def _loader_warnings() -> Iterator[list[str]]:
     """The messages diffusers' LoRA loader logs within the block (after its logger's filters)."""
-
-    def __enter__(self) -> list[str]:
-        self.handler = _Messages()
-        logging.getLogger("diffusers.loaders.lora_base").addHandler(self.handler)
-        return self.handler.messages
-
-    def __exit__(self, *exc: object) -> None:
-        logging.getLogger("diffusers.loaders.lora_base").removeHandler(self.handler)
+    handler = _Messages()
+    logging.getLogger("diffusers.loaders.lora_base").addHandler(handler)
+    try:
+        yield handler.messages
+    finally:
+        logging.getLogger("diffusers.loaders.lora_base").removeHandler(handler)
 
 
 def _adapter(path: Path, keys: list[str]) -> Path:
