@@ -160,6 +160,13 @@ def test_the_fine_tuned_adapter_loads_without_diffusers_text_encoder_warning(fir
     assert "No LoRA keys associated to" not in printed
 
 
+def test_the_run_prints_no_advice_meant_for_other_packages_authors(first_run):
+    # sciir.runs.log_filters: MLflow's advice on kedro-mlflow's model, transformers' on diffusers' imports.
+    printed = first_run.stdout + first_run.stderr
+    assert "Add type hints to the `predict` method" not in printed
+    assert "requires torchvision" not in printed
+
+
 def test_the_panels_curate_found_are_the_ones_the_sample_drew(first_run, project):
     """Every kept figure's panels against the sample's truth boxes (tests may read the truth files; the
     pipelines never do): as many panels, each box tight inside the drawn one and mostly overlapping it."""

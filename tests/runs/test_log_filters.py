@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import subprocess
 import sys
@@ -29,6 +30,23 @@ class Untyped(mlflow.pyfunc.PythonModel):
 warnings.warn("a warning of another kind", UserWarning)
 """
 FILTERED = "from sciir.runs.log_filters import drop_advice_for_other_authors; drop_advice_for_other_authors()"
+
+
+# As diffusers' pipeline modules do in a run that draws: an image processor taken by its torchvision name, where
+# torchvision is not installed; then another warning of the same logger.
+IMAGE_PROCESSOR_CHILD = """
+import logging, logging.config, yaml
+logging.config.dictConfig(yaml.safe_load(open("conf/logging.yml")))
+{filtered}
+import transformers
+print(transformers.CLIPImageProcessor.__name__)
+logging.getLogger("transformers.utils.import_utils").warning("another warning of transformers")
+"""
+TORCHVISION_ADVICE = "requires torchvision (not installed)"
+needs_no_torchvision = pytest.mark.skipif(
+    importlib.util.find_spec("torchvision") is not None,
+    reason="torchvision is installed: transformers gives no advice",
+)
 
 
 def _output(command: list[str]) -> str:
@@ -61,3 +79,17 @@ def test_a_kedro_command_starts_without_the_advice():
     output = _output([KEDRO, "registry", "list"])
     assert "__default__" in output
     assert "type hints" not in output
+
+
+@needs_no_torchvision
+def test_transformers_gives_the_torchvision_advice_where_nothing_filters_it():
+    output = _output([sys.executable, "-c", IMAGE_PROCESSOR_CHILD.format(filtered="")])
+    assert TORCHVISION_ADVICE in output and "CLIPImageProcessorPil" in output
+
+
+@needs_no_torchvision
+def test_the_filter_drops_the_torchvision_advice_and_keeps_transformers_other_warnings():
+    output = _output([sys.executable, "-c", IMAGE_PROCESSOR_CHILD.format(filtered=FILTERED)])
+    assert "CLIPImageProcessorPil" in output  # the Pillow class was given, as before the filter
+    assert "another warning of transformers" in output
+    assert TORCHVISION_ADVICE not in output
