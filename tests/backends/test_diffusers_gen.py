@@ -18,6 +18,7 @@ import numpy as np
 import pytest
 from PIL import Image
 
+from sciir.backends import diffusers_gen
 from sciir.backends.base import GenerationRequest
 from sciir.backends.diffusers_gen import (
     ADAPTER_FILE,
@@ -233,19 +234,26 @@ def test_a_prompt_is_cut_at_the_last_whole_word_the_text_encoder_reads():
 
 
 @pytest.mark.slow
-def test_long_prompts_are_said_once_and_recorded_per_image_not_warned_per_prompt(base_folder, caplog, capfd):
-    generator = DiffusersGenerator(pipeline_path=str(base_folder), steps=1, resolution=32)
+def test_long_prompts_are_said_once_per_pipeline_folder_and_recorded_per_image(
+    base_folder, caplog, capfd, monkeypatch
+):
+    monkeypatch.setattr(diffusers_gen, "_CUTS_SAID", set())  # what earlier tests of this process said
     long_requests = [
         GenerationRequest(sample_id=f"s{i}", prompt=LONG_PROMPT, seed=i, width=32, height=32)
         for i in range(2)
     ]
     with caplog.at_level(logging.WARNING):
+        generator = DiffusersGenerator(pipeline_path=str(base_folder), steps=1, resolution=32)
         first, second, short = generator.generate([*long_requests, _request("short", size=32)])
-    assert first.ok and second.ok and short.ok
+        # A run makes another generator over the same folder for each adapter and checkpoint it draws with.
+        again = DiffusersGenerator(pipeline_path=str(base_folder), steps=1, resolution=32)
+        (third,) = again.generate(long_requests[:1])
+    assert first.ok and second.ok and short.ok and third.ok
     assert first.meta["prompt_words"] == 240 and first.meta["prompt_words_kept"] < 240
+    assert third.meta["prompt_words_kept"] == first.meta["prompt_words_kept"]
     assert "prompt_words_kept" not in short.meta
     said = [record for record in caplog.records if "are cut at the last whole word" in record.getMessage()]
-    assert len(said) == 1
+    assert len(said) == 1 and str(base_folder) in said[0].getMessage()
     printed = capfd.readouterr()
     assert "truncated" not in printed.err + printed.out
     assert "Token indices sequence length" not in printed.err + printed.out

@@ -160,6 +160,14 @@ def test_the_fine_tuned_adapter_loads_without_diffusers_text_encoder_warning(fir
     assert "No LoRA keys associated to" not in printed
 
 
+def test_prompts_cut_for_the_tiny_base_are_said_once_in_the_run(first_run):
+    # The sample's prompts exceed CLIP's 77 tokens; the run draws over data/06_models/tiny_base with the base, the
+    # adapter and each checkpoint it scores, and says so once (Rich puts the logging call's place on the first line).
+    printed = first_run.stdout + first_run.stderr
+    warned = [line for line in printed.splitlines() if "WARNING" in line and "diffusers_gen.py:" in line]
+    assert len(warned) == 1 and "tiny_base" in warned[0], warned
+
+
 def test_the_run_prints_no_advice_meant_for_other_packages_authors(first_run):
     # sciir.runs.log_filters: MLflow's advice on kedro-mlflow's model, transformers' on diffusers' imports.
     printed = first_run.stdout + first_run.stderr

@@ -8,7 +8,8 @@ seeded generator (diffusers draws each sample's starting noise from its own gene
 pipeline batches classifier-free guidance's two passes itself; a batch that fails is retried one
 request at a time, so a bad request fails alone. A prompt longer than a text encoder reads is cut at a word
 boundary for that encoder (:mod:`sciir.backends.prompt_fit`; a pipeline's T5 encoder reads more than its
-CLIP ones): one warning per generator, and the image's meta says how many words were kept.
+CLIP ones): one warning per pipeline folder in a process (a run makes a generator for each adapter and each
+checkpoint it scores over the same base), and the image's meta says how many words were kept.
 """
 
 from __future__ import annotations
@@ -34,6 +35,9 @@ Prompts = dict[str, FittedPrompt]
 # An image drawn and not yet encoded: its request, its prompt as each text encoder read it, the PIL image.
 Drawn = tuple[GenerationRequest, Prompts, Any]
 logger = logging.getLogger(__name__)
+# The pipeline folders and text-encoder limits whose prompt cuts this process has warned about.
+_CUTS_SAID: set[tuple[str, str]] = set()
+_CUTS_SAID_LOCK = threading.Lock()
 
 
 class DiffusersGenerator(ImageGenerator):
@@ -87,7 +91,6 @@ class DiffusersGenerator(ImageGenerator):
         self.batch_size = batch_size
         self.call_kwargs = extra
         self._pipeline: Any = None
-        self._said_prompts_are_cut = False
 
     def identity(self) -> dict[str, Any]:
         """The configuration plus fingerprints of the weight folders (retrained weights are a new model)."""
@@ -186,19 +189,19 @@ class DiffusersGenerator(ImageGenerator):
         return GenerationResult(sample_id=request.sample_id, image=buffer.getvalue(), meta=meta)
 
     def _fitted(self, pipeline: Any, prompt: str) -> Prompts:
-        """The prompt within each text encoder's limit; the first cut is said once for this generator."""
+        """The prompt within each text encoder's limit; the first cut is said once for the pipeline folder."""
         inputs = pipeline_text_inputs(pipeline, self.call_kwargs)
         fitted = fit_prompts(prompt, inputs)
-        if any(text.cut for text in fitted.values()) and not self._said_prompts_are_cut:
-            self._said_prompts_are_cut = True
+        if any(text.cut for text in fitted.values()):
             limits = ", ".join(f"{i.argument} {i.limit}" for i in inputs if i.limit is not None)
-            logger.warning(
-                "%s: prompts longer than a text encoder reads (tokens: %s) are cut at the last whole word "
-                "that fits it; each image's meta (prompt_words_kept of prompt_words) says how much of its "
-                "prompt the model read",
-                self.pipeline_path,
-                limits,
-            )
+            if _first_time((str(self.pipeline_path), limits)):
+                logger.warning(
+                    "%s: prompts longer than a text encoder reads (tokens: %s) are cut at the last whole word "
+                    "that fits it; each image's meta (prompt_words_kept of prompt_words) says how much of its "
+                    "prompt the model read",
+                    self.pipeline_path,
+                    limits,
+                )
         return fitted
 
     def _render(
@@ -256,6 +259,15 @@ _DENOISER_PREFIXES = ("unet.", "transformer.")
 # What diffusers' LoRA loader logs for each text encoder that gets no weights from the adapter.
 _NO_TEXT_ENCODER_KEYS = "No LoRA keys associated to"
 _DIFFUSERS_LORA_LOGGER = "diffusers.loaders.lora_base"
+
+
+def _first_time(cut: tuple[str, str]) -> bool:
+    """Whether this process has not yet warned about prompts cut for ``cut`` (pipeline folder, limits)."""
+    with _CUTS_SAID_LOCK:
+        if cut in _CUTS_SAID:
+            return False
+        _CUTS_SAID.add(cut)
+        return True
 
 
 def adapter_is_denoiser_only(lora_path: Path) -> bool:
