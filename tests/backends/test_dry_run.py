@@ -4,6 +4,7 @@ cache holds is still answered; the project hook keeps every output in memory and
 from __future__ import annotations
 
 import io
+import logging
 
 import pytest
 from kedro.io import DataCatalog, MemoryDataset
@@ -73,11 +74,18 @@ def test_the_catalog_builds_dry_run_backends_only_when_asked(monkeypatch, tmp_pa
     assert isinstance(cached, CachedVLM) and isinstance(cached.inner, DryRunVLM)
 
 
-def test_a_dry_run_writes_no_output(tmp_path):
+def test_a_dry_run_writes_no_output_and_says_so_once(tmp_path, caplog):
     pipeline = Pipeline([node(lambda x: x, "source", "table", name="copy")])
     catalog = DataCatalog(
         {"source": MemoryDataset([1]), "table": CSVDataset(filepath=str(tmp_path / "table.csv"))}
     )
-    assert keep_outputs_in_memory(pipeline, catalog) == ["table"]
+    with caplog.at_level(logging.WARNING):
+        assert keep_outputs_in_memory(pipeline, catalog) == ["table"]
+        catalog["source"] = MemoryDataset([2])  # a replacement of another's: Kedro still warns
     assert isinstance(catalog["table"], MemoryDataset) and isinstance(catalog["source"], MemoryDataset)
     assert not (tmp_path / "table.csv").exists()
+    warned = [record.getMessage() for record in caplog.records]
+    assert warned == [
+        "dry run (SCIIR_DRY_RUN): no request is sent to a model and none of the 1 outputs is written",
+        "Replacing dataset 'source'",
+    ]

@@ -117,6 +117,8 @@ def test_a_dry_run_lists_the_requests_and_their_cost_and_sends_and_writes_nothin
     prompt_tokens = int(prompt.replace(",", ""))
     assert float(cost) == pytest.approx((prompt_tokens * 1.0 + 2400 * 4.0) / 1e6, abs=0.006)
     assert "Not counted:" in result.stdout
+    printed = result.stdout + result.stderr
+    assert "none of the" in printed and "Replacing dataset" not in printed  # said once, not per output
     after = {path: stamp for path, stamp in _files_under(fresh / "data").items() if "/cache/" not in path}
     assert after == {path: stamp for path, stamp in before.items() if "/cache/" not in path}
 

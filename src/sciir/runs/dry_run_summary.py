@@ -4,6 +4,8 @@ pipeline writes reaches disk, and the run ends with what it would have asked its
 from __future__ import annotations
 
 import logging
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from kedro.io import MemoryDataset
@@ -18,11 +20,38 @@ NOT_COUNTED = (
 )
 
 
+class _SwappedOnPurpose(logging.Filter):
+    """Drops Kedro's "Replacing dataset" warning for the datasets named: one line per output of the pipeline,
+    where the dry run's own warning says in one line that none is written."""
+
+    def __init__(self, names: list[str]) -> None:
+        super().__init__()
+        self.names = set(names)
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.msg != "Replacing dataset '%s'" or not isinstance(record.args, tuple) or not record.args:
+            return True
+        return record.args[0] not in self.names
+
+
+@contextmanager
+def _replacing_quietly(names: list[str]) -> Iterator[None]:
+    """Kedro's catalog says nothing of replacing ``names`` while inside (the logger its DataCatalog uses)."""
+    catalog_logger = logging.getLogger("kedro.io.data_catalog")
+    quiet = _SwappedOnPurpose(names)
+    catalog_logger.addFilter(quiet)
+    try:
+        yield
+    finally:
+        catalog_logger.removeFilter(quiet)
+
+
 def keep_outputs_in_memory(pipeline: Any, catalog: Any) -> list[str]:
     """Swap every dataset the pipeline writes for a ``MemoryDataset``; the names swapped."""
     outputs = sorted(pipeline.all_outputs())
-    for name in outputs:
-        catalog[name] = MemoryDataset()
+    with _replacing_quietly(outputs):
+        for name in outputs:
+            catalog[name] = MemoryDataset()
     logger.warning(
         "dry run (SCIIR_DRY_RUN): no request is sent to a model and none of the %d outputs is written",
         len(outputs),
