@@ -530,6 +530,7 @@ def test_the_dvc_commands_reproduce_check_and_push(session, project):
     # every named pipeline runs alone after a default run.
     reproduced = _log_of(session, "dvc repro")
     assert [stage for stage in STAGES if f"Running stage '{stage}'" not in reproduced] == []
+    assert "is empty" not in reproduced  # DVC warns of a dependency that is an empty file, at every stage
     assert "Data and pipelines are up to date" in _log_of(session, "dvc status")
     assert "evaluate" in _log_of(session, "dvc metrics show")
     assert any(path.is_file() for path in (project / "dvcstore").rglob("*")), "nothing reached ./dvcstore"
