@@ -194,7 +194,7 @@ class DiffusersGenerator(ImageGenerator):
         fitted = fit_prompts(prompt, inputs)
         if any(text.cut for text in fitted.values()):
             limits = ", ".join(f"{i.argument} {i.limit}" for i in inputs if i.limit is not None)
-            if _first_time((str(self.pipeline_path), limits)):
+            if _cut_not_said_yet((str(self.pipeline_path), limits)):
                 logger.warning(
                     "%s: prompts longer than a text encoder reads (tokens: %s) are cut at the last whole word "
                     "that fits it; each image's meta (prompt_words_kept of prompt_words) says how much of its "
@@ -247,6 +247,15 @@ def prompt_meta(prompt: Prompts) -> dict[str, Any]:
     return meta
 
 
+def _cut_not_said_yet(cut: tuple[str, str]) -> bool:
+    """Whether this process has not yet warned about prompts cut for ``cut`` (pipeline folder, limits)."""
+    with _CUTS_SAID_LOCK:
+        if cut in _CUTS_SAID:
+            return False
+        _CUTS_SAID.add(cut)
+        return True
+
+
 def _encoding_threads() -> int:
     """Threads encoding PNGs (Pillow's zlib encoder runs outside the GIL): up to four, never more than the cores."""
     return max(1, min(4, os.cpu_count() or 1))
@@ -259,15 +268,6 @@ _DENOISER_PREFIXES = ("unet.", "transformer.")
 # What diffusers' LoRA loader logs for each text encoder that gets no weights from the adapter.
 _NO_TEXT_ENCODER_KEYS = "No LoRA keys associated to"
 _DIFFUSERS_LORA_LOGGER = "diffusers.loaders.lora_base"
-
-
-def _first_time(cut: tuple[str, str]) -> bool:
-    """Whether this process has not yet warned about prompts cut for ``cut`` (pipeline folder, limits)."""
-    with _CUTS_SAID_LOCK:
-        if cut in _CUTS_SAID:
-            return False
-        _CUTS_SAID.add(cut)
-        return True
 
 
 def adapter_is_denoiser_only(lora_path: Path) -> bool:
